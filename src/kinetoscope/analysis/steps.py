@@ -1,0 +1,109 @@
+"""Per-step host and device activity: the table every verdict starts from.
+
+Device work is attributed to the step whose host window contains its launch
+call (work launched in step N belongs to step N even if it runs after the host
+moved on); device events with no launch link fall back to their own start.
+Traces without `ProfilerStep#N` get one pseudo-step spanning the whole trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..trace import Cat, Trace
+from ..trace.steps import STEP_RE
+from .intervals import clip, union_length
+
+
+@dataclass(frozen=True)
+class StepStats:
+    number: int | None  # None for the whole-trace pseudo-step
+    index: int  # event index of the ProfilerStep (-1 for the pseudo-step)
+    start: float
+    end: float
+    host_busy_us: float
+    device_busy_us: float
+    kernels: int
+    launches: int
+    device_events: int
+
+    @property
+    def dur(self) -> float:
+        return self.end - self.start
+
+    @property
+    def label(self) -> str:
+        return f"#{self.number}" if self.number is not None else "whole trace"
+
+    @property
+    def host_ratio(self) -> float:
+        return self.host_busy_us / self.dur if self.dur > 0 else 0.0
+
+    @property
+    def device_ratio(self) -> float:
+        return self.device_busy_us / self.dur if self.dur > 0 else 0.0
+
+
+def host_activity_mask(trace: Trace) -> np.ndarray:
+    """Host events that count as the host being busy: ops, annotations and runtime
+    calls on host threads, but not the ProfilerStep spans themselves."""
+    step_names = trace.name_ids_matching(lambda n: bool(STEP_RE.match(n)))
+    return (
+        trace.mask(Cat.CPU_OP, Cat.USER_ANNOTATION, Cat.RUNTIME, Cat.DRIVER)
+        & ~trace.is_instant
+        & (trace.lane_kind == 1)
+        & ~np.isin(trace.name_id, step_names)
+    )
+
+
+def device_anchor(trace: Trace) -> np.ndarray:
+    """Timestamp used to place each event in a step: its launch's start when known."""
+    launch = trace.launch_of
+    anchor = trace.ts.copy()
+    linked = launch >= 0
+    anchor[linked] = trace.ts[launch[linked]]
+    return anchor
+
+
+def windows(trace: Trace) -> list[tuple[int | None, int, float, float]]:
+    """(step number, event index, start, end) for each step, or one for the whole trace."""
+    if trace.steps:
+        return [(s.number, s.index, s.start, s.end) for s in trace.steps]
+    return [(None, -1, trace.start_time, trace.end_time)]
+
+
+def step_stats(trace: Trace) -> list[StepStats]:
+    return _step_stats_cached(trace)
+
+
+@lru_cache(maxsize=8)
+def _step_stats_cached(trace: Trace) -> list[StepStats]:
+    host = np.flatnonzero(host_activity_mask(trace))
+    host_s, host_e = trace.ts[host], trace.end[host]
+    work = np.flatnonzero(trace.device_work)
+    anchor = device_anchor(trace)[work]
+    work_s, work_e = trace.ts[work], trace.end[work]
+    is_kernel = trace.cat[work] == int(Cat.KERNEL)
+    launch_ts = trace.ts[trace.launches]
+    out = []
+    whole = not trace.steps
+    for number, index, start, end in windows(trace):
+        hs, he = clip(host_s, host_e, start, end)
+        sel = np.ones(len(work), dtype=bool) if whole else (anchor >= start) & (anchor < end)
+        out.append(
+            StepStats(
+                number=number,
+                index=index,
+                start=start,
+                end=end,
+                host_busy_us=union_length(hs, he),
+                device_busy_us=union_length(work_s[sel], work_e[sel]),
+                kernels=int(is_kernel[sel].sum()),
+                launches=int(((launch_ts >= start) & (launch_ts < end)).sum()),
+                device_events=int(sel.sum()),
+            )
+        )
+    return out

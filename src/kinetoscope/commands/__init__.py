@@ -1,0 +1,1 @@
+"""CLI verbs; each module defines `register(app)`."""

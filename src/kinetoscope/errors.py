@@ -1,0 +1,30 @@
+"""Errors the CLI maps to exit codes.
+
+A `TraceError` is the user's input being unusable (exit 2, one line). Anything
+else escaping the library is our bug (exit 1).
+"""
+
+from __future__ import annotations
+
+
+class KinetoscopeError(Exception):
+    """Base class for errors that carry a user-facing one-line message."""
+
+    exit_code = 1
+
+
+class TraceError(KinetoscopeError):
+    """The input trace cannot be read: missing, corrupt, not a Kineto trace."""
+
+    exit_code = 2
+
+    def __init__(self, path: object, problem: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class UsageError(KinetoscopeError):
+    """The user asked for something that cannot be done with these arguments."""
+
+    exit_code = 2

@@ -1,0 +1,82 @@
+"""Run the registered rules on a trace; a rule that throws never sinks the report."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from ..trace import Trace
+from .base import REGISTRY, SEVERITY_ORDER, Finding, NotChecked, Rule
+
+#: Rule family modules under `kinetoscope.rules`; importing one registers its rules.
+RULE_MODULES: list[str] = []
+
+T = TypeVar("T")
+
+
+def load_rules() -> dict[str, Rule]:
+    for module in RULE_MODULES:
+        importlib.import_module(f"kinetoscope.rules.{module}")
+    return REGISTRY
+
+
+@dataclass
+class RuleContext:
+    """What a rule sees: the trace, its thresholds, and analyses shared between rules."""
+
+    trace: Trace
+    rule: Rule
+    config: dict[str, dict[str, float]]
+    cache: dict[Any, Any]
+
+    def threshold(self, key: str) -> float:
+        return self.config.get(self.rule.id, {}).get(key, self.rule.defaults[key])
+
+    def analysis(self, fn: Callable[[Trace], T]) -> T:
+        """`fn(trace)`, computed once per trace however many rules ask for it."""
+        if fn not in self.cache:
+            self.cache[fn] = fn(self.trace)
+        return self.cache[fn]
+
+
+@dataclass
+class Skipped:
+    id: str
+    reason: str
+    advice: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"id": self.id, "reason": self.reason, "advice": self.advice}
+
+
+@dataclass
+class RuleOutcome:
+    findings: list[Finding] = field(default_factory=list)
+    not_checked: list[Skipped] = field(default_factory=list)
+
+
+def run_rules(
+    trace: Trace,
+    config: dict[str, dict[str, float]] | None = None,
+    only: Iterable[str] | None = None,
+) -> RuleOutcome:
+    """All (or `only` the named) rules, findings ranked by impact then severity."""
+    rules = load_rules()
+    wanted = list(only) if only is not None else list(rules)
+    outcome = RuleOutcome()
+    cache: dict[Any, Any] = {}
+    for rule_id in wanted:
+        rule = rules[rule_id]
+        ctx = RuleContext(trace, rule, config or {}, cache)
+        try:
+            outcome.findings.extend(rule.check(ctx))
+        except NotChecked as skip:
+            outcome.not_checked.append(Skipped(rule_id, skip.reason, skip.advice))
+        except Exception as exc:  # noqa: BLE001 - a broken rule is reported, not fatal
+            outcome.not_checked.append(
+                Skipped(rule_id, f"rule failed: {type(exc).__name__}: {exc}", "please report this")
+            )
+    outcome.findings.sort(key=lambda f: (-f.impact_us, SEVERITY_ORDER[f.severity], f.id))
+    return outcome

@@ -1,0 +1,266 @@
+"""The `Trace`: a Kineto trace as typed columns, like Perfetto's trace processor.
+
+Every event (complete `X` and instant `i`) is one row in parallel numpy arrays;
+names are interned. Links that every analysis needs (launch -> kernel by
+correlation id, host call tree, steps) are computed once here, the expensive
+ones lazily, so a `summary` never pays for a call tree it does not read.
+Times are microseconds (float64), as in the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from .categories import DEVICE_WORK_CATS, HOST_TREE_CATS, LAUNCH_NAMES, Cat
+
+
+@dataclass(frozen=True)
+class Lane:
+    """A row in the timeline: a host thread, or a device stream."""
+
+    id: int
+    pid: int | str
+    tid: int | str
+    kind: str  # "host", "device" or "other"
+    label: str
+    device: int | None = None
+    stream: int | None = None
+
+
+@dataclass(frozen=True)
+class Device:
+    id: int
+    name: str
+    vendor: str | None
+    sm_count: int | None
+    memory_bytes: int | None
+    compute_capability: str | None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One `ProfilerStep#N` window on the host, and its device-side copy if recorded."""
+
+    number: int
+    index: int
+    start: float
+    end: float
+    device_start: float | None = None
+    device_end: float | None = None
+
+    @property
+    def dur(self) -> float:
+        return self.end - self.start
+
+
+@dataclass
+class TraceMeta:
+    """What the file says about the run, outside the events."""
+
+    schema_version: Any = None
+    base_time_ns: int | None = None
+    display_time_unit: str | None = None
+    trace_name: str | None = None
+    distributed: dict | None = None
+    versions: dict[str, Any] = field(default_factory=dict)
+    kinetoscope: dict | None = None
+
+    @property
+    def rank(self) -> int | None:
+        rank = (self.distributed or {}).get("rank")
+        return rank if isinstance(rank, int) else None
+
+
+@dataclass
+class KernelArgs:
+    """Launch configuration of device events that carry one (sparse)."""
+
+    index: np.ndarray  # event index
+    grid: np.ndarray  # (n, 3) int64, -1 where absent
+    block: np.ndarray  # (n, 3)
+    registers: np.ndarray
+    shared_memory: np.ndarray
+
+
+@dataclass
+class MemoryEvents:
+    """`[memory]` instants: allocator activity recorded with profile_memory=True."""
+
+    index: np.ndarray
+    ts: np.ndarray
+    nbytes: np.ndarray
+    total_allocated: np.ndarray
+    total_reserved: np.ndarray
+    device_type: np.ndarray
+    device_id: np.ndarray
+    addr: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+@dataclass(eq=False)  # identity hashing: analyses cache results per Trace object
+class Trace:
+    path: str
+    meta: TraceMeta
+    names: list[str]
+    ts: np.ndarray
+    dur: np.ndarray
+    name_id: np.ndarray
+    cat: np.ndarray
+    lane: np.ndarray
+    is_instant: np.ndarray
+    external_id: np.ndarray
+    correlation: np.ndarray
+    lanes: list[Lane]
+    devices: list[Device]
+    kernel_args: KernelArgs
+    memory: MemoryEvents
+    input_dims: dict[int, str]
+    input_types: dict[int, str]
+    flops: dict[int, float]
+    warnings: list[str] = field(default_factory=list)
+
+    # ---- basic views -------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    @cached_property
+    def end(self) -> np.ndarray:
+        return self.ts + self.dur
+
+    @cached_property
+    def start_time(self) -> float:
+        """Trace start, the origin Perfetto shows timestamps from."""
+        return float(self.ts.min()) if len(self.ts) else 0.0
+
+    @cached_property
+    def end_time(self) -> float:
+        return float(self.end.max()) if len(self.ts) else 0.0
+
+    def rel(self, ts: float) -> float:
+        """`ts` relative to the trace start (what Perfetto displays)."""
+        return float(ts) - self.start_time
+
+    def name(self, index: int) -> str:
+        return self.names[int(self.name_id[index])]
+
+    @cached_property
+    def name_index(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.names)}
+
+    def name_ids_matching(self, predicate) -> np.ndarray:
+        """Interned ids of the names for which `predicate(name)` holds."""
+        return np.array([i for i, n in enumerate(self.names) if predicate(n)], dtype=np.int32)
+
+    def mask(self, *cats: Cat) -> np.ndarray:
+        return np.isin(self.cat, np.array([int(c) for c in cats], dtype=np.uint8))
+
+    @cached_property
+    def lane_kind(self) -> np.ndarray:
+        """Per-event lane kind code: 0 other, 1 host, 2 device."""
+        codes = np.array([{"host": 1, "device": 2}.get(ln.kind, 0) for ln in self.lanes] or [0])
+        return codes[self.lane]
+
+    @cached_property
+    def device_work(self) -> np.ndarray:
+        """Mask of kernels, memcpys and memsets: what keeps a device busy."""
+        return self.mask(*DEVICE_WORK_CATS) & (self.lane_kind == 2)
+
+    @cached_property
+    def kernels(self) -> np.ndarray:
+        """Indices of kernel events in time order."""
+        idx = np.flatnonzero(self.mask(Cat.KERNEL))
+        return idx[np.argsort(self.ts[idx], kind="stable")]
+
+    @cached_property
+    def launch_name_ids(self) -> np.ndarray:
+        return self.name_ids_matching(lambda n: n in LAUNCH_NAMES)
+
+    @cached_property
+    def launches(self) -> np.ndarray:
+        """Indices of host calls that put a kernel on a stream, in time order."""
+        idx = np.flatnonzero(
+            self.mask(Cat.RUNTIME, Cat.DRIVER) & np.isin(self.name_id, self.launch_name_ids)
+        )
+        return idx[np.argsort(self.ts[idx], kind="stable")]
+
+    @property
+    def host_lanes(self) -> list[Lane]:
+        return [ln for ln in self.lanes if ln.kind == "host"]
+
+    @property
+    def device_lanes(self) -> list[Lane]:
+        return [ln for ln in self.lanes if ln.kind == "device"]
+
+    @property
+    def has_device(self) -> bool:
+        return bool(self.device_work.any())
+
+    # ---- links -------------------------------------------------------
+    @cached_property
+    def launch_of(self) -> np.ndarray:
+        """For each device event, the index of the host call that enqueued it (else -1).
+
+        Linked by correlation id (flow events were folded into `correlation`
+        at load time for traces whose device events lack the argument).
+        """
+        out = np.full(len(self), -1, dtype=np.int64)
+        host = np.flatnonzero(self.mask(Cat.RUNTIME, Cat.DRIVER) & (self.correlation >= 0))
+        dev = np.flatnonzero((self.lane_kind == 2) & (self.correlation >= 0))
+        if not len(host) or not len(dev):
+            return out
+        order = np.argsort(self.correlation[host], kind="stable")
+        host_sorted = host[order]
+        keys = self.correlation[host_sorted]
+        pos = np.searchsorted(keys, self.correlation[dev])
+        pos = np.clip(pos, 0, len(keys) - 1)
+        hit = keys[pos] == self.correlation[dev]
+        out[dev[hit]] = host_sorted[pos[hit]]
+        return out
+
+    @cached_property
+    def parent(self) -> np.ndarray:
+        """Host call tree: index of the enclosing host event on the same thread, else -1."""
+        from .tree import build_parents
+
+        return build_parents(self)
+
+    @cached_property
+    def self_time(self) -> np.ndarray:
+        """Duration minus the durations of direct children (python frames excluded).
+
+        Matches the profiler's Self CPU: an op's self time excludes its child
+        ops and the runtime calls it makes, not the Python frames around it.
+        """
+        from .tree import self_times
+
+        return self_times(self)
+
+    @cached_property
+    def op_of(self) -> np.ndarray:
+        """For each device event, the innermost op/annotation that launched it (else -1)."""
+        from .tree import launching_ops
+
+        return launching_ops(self)
+
+    @cached_property
+    def steps(self) -> list[Step]:
+        from .steps import find_steps
+
+        return find_steps(self)
+
+    def events_in(self, start: float, end: float, mask: np.ndarray | None = None) -> np.ndarray:
+        """Indices of events that start inside [start, end)."""
+        sel = (self.ts >= start) & (self.ts < end)
+        if mask is not None:
+            sel &= mask
+        return np.flatnonzero(sel)
+
+    @cached_property
+    def host_tree_mask(self) -> np.ndarray:
+        return self.mask(*HOST_TREE_CATS) & ~self.is_instant & (self.lane_kind == 1)

@@ -1,0 +1,59 @@
+"""`ProfilerStep#N` windows: the unit every per-step number is computed on."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .categories import Cat
+
+if TYPE_CHECKING:
+    from .model import Step, Trace
+
+STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+def find_steps(trace: Trace) -> list[Step]:
+    """Host step windows in time order, each paired with its device-side copy.
+
+    The `gpu_user_annotation` event of the same name is the device's view of
+    the step: from the first to the last device activity it contains.
+    """
+    from .model import Step
+
+    step_ids = {i: int(m.group(1)) for i, n in enumerate(trace.names) if (m := STEP_RE.match(n))}
+    if not step_ids:
+        return []
+    ids = np.array(list(step_ids), dtype=np.int32)
+    is_step = np.isin(trace.name_id, ids) & ~trace.is_instant
+    host = np.flatnonzero(is_step & (trace.lane_kind == 1))
+    device = np.flatnonzero(is_step & (trace.cat == int(Cat.GPU_ANNOTATION)))
+    device_by_number: dict[int, tuple[float, float]] = {}
+    for i in device:
+        number = step_ids[int(trace.name_id[i])]
+        start, end = float(trace.ts[i]), float(trace.ts[i] + trace.dur[i])
+        if number in device_by_number:
+            prev = device_by_number[number]
+            start, end = min(start, prev[0]), max(end, prev[1])
+        device_by_number[number] = (start, end)
+    steps = []
+    seen: set[int] = set()
+    for i in host[np.argsort(trace.ts[host], kind="stable")]:
+        number = step_ids[int(trace.name_id[i])]
+        if number in seen:  # duplicated event (e.g. re-exported trace): keep the first
+            continue
+        seen.add(number)
+        dev = device_by_number.get(number)
+        steps.append(
+            Step(
+                number=number,
+                index=int(i),
+                start=float(trace.ts[i]),
+                end=float(trace.ts[i] + trace.dur[i]),
+                device_start=dev[0] if dev else None,
+                device_end=dev[1] if dev else None,
+            )
+        )
+    return steps

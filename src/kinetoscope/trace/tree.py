@@ -1,0 +1,98 @@
+"""The host call tree, rebuilt from nesting per thread.
+
+Kineto writes no parent pointers for ops; nesting in time on one thread is the
+tree (the profiler's own `_build_tree` does the same). One pass with a stack
+over events sorted by (thread, start, longest first).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .categories import Cat
+
+if TYPE_CHECKING:
+    from .model import Trace
+
+_EPS = 1e-3  # us; absorbs ns rounding where a child ends "after" its parent
+
+
+def build_parents(trace: Trace) -> np.ndarray:
+    parent = np.full(len(trace), -1, dtype=np.int64)
+    idx = np.flatnonzero(trace.host_tree_mask)
+    if not len(idx):
+        return parent
+    order = idx[np.lexsort((idx, -trace.dur[idx], trace.ts[idx], trace.lane[idx]))]
+    lanes = trace.lane[order].tolist()
+    starts = trace.ts[order].tolist()
+    ends = (trace.ts[order] + trace.dur[order]).tolist()
+    out = [-1] * len(order)
+    stack_idx: list[int] = []
+    stack_end: list[float] = []
+    current_lane = None
+    order_list = order.tolist()
+    for k, event in enumerate(order_list):
+        lane = lanes[k]
+        if lane != current_lane:
+            stack_idx.clear()
+            stack_end.clear()
+            current_lane = lane
+        start = starts[k]
+        while stack_end and start >= stack_end[-1] - _EPS:
+            stack_idx.pop()
+            stack_end.pop()
+        if stack_idx:
+            out[k] = stack_idx[-1]
+        stack_idx.append(event)
+        stack_end.append(ends[k])
+    parent[order] = out
+    return parent
+
+
+def self_times(trace: Trace) -> np.ndarray:
+    """Duration minus direct non-Python children (what the profiler calls self time)."""
+    parent = trace.parent
+    child = np.flatnonzero((parent >= 0) & (trace.cat != int(Cat.PYTHON)))
+    spent = np.zeros(len(trace), dtype=np.float64)
+    np.add.at(spent, parent[child], trace.dur[child])
+    return np.maximum(trace.dur - spent, 0.0)
+
+
+def launching_ops(trace: Trace) -> np.ndarray:
+    """For device events: innermost op or annotation enclosing the launch call."""
+    out = np.full(len(trace), -1, dtype=np.int64)
+    launch = trace.launch_of
+    dev = np.flatnonzero(launch >= 0)
+    if not len(dev):
+        return out
+    op_cats = np.array([int(Cat.CPU_OP), int(Cat.USER_ANNOTATION)], dtype=np.uint8)
+    parent = trace.parent
+    is_op = np.isin(trace.cat, op_cats)
+    current = parent[launch[dev]]
+    result = np.full(len(dev), -1, dtype=np.int64)
+    pending = np.ones(len(dev), dtype=bool)
+    for _ in range(256):  # walk up until an op is found; depth is small in practice
+        valid = pending & (current >= 0)
+        if not valid.any():
+            break
+        found = valid.copy()
+        found[valid] = is_op[current[valid]]
+        result[found] = current[found]
+        pending &= ~found
+        step = pending & (current >= 0)
+        current[step] = parent[current[step]]
+        pending &= current >= 0
+    out[dev] = result
+    return out
+
+
+def ancestors(trace: Trace, index: int) -> list[int]:
+    """Chain from the root down to `index` (inclusive)."""
+    chain = []
+    parent = trace.parent
+    while index >= 0:
+        chain.append(int(index))
+        index = int(parent[index])
+    return chain[::-1]

@@ -1,0 +1,79 @@
+"""Shared fixtures: the real trace corpus in ../shared/traces, and tiny traces built in code."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "traces"
+
+
+def corpus_files() -> list[Path]:
+    if not CORPUS.is_dir():
+        return []
+    return sorted(p for p in CORPUS.rglob("*.json*") if p.is_file())
+
+
+def corpus(relative: str) -> Path:
+    """Path of a corpus trace; skips the test with a clear message where it is absent."""
+    path = CORPUS / relative
+    if not path.exists():
+        pytest.skip(f"corpus trace {relative} not found under {CORPUS} (../shared missing?)")
+    return path
+
+
+def write_trace(path: Path, events: list[dict], gz: bool = False, **top) -> Path:
+    """Write a Kineto-shaped trace file with the given events (tiny traces for unit tests)."""
+    body = {"schemaVersion": 1, **top, "traceEvents": events}
+    data = json.dumps(body).encode()
+    if gz:
+        path.write_bytes(gzip.compress(data))
+    else:
+        path.write_bytes(data)
+    return path
+
+
+def op(name, ts, dur, tid=1, pid=100, cat="cpu_op", **args):
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": pid,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": args,
+    }
+
+
+def kernel(name, ts, dur, correlation, stream=7, device=0, **args):
+    return {
+        "ph": "X",
+        "cat": "kernel",
+        "name": name,
+        "pid": device,
+        "tid": stream,
+        "ts": ts,
+        "dur": dur,
+        "args": {"correlation": correlation, "stream": stream, "device": device, **args},
+    }
+
+
+def launch(ts, dur, correlation, tid=1, pid=100, name="cudaLaunchKernel", external_id=None):
+    args = {"correlation": correlation}
+    if external_id is not None:
+        args["External id"] = external_id
+    return {
+        "ph": "X",
+        "cat": "cuda_runtime",
+        "name": name,
+        "pid": pid,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": args,
+    }
