@@ -5,8 +5,8 @@ launch call (work launched in step N belongs to step N even if it runs after
 the host moved on; device events with no launch link fall back to their own
 start). Device busy time is the union of device work inside the step's host
 window, so it never exceeds the step (the `gpu_user_annotation` copy of a step
-is not used: on ROCm it often covers only a fragment of the step). Traces without `ProfilerStep#N` get one
-pseudo-step spanning the whole trace.
+is not used: on ROCm it often covers only a fragment of the step). Traces
+without `ProfilerStep#N` get one pseudo-step spanning the whole trace.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The profiler's `key_averages()` table, rebuilt from the trace file alone.
 
 Rows group events by name and side (host or device) as the profiler does
-(every `ProfilerStep#N` becomes `ProfilerStep*`). Host events (ops, annotations, runtime/driver calls, Python
-frames) carry CPU time: total = duration, self = duration minus direct
+(every `ProfilerStep#N` becomes `ProfilerStep*`). Host events (ops,
+annotations, runtime/driver calls, Python frames) carry CPU time: total = duration, self = duration minus direct
 children. Device events are rows of their own (self device = duration), and
 each is also charged to the innermost host op that launched it, which is how
 the profiler fills an op's device columns. The closing totals follow
