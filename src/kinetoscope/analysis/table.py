@@ -3,12 +3,13 @@
 Rows group events by name and side (host or device) as the profiler does
 (every `ProfilerStep#N` becomes `ProfilerStep*`). Host events (ops,
 annotations, runtime/driver calls, Python frames) carry CPU time: total =
-duration, self = duration minus direct children. Device events are rows of their own (self device = duration), and
-each is also charged to the innermost host op that launched it, which is how
-the profiler fills an op's device columns. The closing totals follow
-`torch.autograd.profiler_util._build_table`: Self CPU total sums every row's
-self CPU; Self device total sums device events except GPU-side user
-annotations (the device copy of a `record_function` or step).
+duration, self = duration minus direct children. Device events are rows of
+their own (self device = duration), and each is also charged to the innermost
+host op that launched it, which is how the profiler fills an op's device
+columns. The closing totals follow `torch.autograd.profiler_util._build_table`:
+Self CPU total sums every row's self CPU; Self device total sums device events
+except GPU-side user annotations (the device copy of a `record_function` or
+step).
 """
 
 from __future__ import annotations
