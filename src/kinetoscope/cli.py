@@ -23,7 +23,7 @@ app = typer.Typer(
 )
 
 #: Command modules, each defines `register(app)`.
-COMMANDS: list[str] = ["profile"]
+COMMANDS = ["summary", "table", "profile"]
 
 _DEBUG = {"on": False}
 

@@ -71,8 +71,9 @@ class TraceHandler:
         on_device = torch.profiler.ProfilerActivity.CUDA in prof.activities
         trace_name, table_name = self.naming(len(self.written))
         meta = {**self._profiler_meta(torch, prof), **self.meta, "cycle": len(self.written)}
-        trace = write_trace(prof, self.dir / trace_name, meta, self.gzip)
+        # the table first: in torch 2.13 key_averages() after an export can read freed names
         table = write_table(prof, self.dir / table_name, on_device)
+        trace = write_trace(prof, self.dir / trace_name, meta, self.gzip)
         self.written.append(Artifacts(trace, table))
 
     @staticmethod
