@@ -37,7 +37,7 @@ def test_matmul_add_writes_tagged_trace_with_annotation_steps_and_metadata(tmp_p
     assert meta["workload"] == "matmul_add"
     assert meta["params"] == {"size": 16, "batched": False}
     assert meta["device"]["type"] == "cpu"
-    assert meta["torch"] == __import__("torch").__version__
+    assert meta["torch_version"] == __import__("torch").__version__
     assert meta["schedule"] == {"wait": 1, "warmup": 1, "active": 3, "repeat": 1}
     assert meta["warmup_iters"] == 0
     table = result.written[0].table.read_text()
