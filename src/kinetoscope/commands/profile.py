@@ -165,6 +165,12 @@ def _profile_script(target, args, schedule, step_on, device, common) -> None:
         f"profiled {result.script} on {result.device.name}: "
         f"{result.steps} steps ({result.step_source})"
     )
+    if not result.written:
+        first = schedule.active_steps()[0]
+        raise UsageError(
+            f"the script stepped {result.steps} time(s), too few to reach the schedule's first "
+            f"recorded step (#{first}): lower --wait / --warmup-steps"
+        )
     if result.whole_run:
         print("the script never stepped: the trace covers the whole run (as ProfilerStep#0)")
     elif result.steps < schedule.total_steps:
