@@ -72,6 +72,7 @@ def test_bad_parameter_values_are_typer_errors_exit_2(tmp_path, args, expected):
         (["resnet"], "unknown workload 'resnet'"),
         (["matmul_add", "--", "x"], "only a script takes them"),
         (["matmul_add", "--step-on", "m:f"], "--step-on applies to scripts"),
+        (["matmul_add", "--compile-mode", "max-autotune"], "--compile-mode needs --compile"),
         (["nowhere.py"], "nowhere.py: no such script"),
         (["train.py", "--size", "4"], "--size: workload options do not apply to a script"),
     ],

@@ -141,6 +141,8 @@ def profile_command(
         raise UsageError(f"extra arguments {' '.join(script_args)!r}: only a script takes them")
     if step_on is not None:
         raise UsageError("--step-on applies to scripts, not built-in workloads")
+    if compile_mode is not CompileModeOpt.default and not compile:
+        raise UsageError("--compile-mode needs --compile")
     from ..capture.runner import CaptureOptions, run_workload
 
     options = CaptureOptions(
