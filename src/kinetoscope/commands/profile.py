@@ -65,15 +65,11 @@ def profile_command(
     compile: bool = typer.Option(False, "--compile", help="torch.compile the workload."),
     compile_mode: CompileModeOpt = typer.Option(CompileModeOpt.default, help="torch.compile mode."),
     warmup: int = typer.Option(0, min=0, help="Iterations before the profiler starts (0: cold)."),
-    wait: int = typer.Option(
-        1, min=0, help="Steps skipped first.", rich_help_panel=_SCHEDULE
-    ),
+    wait: int = typer.Option(1, min=0, help="Steps skipped first.", rich_help_panel=_SCHEDULE),
     warmup_steps: int = typer.Option(
         1, min=0, help="Profiler warm-up steps.", rich_help_panel=_SCHEDULE
     ),
-    active: int = typer.Option(
-        3, min=1, help="Steps recorded.", rich_help_panel=_SCHEDULE
-    ),
+    active: int = typer.Option(3, min=1, help="Steps recorded.", rich_help_panel=_SCHEDULE),
     repeat: int = typer.Option(
         1, min=1, help="Cycles (one trace each).", rich_help_panel=_SCHEDULE
     ),
