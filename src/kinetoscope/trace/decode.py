@@ -59,7 +59,11 @@ def _make_structs(lenient: bool):
     # gc=False: these structs never form cycles, and keeping hundreds of
     # thousands of them out of the cyclic GC makes decoding about 3x faster.
     arg_fields = [
-        (attr, Any if lenient else typ, msgspec.field(default=default, name=key))
+        (
+            attr,
+            Any if lenient and typ is not msgspec.Raw else typ,
+            msgspec.field(default=default, name=key),
+        )
         for attr, key, typ, default in _ARG_FIELDS
     ]
     args_type = msgspec.defstruct("Args", arg_fields, gc=False)

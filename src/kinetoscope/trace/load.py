@@ -225,15 +225,14 @@ class _Builder:
         then each distinct pair in the batch is looked up once."""
         pid = np.array(_intern(self.pids, list(map(_PID, events))), np.int64)
         tid = np.array(_intern(self.tids, list(map(_TID, events))), np.int64)
-        pairs, inverse = np.unique((pid << 32) | tid, return_inverse=True)
+        pairs, first, inverse = np.unique((pid << 32) | tid, return_index=True, return_inverse=True)
         pid_values, tid_values = list(self.pids), list(self.tids)
-        lane_ids = [
-            self.lane_keys.setdefault(
-                (pid_values[pair >> 32], tid_values[pair & 0xFFFFFFFF]), len(self.lane_keys)
-            )
-            for pair in pairs.tolist()
-        ]
-        return np.array(lane_ids, np.int32)[inverse.reshape(-1)]
+        lane_ids = np.zeros(len(pairs), np.int32)
+        for k in np.argsort(first).tolist():  # new lanes numbered in order of appearance
+            pair = int(pairs[k])
+            key = (pid_values[pair >> 32], tid_values[pair & 0xFFFFFFFF])
+            lane_ids[k] = self.lane_keys.setdefault(key, len(self.lane_keys))
+        return lane_ids[inverse.reshape(-1)]
 
     def add(self, batch: list[Any]) -> None:
         phs = list(map(_PH, batch))
