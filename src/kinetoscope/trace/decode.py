@@ -66,7 +66,8 @@ def _make_structs(lenient: bool):
         )
         for attr, key, typ, default in _ARG_FIELDS
     ]
-    args_type = msgspec.defstruct("Args", arg_fields, gc=False)
+    # strict Args are frozen so that events without args can share one default
+    args_type = msgspec.defstruct("Args", arg_fields, gc=False, frozen=not lenient)
     num = Any if lenient else float
     ident = Any if lenient else (int | str)
     text = Any if lenient else (str | None)
@@ -79,12 +80,11 @@ def _make_structs(lenient: bool):
         ("pid", ident, 0),
         ("tid", ident, 0),
         ("id", Any if lenient else (int | str | None), None),
-        ("bp", text, None),
         # strict: never None, so the loader reads args column-wise without tests
         (
             "args",
             (args_type | None) if lenient else args_type,
-            msgspec.field(default_factory=args_type),
+            msgspec.field(default_factory=args_type) if lenient else args_type(),
         ),
     ]
     return args_type, msgspec.defstruct("Event", event_fields, gc=False)

@@ -20,6 +20,7 @@ from .model import Device, KernelArgs, Lane, MemoryEvents, Trace, TraceMeta
 from .source import trace_chunks
 
 _TIMED_PH = frozenset({"X", "i", "I"})
+_MAX_LANE_TABLE = 1 << 20  # (pid, tid) cells before lanes are interned as tuples instead
 _DEVICE_CATS = np.array([int(c) for c in DEVICE_CATS], dtype=np.uint8)
 _FLOW_PH = frozenset({"s", "f", "t"})
 _LAUNCH_FLOW_CATS = frozenset({"ac2g", "async"})
@@ -202,6 +203,7 @@ class _Builder:
         self.lane_keys: dict[tuple[Any, Any], int] = {}  # (pid, tid) -> lane id
         self.pids: dict[Any, int] = {}
         self.tids: dict[Any, int] = {}
+        self.lane_table = np.full((0, 0), -1, np.int32)  # [pid id, tid id] -> lane id
         self.parts: dict[str, list[np.ndarray]] = {
             k: [] for k in ("ts", "dur", "name", "cat", "lane", "instant", "ext", "corr")
         }
@@ -222,17 +224,27 @@ class _Builder:
 
     def _lanes_of(self, events: list[Any]) -> np.ndarray:
         """Lane id of each event: pid and tid are interned apart (no tuple per event),
-        then each distinct pair in the batch is looked up once."""
-        pid = np.array(_intern(self.pids, list(map(_PID, events))), np.int64)
-        tid = np.array(_intern(self.tids, list(map(_TID, events))), np.int64)
-        pairs, first, inverse = np.unique((pid << 32) | tid, return_index=True, return_inverse=True)
-        pid_values, tid_values = list(self.pids), list(self.tids)
-        lane_ids = np.zeros(len(pairs), np.int32)
-        for k in np.argsort(first).tolist():  # new lanes numbered in order of appearance
-            pair = int(pairs[k])
-            key = (pid_values[pair >> 32], tid_values[pair & 0xFFFFFFFF])
-            lane_ids[k] = self.lane_keys.setdefault(key, len(self.lane_keys))
-        return lane_ids[inverse.reshape(-1)]
+        then looked up together in a small (pid, tid) -> lane table."""
+        pid = np.array(_intern(self.pids, list(map(_PID, events))), np.intp)
+        tid = np.array(_intern(self.tids, list(map(_TID, events))), np.intp)
+        if len(self.pids) * len(self.tids) > _MAX_LANE_TABLE:  # many processes and threads
+            keys = list(zip(map(_PID, events), map(_TID, events), strict=True))
+            return np.array(_intern(self.lane_keys, keys), np.int32)
+        table = self.lane_table
+        if table.shape[0] < len(self.pids) or table.shape[1] < len(self.tids):
+            table = np.full((len(self.pids) * 2, len(self.tids) * 2), -1, np.int32)
+            table[: self.lane_table.shape[0], : self.lane_table.shape[1]] = self.lane_table
+            self.lane_table = table
+        lane = table[pid, tid]
+        new = np.flatnonzero(lane < 0)
+        if len(new):
+            _, first = np.unique(pid[new] * table.shape[1] + tid[new], return_index=True)
+            pid_values, tid_values = list(self.pids), list(self.tids)
+            for i in new[np.sort(first)].tolist():  # new pairs, in order of appearance
+                key = (pid_values[pid[i]], tid_values[tid[i]])
+                table[pid[i], tid[i]] = self.lane_keys[key] = len(self.lane_keys)
+            lane = table[pid, tid]
+        return lane
 
     def add(self, batch: list[Any]) -> None:
         phs = list(map(_PH, batch))
@@ -335,14 +347,14 @@ class _Builder:
 
     def _untimed(self, events: list[Any]) -> None:
         """Flow events (launch -> device links) and metadata (thread names)."""
-        flows = [ev for ev in events if ev.ph in _FLOW_PH and ev.cat in _LAUNCH_FLOW_CATS]
+        flows = list(compress(events, map(_LAUNCH_FLOW_CATS.__contains__, map(_CAT, events))))
+        flows = list(compress(flows, map(_FLOW_PH.__contains__, map(_PH, flows))))
         if flows:
             self.flows["id"].append(_ids(list(map(_ID, flows))))
             self.flows["lane"].append(self._lanes_of(flows))
             self.flows["ts"].append(np.fromiter(map(_TS, flows), np.float64, len(flows)))
-        for ev in events:
-            if ev.ph == "M":
-                self._metadata(ev)
+        for ev in compress(events, map("M".__eq__, map(_PH, events))):
+            self._metadata(ev)
 
     def _metadata(self, ev: Any) -> None:
         args = ev.args
