@@ -6,6 +6,8 @@ cuts (and wrong boundary guesses) on corpus traces and on tiny adversarial ones.
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -114,3 +116,12 @@ def test_events_key_nested_in_the_head_is_not_taken(tmp_path, tiny_pieces):
     trace = kinetoscope.load(body)
     assert len(trace) == 30
     assert trace.meta.distributed == {"traceEvents": [1, 2]}
+
+
+def test_lanes_without_the_lookup_table(monkeypatch):
+    # traces with very many (pid, tid) pairs intern lanes as tuples instead
+    load_module = importlib.import_module("kinetoscope.trace.load")  # the module, not load()
+    path = corpus("gpu/tracelens_mi300__resnet_act_checkpoint.json.gz")
+    with_table = kinetoscope.load(path)
+    monkeypatch.setattr(load_module, "_MAX_LANE_TABLE", 0)
+    _same(kinetoscope.load(path), with_table)
