@@ -127,7 +127,7 @@ class TopLevel(msgspec.Struct):
 
 _TOP = msgspec.json.Decoder(TopLevel)
 #: decompressed bytes decoded per batch
-_PIECE = 8 << 20
+_PIECE = 4 << 20
 #: the batch size when the whole text is decoded at once (fallback path)
 _RAW_BATCH = 32768
 _CONTROL_TABLE = bytes.maketrans(bytes(range(32)), b" " * 32)

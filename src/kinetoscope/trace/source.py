@@ -19,7 +19,7 @@ from ..errors import TraceError
 
 #: bytes read per step: large enough that per-read overhead vanishes, small
 #: enough that a piece of decompressed text stays a few MB
-_READ = 4 << 20
+_READ = 1 << 20
 _GZIP_READ = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
 
