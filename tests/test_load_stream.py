@@ -125,3 +125,15 @@ def test_lanes_without_the_lookup_table(monkeypatch):
     with_table = kinetoscope.load(path)
     monkeypatch.setattr(load_module, "_MAX_LANE_TABLE", 0)
     _same(kinetoscope.load(path), with_table)
+
+
+def test_concatenated_gzip_members(tmp_path, tiny_pieces):
+    import gzip
+
+    events = [op(f"aten::op{i}", i * 10, 5) for i in range(30)]
+    text = write_trace(tmp_path / "t.json", events).read_bytes()
+    half = len(text) // 2
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(text[:half]) + gzip.compress(text[half:]))
+    trace = kinetoscope.load(path)
+    assert len(trace) == 30 and not trace.warnings

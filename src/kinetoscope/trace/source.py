@@ -17,10 +17,10 @@ from isal import isal_zlib
 
 from ..errors import TraceError
 
-#: bytes read per step: large enough that per-read overhead vanishes, small
-#: enough that a piece of decompressed text stays a few MB
+#: bytes of text per step: large enough that per-step overhead vanishes, small
+#: enough that the pieces held at once stay a few MB
 _READ = 1 << 20
-_GZIP_READ = 1 << 20
+_GZIP_READ = 256 << 10  # compressed bytes read per step
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -53,20 +53,22 @@ def _plain(handle) -> Iterator[bytes]:
 
 
 def _gunzip(handle, path: Path, warnings: list[str]) -> Iterator[bytes]:
-    """Stream-decompress (concatenated members too), keeping the output of a stream
-    that ends early or turns corrupt."""
+    """Stream-decompress (concatenated members too), at most `_READ` bytes out per
+    step whatever the compression ratio, keeping the output of a stream that
+    ends early or turns corrupt."""
     inflater = isal_zlib.decompressobj(31)
     produced = 0
     with handle:
         try:
-            while chunk := handle.read(_GZIP_READ):
-                out = inflater.decompress(chunk)
-                while inflater.eof and inflater.unused_data:
-                    rest = inflater.unused_data
-                    inflater = isal_zlib.decompressobj(31)
-                    out += inflater.decompress(rest)
-                produced += len(out)
-                yield out
+            while data := handle.read(_GZIP_READ):
+                while data:
+                    out = inflater.decompress(data, _READ)
+                    data = inflater.unconsumed_tail
+                    if inflater.eof and inflater.unused_data:  # next gzip member
+                        data = inflater.unused_data
+                        inflater = isal_zlib.decompressobj(31)
+                    produced += len(out)
+                    yield out
             tail = inflater.flush()
         except isal_zlib.error as exc:
             if not produced:
