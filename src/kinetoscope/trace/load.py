@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-import math
+import gc
 import os
+from contextlib import contextmanager
+from itertools import compress, repeat
+from operator import attrgetter, is_, is_not, not_
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +15,24 @@ import numpy as np
 
 from ..errors import TraceError
 from .categories import DEVICE_CATS, Cat, normalize_category
-from .decode import TopLevel, decode_events, decode_top
+from .decode import EventStream, TopLevel
 from .model import Device, KernelArgs, Lane, MemoryEvents, Trace, TraceMeta
-from .source import read_trace_bytes
+from .source import trace_chunks
 
-_KEEP_PH = {"X": False, "i": True, "I": True}
-_FLOW_PH = {"s", "f", "t"}
-_LAUNCH_FLOW_CATS = {"ac2g", "async"}
+_TIMED_PH = frozenset({"X", "i", "I"})
+_MAX_LANE_TABLE = 1 << 20  # (pid, tid) cells before lanes are interned as tuples instead
+_DEVICE_CATS = np.array([int(c) for c in DEVICE_CATS], dtype=np.uint8)
+_FLOW_PH = frozenset({"s", "f", "t"})
+_LAUNCH_FLOW_CATS = frozenset({"ac2g", "async"})
+_PH, _NAME, _CAT, _TS, _DUR, _PID, _TID, _ID, _ARGS = (
+    attrgetter(a) for a in ("ph", "name", "cat", "ts", "dur", "pid", "tid", "id", "args")
+)
+_EXTERNAL_ID, _EXTERNAL_ID_OLD, _CORRELATION, _STREAM, _DEVICE = (
+    attrgetter(a) for a in ("external_id", "external_id_old", "correlation", "stream", "device")
+)
+_GRID, _REGISTERS, _ALLOC, _DIMS, _TYPES, _FLOPS = (
+    attrgetter(a) for a in ("grid", "registers", "alloc_bytes", "input_dims", "input_type", "flops")
+)
 
 
 def load(path: str | os.PathLike) -> Trace:
@@ -29,24 +43,17 @@ def load(path: str | os.PathLike) -> Trace:
     """
     path = Path(path)
     warnings: list[str] = []
-    data = read_trace_bytes(path, warnings)
-    stripped = data.lstrip()
-    if stripped[:1] == b"[":
-        raise TraceError(path, "is a JSON array, not a Kineto trace object with 'traceEvents'")
-    if stripped[:1] != b"{":
-        raise TraceError(path, "is not JSON (it does not start with '{')")
-    top = decode_top(data, str(path), warnings)
-    if top.traceEvents is None:
-        raise TraceError(path, "is JSON but not a Kineto trace (no 'traceEvents' key)")
+    stream = EventStream(str(path), warnings)
     builder = _Builder(str(path))
-    for batch in decode_events(top.traceEvents, str(path)):
-        builder.add(batch)
-    raw_count = len(top.traceEvents)
-    top.traceEvents = None
-    del data, stripped
+    with _cyclic_gc_paused():
+        for batch in stream.batches(trace_chunks(path, warnings)):
+            builder.add(batch)
+    top = stream.top
+    if top is None or top.traceEvents is None:
+        raise TraceError(path, "is JSON but not a Kineto trace (no 'traceEvents' key)")
     trace = builder.finish(_meta(top), _devices(top), warnings)
     if len(trace) == 0:
-        if raw_count == 0:
+        if stream.count == 0:
             raise TraceError(path, "has no events (empty 'traceEvents')")
         raise TraceError(path, "has no timed events (only metadata)")
     if not trace.mask(
@@ -56,6 +63,19 @@ def load(path: str | os.PathLike) -> Trace:
             path, "is not a PyTorch profiler (Kineto) trace: no operator, runtime or device events"
         )
     return trace
+
+
+@contextmanager
+def _cyclic_gc_paused():
+    """Decoding allocates millions of objects that form no cycles; letting the
+    cyclic GC scan them on every allocation burst costs about 15% of load time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _meta(top: TopLevel) -> TraceMeta:
@@ -125,126 +145,216 @@ def _int(value: Any, default: int = -1) -> int:
 
 def _json_text(value: Any) -> str:
     """JSON text of an argument kept undecoded (Raw) or decoded leniently."""
-    raw = bytes(value) if isinstance(value, msgspec.Raw) else msgspec.json.encode(value)
-    return raw.decode("utf-8", "replace")
+    if type(value) is msgspec.Raw:
+        return str(value, "utf-8", "replace")
+    return msgspec.json.encode(value).decode("utf-8", "replace")
 
 
 def _float(value: Any) -> float:
     try:
         return float(value)
     except (TypeError, ValueError):
-        return math.nan
+        return float("nan")
+
+
+def _ids(values: list[Any]) -> np.ndarray:
+    """int64 column of id-like values; None (explicit null) and junk become -1."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        return np.array([_in_int64(_int(v)) for v in values], np.int64)
+
+
+def _in_int64(value: int) -> int:
+    return value if -(2**63) <= value < 2**63 else -1
+
+
+def _intern(table: dict[Any, int], keys: list[Any]) -> list[int]:
+    """Ids of `keys` in `table`, new keys numbered in order of first appearance.
+
+    Lookups and the scan for misses run in C (`map`, `compress`), not per key
+    in Python: after the first batch nearly every key is a hit."""
+    ids = list(map(table.get, keys))
+    if None in ids:
+        for key in dict.fromkeys(compress(keys, map(is_, ids, repeat(None)))):
+            table[key] = len(table)
+        ids = list(map(table.get, keys))
+    return ids
+
+
+def _present(values: list[Any]) -> np.ndarray:
+    """Positions of the values that are not None."""
+    return np.flatnonzero(np.fromiter(map(is_not, values, repeat(None)), bool, len(values)))
 
 
 class _Builder:
-    """Accumulates decoded batches into column lists, then freezes them into numpy."""
+    """Turns decoded batches into numpy column parts, then concatenates them.
+
+    Each batch is read column-wise (one C-level pass per field through
+    `attrgetter`, names and lanes interned through dict lookups) rather than
+    event by event, and becomes numpy arrays at once, so no per-event Python
+    objects outlive their batch.
+    """
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.names: dict[str, int] = {}
-        self.cats: dict[Any, int] = {}
-        self.lane_keys: dict[tuple[Any, Any], int] = {}
-        self.cols: dict[str, list] = {
-            k: []
-            for k in (
-                "ts",
-                "dur",
-                "name",
-                "cat",
-                "lane",
-                "instant",
-                "ext",
-                "corr",
-                "stream",
-                "device",
-            )
+        self.cats: dict[str | None, int] = {}
+        self.lane_keys: dict[tuple[Any, Any], int] = {}  # (pid, tid) -> lane id
+        self.pids: dict[Any, int] = {}
+        self.tids: dict[Any, int] = {}
+        self.lane_table = np.full((0, 0), -1, np.int32)  # [pid id, tid id] -> lane id
+        self.parts: dict[str, list[np.ndarray]] = {
+            k: [] for k in ("ts", "dur", "name", "cat", "lane", "instant", "ext", "corr")
         }
-        self.kernel_rows: list[tuple] = []
+        self.cat_codes: list[int] = []  # normalised `Cat` of each raw category id
+        self.device_parts: list[
+            tuple[np.ndarray, np.ndarray, np.ndarray]
+        ] = []  # lane, stream, device
+        self.kernel_index: list[np.ndarray] = []
+        self.kernel_cfg: list[Any] = []  # the Args of those events
         self.memory_rows: list[tuple] = []
         self.input_dims: dict[int, str] = {}
         self.input_types: dict[int, str] = {}
         self.flops: dict[int, float] = {}
-        self.flows: list[tuple] = []  # (id, ph, lane, ts)
+        self.flows: dict[str, list[np.ndarray]] = {"id": [], "lane": [], "ts": []}
         self.process_names: dict[Any, str] = {}
         self.thread_names: dict[tuple[Any, Any], str] = {}
-        self.cat_names: list[str | None] = []
         self.count = 0
 
-    def _lane(self, pid: Any, tid: Any) -> int:
-        key = (pid, tid)
-        lane = self.lane_keys.get(key)
-        if lane is None:
-            lane = self.lane_keys[key] = len(self.lane_keys)
+    def _lanes_of(self, events: list[Any]) -> np.ndarray:
+        """Lane id of each event: pid and tid are interned apart (no tuple per event),
+        then looked up together in a small (pid, tid) -> lane table."""
+        pid = np.array(_intern(self.pids, list(map(_PID, events))), np.intp)
+        tid = np.array(_intern(self.tids, list(map(_TID, events))), np.intp)
+        if len(self.pids) * len(self.tids) > _MAX_LANE_TABLE:  # many processes and threads
+            keys = list(zip(map(_PID, events), map(_TID, events), strict=True))
+            return np.array(_intern(self.lane_keys, keys), np.int32)
+        table = self.lane_table
+        if table.shape[0] < len(self.pids) or table.shape[1] < len(self.tids):
+            table = np.full((len(self.pids) * 2, len(self.tids) * 2), -1, np.int32)
+            table[: self.lane_table.shape[0], : self.lane_table.shape[1]] = self.lane_table
+            self.lane_table = table
+        lane = table[pid, tid]
+        new = np.flatnonzero(lane < 0)
+        if len(new):
+            _, first = np.unique(pid[new] * table.shape[1] + tid[new], return_index=True)
+            pid_values, tid_values = list(self.pids), list(self.tids)
+            for i in new[np.sort(first)].tolist():  # new pairs, in order of appearance
+                key = (pid_values[pid[i]], tid_values[tid[i]])
+                table[pid[i], tid[i]] = self.lane_keys[key] = len(self.lane_keys)
+            lane = table[pid, tid]
         return lane
 
-    def add(self, events: list[Any]) -> None:
-        cols = self.cols
-        names = self.names
-        for ev in events:
-            ph = ev.ph
-            instant = _KEEP_PH.get(ph)
-            if instant is None:
-                if ph in _FLOW_PH and ev.cat in _LAUNCH_FLOW_CATS:
-                    self.flows.append((ev.id, ph, self._lane(ev.pid, ev.tid), _float(ev.ts)))
-                elif ph == "M":
-                    self._metadata(ev)
-                continue
-            ts = ev.ts if type(ev.ts) is float else _float(ev.ts)
-            if ts != ts:  # NaN: no timestamp, not placeable on a timeline
-                continue
-            name = ev.name if type(ev.name) is str else str(ev.name)
-            nid = names.get(name)
-            if nid is None:
-                nid = names[name] = len(names)
-            cat = self.cats.get(ev.cat)
-            if cat is None:
-                cat = self.cats[ev.cat] = len(self.cats)
-                self.cat_names.append(ev.cat if isinstance(ev.cat, str) else None)
-            index = self.count
-            self.count += 1
-            cols["ts"].append(ts)
-            cols["dur"].append(
-                0.0 if instant else (ev.dur if type(ev.dur) is float else _float(ev.dur))
+    def add(self, batch: list[Any]) -> None:
+        phs = list(map(_PH, batch))
+        if phs.count("X") == len(phs):  # the common case: complete events only
+            timed = batch
+        else:
+            keep = list(map(_TIMED_PH.__contains__, phs))
+            timed = list(compress(batch, keep))
+            phs = list(compress(phs, keep))
+            self._untimed(list(compress(batch, map(not_, keep))))
+        ts = np.fromiter(map(_TS, timed), np.float64, len(timed))
+        untimed = np.isnan(ts)
+        if untimed.any():  # no timestamp: not placeable on a timeline
+            timed = list(compress(timed, (~untimed).tolist()))
+            phs = list(compress(phs, (~untimed).tolist()))
+            ts = ts[~untimed]
+        n = len(timed)
+        if not n:
+            return
+        base = self.count
+        self.count += n
+        parts = self.parts
+        instant = np.zeros(n, bool) if phs.count("X") == n else np.array(phs, dtype=object) != "X"
+        dur = np.fromiter(map(_DUR, timed), np.float64, n)
+        dur[instant] = 0.0
+        name_list = list(map(_NAME, timed))
+        parts["ts"].append(ts)
+        parts["dur"].append(dur)
+        parts["instant"].append(instant)
+        parts["name"].append(np.array(_intern(self.names, name_list), np.int32))
+        cat = np.array(_intern(self.cats, list(map(_CAT, timed))), np.int32)
+        parts["cat"].append(cat)
+        lane = self._lanes_of(timed)
+        parts["lane"].append(lane)
+        args = list(map(_ARGS, timed))
+        ext = _ids(list(map(_EXTERNAL_ID, args)))
+        absent = ext == -1
+        if absent.any():  # 2021 traces spell it "external id"
+            np.copyto(ext, _ids(list(map(_EXTERNAL_ID_OLD, args))), where=absent)
+        parts["ext"].append(ext)
+        parts["corr"].append(_ids(list(map(_CORRELATION, args))))
+        self._device_ids(args, cat, lane)
+        self._sparse_args(args, name_list, ts, base)
+
+    def _device_ids(self, args: list[Any], cat: np.ndarray, lane: np.ndarray) -> None:
+        """Stream and device of device events: what names a device lane."""
+        for raw in list(self.cats)[len(self.cat_codes) :]:
+            self.cat_codes.append(int(normalize_category(raw, "")))
+        on_device = np.flatnonzero(np.isin(np.array(self.cat_codes, np.uint8)[cat], _DEVICE_CATS))
+        if not len(on_device):
+            return
+        device_args = [args[i] for i in on_device.tolist()]
+        self.device_parts.append(
+            (
+                lane[on_device],
+                _ids(list(map(_STREAM, device_args))),
+                _ids(list(map(_DEVICE, device_args))),
             )
-            cols["name"].append(nid)
-            cols["cat"].append(cat)
-            cols["lane"].append(self._lane(ev.pid, ev.tid))
-            cols["instant"].append(instant)
-            args = ev.args
-            if args is None:
-                cols["ext"].append(-1)
-                cols["corr"].append(-1)
-                cols["stream"].append(-1)
-                cols["device"].append(-1)
-                continue
-            ext = args.external_id if args.external_id is not None else args.external_id_old
-            cols["ext"].append(_int(ext))
-            cols["corr"].append(_int(args.correlation))
-            cols["stream"].append(_int(args.stream))
-            cols["device"].append(_int(args.device))
-            if args.grid is not None or args.registers is not None:
-                self.kernel_rows.append(
-                    (index, args.grid, args.block, args.registers, args.shared_memory)
-                )
-            if args.alloc_bytes is not None and name == "[memory]":
+        )
+
+    def _sparse_args(self, args: list[Any], name_list: list[str], ts, base: int) -> None:
+        """Arguments only some events carry: launch configs, allocator events, shapes."""
+        grids = list(map(_GRID, args))
+        with_cfg = np.union1d(_present(grids), _present(list(map(_REGISTERS, args))))
+        # Inductor's cpu_ops carry a text "grid(100,)": not a launch configuration
+        keep = [
+            i
+            for i in with_cfg.tolist()
+            if type(grids[i]) is not str or args[i].registers is not None
+        ]
+        if keep:
+            self.kernel_index.append(np.array(keep, np.int64) + base)
+            self.kernel_cfg.extend(args[i] for i in keep)
+        alloc = _present(list(map(_ALLOC, args)))
+        for i in alloc.tolist():
+            if name_list[i] == "[memory]":
+                a = args[i]
                 self.memory_rows.append(
                     (
-                        index,
-                        ts,
-                        args.alloc_bytes,
-                        args.total_allocated,
-                        args.total_reserved,
-                        args.device_type,
-                        args.device_id,
-                        args.addr,
+                        base + i,
+                        float(ts[i]),
+                        a.alloc_bytes,
+                        a.total_allocated,
+                        a.total_reserved,
+                        a.device_type,
+                        a.device_id,
+                        a.addr,
                     )
                 )
-            if args.input_dims is not None:
-                self.input_dims[index] = _json_text(args.input_dims)
-            if args.input_type is not None:
-                self.input_types[index] = _json_text(args.input_type)
-            if args.flops is not None:
-                self.flops[index] = _float(args.flops)
+        for getter, out in ((_DIMS, self.input_dims), (_TYPES, self.input_types)):
+            values = list(map(getter, args))
+            if values.count(None) < len(values):
+                at = _present(values)
+                texts = [_json_text(values[i]) for i in at.tolist()]
+                out.update(zip((at + base).tolist(), texts, strict=True))
+        flops = list(map(_FLOPS, args))
+        if flops.count(None) < len(flops):
+            for i in _present(flops).tolist():
+                self.flops[base + i] = _float(flops[i])
+
+    def _untimed(self, events: list[Any]) -> None:
+        """Flow events (launch -> device links) and metadata (thread names)."""
+        flows = list(compress(events, map(_LAUNCH_FLOW_CATS.__contains__, map(_CAT, events))))
+        flows = list(compress(flows, map(_FLOW_PH.__contains__, map(_PH, flows))))
+        if flows:
+            self.flows["id"].append(_ids(list(map(_ID, flows))))
+            self.flows["lane"].append(self._lanes_of(flows))
+            self.flows["ts"].append(np.fromiter(map(_TS, flows), np.float64, len(flows)))
+        for ev in compress(events, map("M".__eq__, map(_PH, events))):
+            self._metadata(ev)
 
     def _metadata(self, ev: Any) -> None:
         args = ev.args
@@ -255,42 +365,50 @@ class _Builder:
         elif ev.name == "thread_name":
             self.thread_names[(ev.pid, ev.tid)] = str(args.meta_name)
 
+    def _column(self, key: str, dtype) -> np.ndarray:
+        parts = self.parts.pop(key)
+        return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
     def finish(self, meta: TraceMeta, devices: list[Device], warnings: list[str]) -> Trace:
-        cols = self.cols
         cat_map = np.array(
-            [int(normalize_category(c, "")) for c in self.cat_names] or [0], dtype=np.uint8
+            [int(normalize_category(c, "")) for c in self.cats] or [0], dtype=np.uint8
         )
         names = list(self.names)
-        name_id = np.array(cols["name"], dtype=np.int32)
-        cat = (
-            cat_map[np.array(cols["cat"], dtype=np.int32)] if self.count else np.zeros(0, np.uint8)
-        )
+        name_id = self._column("name", np.int32)
+        cat = cat_map[self._column("cat", np.int32)]
         memory_name = self.names.get("[memory]")
         if memory_name is not None:
             cat[name_id == memory_name] = int(Cat.MEMORY)
-        lane = np.array(cols["lane"], dtype=np.int32)
-        corr = np.array(cols["corr"], dtype=np.int64)
-        stream = np.array(cols["stream"], dtype=np.int64)
-        device = np.array(cols["device"], dtype=np.int64)
-        ts = np.array(cols["ts"], dtype=np.float64)
-        lanes = self._lanes(lane, cat, stream, device)
-        if self.flows:
-            _link_flows(self.flows, ts, lane, cat, corr)
+        lane = self._column("lane", np.int32)
+        corr = self._column("corr", np.int64)
+        ts = self._column("ts", np.float64)
+        lanes = self._lanes(lane, cat)
+        if self.flows["id"]:
+            _link_flows(
+                tuple(np.concatenate(self.flows.pop(k)) for k in ("id", "lane", "ts")),
+                ts,
+                lane,
+                cat,
+                corr,
+            )
+        dur = self._column("dur", np.float64)
+        np.nan_to_num(dur, copy=False)
+        np.maximum(dur, 0.0, out=dur)
         return Trace(
             path=self.path,
             meta=meta,
             names=names,
             ts=ts,
-            dur=np.maximum(np.nan_to_num(np.array(cols["dur"], dtype=np.float64)), 0.0),
+            dur=dur,
             name_id=name_id,
             cat=cat,
             lane=lane,
-            is_instant=np.array(cols["instant"], dtype=bool),
-            external_id=np.array(cols["ext"], dtype=np.int64),
+            is_instant=self._column("instant", bool),
+            external_id=self._column("ext", np.int64),
             correlation=corr,
             lanes=lanes,
             devices=devices,
-            kernel_args=_kernel_args(self.kernel_rows),
+            kernel_args=_kernel_args(self.kernel_index, self.kernel_cfg),
             memory=_memory(self.memory_rows),
             input_dims=self.input_dims,
             input_types=self.input_types,
@@ -298,7 +416,7 @@ class _Builder:
             warnings=warnings,
         )
 
-    def _lanes(self, lane, cat, stream, device) -> list[Lane]:
+    def _lanes(self, lane, cat) -> list[Lane]:
         """Classify each (pid, tid) as host thread or device stream by what runs on it."""
         n_lanes = len(self.lane_keys)
         device_cats = np.array([int(c) for c in DEVICE_CATS], dtype=np.uint8)
@@ -311,13 +429,17 @@ class _Builder:
         )
         dev_count = np.bincount(lane[np.isin(cat, device_cats)], minlength=n_lanes)
         host_count = np.bincount(lane[np.isin(cat, host_cats)], minlength=n_lanes)
+        parts = self.device_parts or [(np.zeros(0, np.int32),) + (np.zeros(0, np.int64),) * 2]
+        device_lane, stream, device = (np.concatenate(col) for col in zip(*parts, strict=True))
+        first_stream = _first_per_lane(device_lane, stream, n_lanes)
+        first_device = _first_per_lane(device_lane, device, n_lanes)
         out = []
         for (pid, tid), lane_id in self.lane_keys.items():
             if dev_count[lane_id] > 0:
-                sel = np.flatnonzero((lane == lane_id) & (stream >= 0))
-                stream_id = int(stream[sel[0]]) if len(sel) else _stream_from_tid(tid)
-                sel = np.flatnonzero((lane == lane_id) & (device >= 0))
-                device_id = int(device[sel[0]]) if len(sel) else _int(pid, None)
+                stream_id = int(first_stream[lane_id])
+                stream_id = stream_id if stream_id >= 0 else _stream_from_tid(tid)
+                device_id = int(first_device[lane_id])
+                device_id = device_id if device_id >= 0 else _int(pid, None)
                 label = f"stream {stream_id}" if stream_id is not None else str(tid)
                 out.append(Lane(lane_id, pid, tid, "device", label, device_id, stream_id))
             elif host_count[lane_id] > 0:
@@ -328,6 +450,15 @@ class _Builder:
         return out
 
 
+def _first_per_lane(lane: np.ndarray, values: np.ndarray, n_lanes: int) -> np.ndarray:
+    """Per lane, the first non-negative value of an id column (-1 where none)."""
+    out = np.full(n_lanes, -1, dtype=np.int64)
+    sel = np.flatnonzero(values >= 0)
+    found, first = np.unique(lane[sel], return_index=True)
+    out[found] = values[sel[first]]
+    return out
+
+
 def _stream_from_tid(tid: Any) -> int | None:
     if isinstance(tid, int):
         return tid
@@ -335,40 +466,64 @@ def _stream_from_tid(tid: Any) -> int | None:
     return int(digits) if digits else None
 
 
-def _link_flows(flows, ts, lane, cat, corr) -> None:
+def _link_flows(flows: tuple[np.ndarray, ...], ts, lane, cat, corr) -> None:
     """Give launch calls and device events without a `correlation` arg their flow id.
 
     A flow start `s` sits at the launch call's start on the host lane, the
     finish `f` at the device event's start on its stream; binding is by lane
-    and timestamp (rounded to the nanosecond).
+    and timestamp (rounded to the nanosecond): a sorted join on one int64 key.
     """
+    flow_id, flow_lane, flow_ts = flows
     linkable = np.isin(
         cat, np.array([int(c) for c in (Cat.RUNTIME, Cat.DRIVER, *DEVICE_CATS)], dtype=np.uint8)
     )
     candidates = np.flatnonzero((corr < 0) & linkable)
-    if not len(candidates):
+    timed = ~np.isnan(flow_ts)
+    if not len(candidates) or not timed.any():
         return
-    at = {(int(lane[i]), round(float(ts[i]), 3)): i for i in candidates}
-    for flow_id, _ph, flow_lane, flow_ts in flows:
-        target = at.get((flow_lane, round(flow_ts, 3)))
-        if target is not None:
-            corr[target] = _int(flow_id)
+    flow_id, flow_lane, flow_ts = flow_id[timed], flow_lane[timed], flow_ts[timed]
+    cand_ns = np.rint(ts[candidates] * 1000).astype(np.int64)
+    flow_ns = np.rint(flow_ts * 1000).astype(np.int64)
+    origin = min(cand_ns.min(), flow_ns.min())
+    span = int(max(cand_ns.max(), flow_ns.max()) - origin) + 1
+    if span * (int(lane.max()) + 1) >= 2**62:  # cannot pack (lane, time) into one key
+        return
+    cand_key = lane[candidates].astype(np.int64) * span + (cand_ns - origin)
+    flow_key = flow_lane.astype(np.int64) * span + (flow_ns - origin)
+    order = np.argsort(cand_key, kind="stable")
+    sorted_key = cand_key[order]
+    # the last candidate with an equal key wins, as a dict built in order would
+    pos = np.searchsorted(sorted_key, flow_key, side="right") - 1
+    hit = pos >= 0
+    hit[hit] = sorted_key[pos[hit]] == flow_key[hit]
+    corr[candidates[order[pos[hit]]]] = flow_id[hit]
 
 
-def _kernel_args(rows: list[tuple]) -> KernelArgs:
-    def triple(v):
-        if isinstance(v, list) and len(v) == 3:
-            return [_int(x) for x in v]
-        return [-1, -1, -1]
-
-    n = len(rows)
+def _kernel_args(index: list[np.ndarray], cfg: list[Any]) -> KernelArgs:
     return KernelArgs(
-        index=np.array([r[0] for r in rows], dtype=np.int64),
-        grid=np.array([triple(r[1]) for r in rows], dtype=np.int64).reshape(n, 3),
-        block=np.array([triple(r[2]) for r in rows], dtype=np.int64).reshape(n, 3),
-        registers=np.array([_int(r[3]) for r in rows], dtype=np.int64),
-        shared_memory=np.array([_int(r[4]) for r in rows], dtype=np.int64),
+        index=np.concatenate(index) if index else np.zeros(0, np.int64),
+        grid=_triples(list(map(_GRID, cfg))),
+        block=_triples(list(map(attrgetter("block"), cfg))),
+        registers=_ids(list(map(_REGISTERS, cfg))),
+        shared_memory=_ids(list(map(attrgetter("shared_memory"), cfg))),
     )
+
+
+def _triples(values: list[Any]) -> np.ndarray:
+    """(n, 3) int64 from [x, y, z] lists; -1 rows where absent or malformed."""
+    try:
+        out = np.array(values, dtype=np.int64)
+        if out.shape == (len(values), 3):
+            return out
+    except (TypeError, ValueError, OverflowError):
+        pass
+    return np.array(
+        [
+            [_int(x) for x in v] if isinstance(v, list) and len(v) == 3 else [-1, -1, -1]
+            for v in values
+        ],
+        dtype=np.int64,
+    ).reshape(len(values), 3)
 
 
 def _memory(rows: list[tuple]) -> MemoryEvents:

@@ -1,60 +1,81 @@
-"""Turn a path into the trace's JSON bytes, tolerating what real files do.
+"""Turn a path into a stream of the trace's JSON bytes, tolerating what real files do.
 
-Gzip is streamed through ISA-L (about 2x zlib's speed on the corpus); a gzip
-stream cut off early keeps every byte that was decompressed so the decoder can
-still recover the complete events before the cut.
+The text is streamed in pieces of a few MB so that neither the file nor its
+decompressed text is ever held whole: the decoder turns each piece into columns
+and drops it. Gzip is inflated by ISA-L (about 2x zlib's speed); a gzip stream
+cut off early keeps every byte that was decompressed so the decoder can still
+recover the complete events before the cut.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from isal import isal_zlib
 
 from ..errors import TraceError
 
-_CHUNK = 8 << 20
+#: bytes of text per step: large enough that per-step overhead vanishes, small
+#: enough that the pieces held at once stay a few MB
+_READ = 1 << 20
+_GZIP_READ = 256 << 10  # compressed bytes read per step
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-def read_trace_bytes(path: Path, warnings: list[str]) -> bytes:
-    """The decompressed JSON text of `path`; the file itself is never modified."""
+def trace_chunks(path: Path, warnings: list[str]) -> Iterator[bytes]:
+    """The decompressed JSON text of `path`, piece by piece; the file is never modified.
+
+    Raises `TraceError` before the first piece for a missing, unreadable,
+    empty or undecompressable file.
+    """
     if not path.exists():
         raise TraceError(path, "no such file")
     if path.is_dir():
         raise TraceError(path, "is a directory, not a trace file")
     try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as handle:
-            head = handle.read(2)
-            handle.seek(0)
-            data = _gunzip(handle, path, warnings) if head == _GZIP_MAGIC else handle.read()
+        handle = open(path, "rb")  # noqa: SIM115 (closed by the generator below)
     except PermissionError as exc:
         raise TraceError(path, f"cannot be read ({exc.strerror})") from None
-    if size == 0 or not data.strip():
+    if os.fstat(handle.fileno()).st_size == 0:
+        handle.close()
         raise TraceError(path, "is empty")
-    return data
+    gzipped = handle.read(2) == _GZIP_MAGIC
+    handle.seek(0)
+    return _gunzip(handle, path, warnings) if gzipped else _plain(handle)
 
 
-def _gunzip(handle, path: Path, warnings: list[str]) -> bytes:
-    """Stream-decompress, keeping the output of a stream that ends early."""
+def _plain(handle) -> Iterator[bytes]:
+    with handle:
+        while chunk := handle.read(_READ):
+            yield chunk
+
+
+def _gunzip(handle, path: Path, warnings: list[str]) -> Iterator[bytes]:
+    """Stream-decompress (concatenated members too), at most `_READ` bytes out per
+    step whatever the compression ratio, keeping the output of a stream that
+    ends early or turns corrupt."""
     inflater = isal_zlib.decompressobj(31)
-    parts: list[bytes] = []
-    try:
-        while chunk := handle.read(_CHUNK):
-            parts.append(inflater.decompress(chunk))
-            while inflater.eof and inflater.unused_data:
-                # concatenated gzip members
-                rest = inflater.unused_data
-                inflater = isal_zlib.decompressobj(31)
-                parts.append(inflater.decompress(rest))
-        parts.append(inflater.flush())
-    except isal_zlib.error as exc:
-        if not parts or not any(parts):
-            raise TraceError(path, f"is not a valid gzip file ({exc})") from None
-        warnings.append(f"gzip data is corrupt after {sum(map(len, parts))} bytes ({exc})")
-        return b"".join(parts)
+    produced = 0
+    with handle:
+        try:
+            while data := handle.read(_GZIP_READ):
+                while data:
+                    out = inflater.decompress(data, _READ)
+                    data = inflater.unconsumed_tail
+                    if inflater.eof and inflater.unused_data:  # next gzip member
+                        data = inflater.unused_data
+                        inflater = isal_zlib.decompressobj(31)
+                    produced += len(out)
+                    yield out
+            tail = inflater.flush()
+        except isal_zlib.error as exc:
+            if not produced:
+                raise TraceError(path, f"is not a valid gzip file ({exc})") from None
+            warnings.append(f"gzip data is corrupt after {produced} bytes ({exc})")
+            return
+        produced += len(tail)
+        yield tail
     if not inflater.eof:
         warnings.append("gzip stream ends early (file truncated)")
-    return b"".join(parts)
