@@ -1,0 +1,54 @@
+"""Real CPU traces recorded with the installed torch, for the explain tests.
+
+Recorded in a fresh interpreter so the first profiled step really is cold
+(no earlier test has warmed up the matmul libraries in this process).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = r"""
+import sys
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+out = sys.argv[1]
+a, b, bias = torch.randn(64, 64), torch.randn(64, 64), torch.randn(64)
+lin = torch.nn.Linear(64, 64)
+
+def loop(prof, steps):
+    for _ in range(steps):
+        with record_function("matmul_add"):
+            c = torch.matmul(a, b) + bias
+            lin(c)
+        if prof is not None:
+            prof.step()
+
+def record(name, warmup):
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        schedule=schedule(wait=1, warmup=warmup, active=3),
+        on_trace_ready=lambda p: p.export_chrome_trace(f"{out}/{name}.json"),
+    ) as prof:
+        loop(prof, 1 + warmup + 3)
+
+record("cold", warmup=0)  # no warmup: step 1 pays the one-time costs (measured 7-100x here)
+loop(None, 20)
+record("warm", warmup=1)
+"""
+
+
+@pytest.fixture(scope="session")
+def torch_traces(tmp_path_factory) -> dict[str, Path]:
+    """{"cold": trace whose first active step is the process's first matmul, "warm": after 20}."""
+    pytest.importorskip("torch")
+    out = tmp_path_factory.mktemp("torch_traces")
+    subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(out)], check=True, capture_output=True, timeout=300
+    )
+    return {"cold": out / "cold.json", "warm": out / "warm.json"}
