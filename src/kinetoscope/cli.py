@@ -23,7 +23,7 @@ app = typer.Typer(
 )
 
 #: Command modules, each defines `register(app)`.
-COMMANDS: list[str] = ["explain"]
+COMMANDS = ["summary", "table", "explain"]
 
 _DEBUG = {"on": False}
 
