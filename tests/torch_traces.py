@@ -40,15 +40,28 @@ def record(name, warmup):
 record("cold", warmup=0)  # no warmup: step 1 pays the one-time costs (measured 7-100x here)
 loop(None, 20)
 record("warm", warmup=1)
+
+# a Python loop of tiny ops: 150 aten::add calls per step against 1 of everything else
+x, one = torch.zeros(8), torch.ones(8)
+with profile(
+    activities=[ProfilerActivity.CPU],
+    schedule=schedule(wait=1, warmup=1, active=3),
+    on_trace_ready=lambda p: p.export_chrome_trace(f"{out}/loop.json"),
+) as prof:
+    for _ in range(5):
+        y = torch.matmul(a, b)
+        for _ in range(150):
+            x = x + one
+        prof.step()
 """
 
 
 @pytest.fixture(scope="session")
 def torch_traces(tmp_path_factory) -> dict[str, Path]:
-    """{"cold": trace whose first active step is the process's first matmul, "warm": after 20}."""
+    """ "cold": no warmup; "warm": after 20 iterations; "loop": 150 tiny adds per step."""
     pytest.importorskip("torch")
     out = tmp_path_factory.mktemp("torch_traces")
     subprocess.run(
         [sys.executable, "-c", SCRIPT, str(out)], check=True, capture_output=True, timeout=300
     )
-    return {"cold": out / "cold.json", "warm": out / "warm.json"}
+    return {name: out / f"{name}.json" for name in ("cold", "warm", "loop")}

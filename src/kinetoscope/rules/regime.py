@@ -14,6 +14,7 @@ import numpy as np
 
 from ..analysis.metrics import trace_metrics
 from ..analysis.steps import host_activity_mask
+from ..analysis.table import key_averages
 from ..analysis.window import (
     in_window,
     time_by_name,
@@ -154,6 +155,17 @@ def overhead_bound(ctx) -> list[Finding]:
     if call.regime != "overhead-bound":
         return []
     evidence = _numbers(call)
+    table = ctx.analysis(key_averages)
+    evidence.append(
+        Evidence(
+            f"Self CPU total {fmt_us(table.self_cpu_total_us)} vs Self device total "
+            f"{fmt_us(table.self_device_total_us)} (the last two lines of "
+            "key_averages().table())",
+            value=table.self_device_total_us / table.self_cpu_total_us
+            if table.self_cpu_total_us > 0
+            else None,
+        )
+    )
     if (launch := _mean_kernel_vs_launch(ctx.trace)) is not None:
         evidence.append(launch)
     return [
