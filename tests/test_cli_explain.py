@@ -131,3 +131,18 @@ def test_several_traces_go_to_multirank(tmp_path):
         one_line_exit_2(run(empty), "no .json or .json.gz trace files")
     else:
         pytest.skip("kinetoscope.multirank is present: its own tests cover explain_ranks")
+
+
+def test_list_rules_shows_every_registered_rule():
+    from kinetoscope.rules.engine import load_rules
+
+    done = subprocess.run(
+        [sys.executable, "-m", "kinetoscope", "explain", "--list-rules"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    listed = {line.split()[0] for line in done.stdout.splitlines() if not line.startswith(" ")}
+    assert listed == set(load_rules())
+    assert "max_device_ratio=0.25" in done.stdout

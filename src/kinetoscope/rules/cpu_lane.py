@@ -19,6 +19,7 @@ from ..trace import Cat, Trace
 from ..trace.steps import STEP_RE
 from ..units import fmt_pct, fmt_us
 from .base import Evidence, Finding, NotChecked, rule
+from .impact import host_saving_per_step
 
 _NO_STEPS = (
     "no ProfilerStep#N windows in the trace",
@@ -165,23 +166,21 @@ def _dead_window(trace, name, number, per_step, typical, min_gap, factor) -> Fin
     index, gap = per_step[number]
     evidence = [
         Evidence(
-            f"gap {fmt_us(g)} between the annotation start and its first op "
-            f"(at +{fmt_us(trace.rel(trace.ts[i] + g))})",
+            f"first op at +{fmt_us(trace.rel(trace.ts[i] + g))}, gap",
             name=trace.name(i),
             ts_us=trace.rel(trace.ts[i]),
-            dur_us=g,
             step=n,
             value=g,
             unit="us",
         )
         for n, (i, g) in sorted(per_step.items())
     ]
-    shown = trace.name(index)
+    shown = f"step #{number}" if name == "ProfilerStep#N" else f"{name} in step #{number}"
     return Finding(
         id="dispatch-dead-window",
         severity="info",
         title=(
-            f"Dead window: {shown} in step #{number} waits {fmt_us(gap)} before its first op, "
+            f"Dead window: {shown} waits {fmt_us(gap)} before its first op, "
             f"{gap / typical if typical > 0 else float('inf'):.0f}x the {fmt_us(typical)} of "
             f"later steps (threshold {fmt_us(min_gap, 0)} and {factor:g}x)"
         ),
@@ -282,7 +281,7 @@ def heavyweight_launch(ctx) -> list[Finding]:
                 "Nothing to fix on its own: it explains the extra runtime calls next to these "
                 "launches. If launches dominate, CUDA graphs remove the per-launch host cost."
             ),
-            impact_us=query_time / steps,
+            impact_us=host_saving_per_step(ctx, query_time),
             evidence=evidence,
             measured={
                 "occupancy_queries": len(occupancy),

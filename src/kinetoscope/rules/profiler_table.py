@@ -15,6 +15,7 @@ from ..analysis.table import KeyAverages, TableRow, key_averages
 from ..trace import Cat, Trace
 from ..units import fmt_pct, fmt_us
 from .base import Evidence, Finding, rule
+from .impact import host_saving_per_step
 
 STEP_ROW = "ProfilerStep*"
 
@@ -153,7 +154,7 @@ def call_count(ctx) -> list[Finding]:
                 "Batch the work into fewer, larger calls (vectorize the loop, torch.stack/cat, "
                 "foreach ops), or fuse it with torch.compile."
             ),
-            impact_us=sum(r.self_cpu_us for r in hot) / steps,
+            impact_us=host_saving_per_step(ctx, sum(r.self_cpu_us for r in hot)),
             evidence=evidence,
             measured={
                 "name": top.name,
