@@ -62,7 +62,9 @@ def test_series_large_matmul_is_compute_bound(tmp_path):
     assert fired(report) == ["compute-bound"]
     finding = next(f for f in report.findings if f.id == "compute-bound")
     top = [e for e in finding.evidence if e.name]
-    assert top[0].name.startswith("ampere_bf16") and "97.9%" in top[0].text  # 4400 / 4495
+    assert (
+        top[0].name.startswith("ampere_bf16") and "97.9% of kernel time" in top[0].text
+    )  # 4400 / 4495
 
 
 def test_thresholds_move_the_verdict(tmp_path):

@@ -137,19 +137,21 @@ def _steps(report: Report) -> Group:
 def _findings(report: Report) -> Group:
     if not report.findings:
         return Group(Text("Findings", style="bold"), Text("  none: no rule fired"))
-    parts = [Text("Findings (ranked by estimated time recoverable per step)", style="bold")]
+    per = "/step" if report.trace.window["steps"] else " over the trace"
+    unit = "per step" if per == "/step" else "over the trace (no steps)"
+    parts = [Text(f"Findings (ranked by estimated time recoverable {unit})", style="bold")]
     for number, finding in enumerate(report.findings, 1):
         parts.append(Text())
-        parts.append(_finding(number, finding))
+        parts.append(_finding(number, finding, per))
     return Group(*parts)
 
 
-def _finding(number: int, f: Finding) -> Group:
+def _finding(number: int, f: Finding, per: str) -> Group:
     head = Text(f"{number}. ")
     head.append(f"[{f.severity}]", style=SEVERITY_STYLE.get(f.severity, ""))
     head.append(f" {f.id}", style="bold")
     if f.impact_us > 0:
-        head.append(f"  ~{fmt_us(f.impact_us)}/step", style="dim")
+        head.append(f"  ~{fmt_us(f.impact_us)}{per}", style="dim")
     body = [Text(f.title, style="bold"), Text(f.explanation)]
     body.append(Text.assemble(("Try: ", "green"), f.suggestion))
     if f.evidence:

@@ -127,10 +127,14 @@ def call_count(ctx) -> list[Finding]:
     hot.sort(key=lambda r: -r.self_cpu_us)
     steps = _steps(trace)
     top = hot[0]
+
+    def per_step(calls: int) -> str:
+        return f"{calls / steps:g} per step, " if trace.steps else ""
+
     evidence = [
         Evidence(
-            f"{r.calls} calls ({r.calls / steps:g} per step, {r.calls / median:.0f}x the median "
-            f"op), self CPU {fmt_us(r.self_cpu_us / steps)} per step, "
+            f"{r.calls} calls ({per_step(r.calls)}{r.calls / median:.0f}x the median op), "
+            f"self CPU {fmt_us(r.self_cpu_us / steps)}{' per step' if trace.steps else ''}, "
             f"{fmt_us(r.self_cpu_us / r.calls)} per call",
             name=r.name,
             value=r.calls,
@@ -207,25 +211,31 @@ def deep_child_cost(ctx) -> list[Finding]:
     deep.sort(key=lambda r: -r.cpu_total_us)
     evidence = []
     for r in deep[:5]:
-        child, child_us = children[r.name]
+        child, child_us, _ = children[r.name]
         evidence.append(
             Evidence(
                 f"CPU total {fmt_us(r.cpu_total_us)} vs self {fmt_us(r.self_cpu_us)} "
-                f"({_ratio(r)}); {child} owns {fmt_us(child_us)} of it",
+                f"({_ratio(r)}); its heaviest child {child} owns {fmt_us(child_us)} "
+                f"({fmt_pct(child_us / r.cpu_total_us)})",
                 name=r.name,
                 value=r.cpu_total_us,
                 unit="us",
             )
         )
     top = deep[0]
-    child, _ = children[top.name]
+    child, child_us, count = children[top.name]
+    where = (
+        f"the time is in {child}"
+        if child_us >= 0.5 * top.cpu_total_us
+        else f"spread over {count} kinds of children ({child} the largest)"
+    )
     return [
         Finding(
             id="deep-child-cost",
             severity="info",
             title=(
                 f"Deep child cost: {top.name} takes {fmt_us(top.cpu_total_us)}, {_ratio(top)}; "
-                f"the time is in {child} (threshold {factor:g}x)"
+                f"{where} (threshold {factor:g}x)"
             ),
             explanation=(
                 "In the profiler table these rows have a large CPU total but a small self "
@@ -258,14 +268,14 @@ def _ratio(row: TableRow) -> str:
     return f"{row.cpu_total_us / row.self_cpu_us:.0f}x its self time"
 
 
-def _heaviest_children(trace: Trace, names: set[str]) -> dict[str, tuple[str, float]]:
-    """For each parent name: the direct-child name with the most summed duration."""
+def _heaviest_children(trace: Trace, names: set[str]) -> dict[str, tuple[str, float, int]]:
+    """For each parent name: (heaviest direct-child name, its summed duration, child names)."""
     parent = trace.parent
-    child = np.flatnonzero((parent >= 0) & (trace.cat != int(Cat.PYTHON)))
+    child = np.flatnonzero(parent >= 0)  # Python frames too: self time excludes them as well
     wanted = {trace.name_index[n] for n in names if n in trace.name_index}
     keep = np.isin(trace.name_id[parent[child]], list(wanted))
     sums: dict[str, Counter] = {}
     for c in child[keep]:
         owner = trace.name(int(parent[c]))
         sums.setdefault(owner, Counter())[trace.name(int(c))] += float(trace.dur[c])
-    return {owner: counter.most_common(1)[0] for owner, counter in sums.items()}
+    return {owner: (*counter.most_common(1)[0], len(counter)) for owner, counter in sums.items()}

@@ -128,14 +128,16 @@ def _mean_kernel_vs_launch(trace: Trace) -> Evidence | None:
     )
 
 
-def _top_kernels(trace: Trace, device_busy: float, limit: int = 3) -> list[Evidence]:
+def _top_kernels(trace: Trace, limit: int = 3) -> list[Evidence]:
+    """The kernels owning the most time; shares of summed kernel time (streams overlap)."""
     kernels = window_kernels(trace)
+    whole = float(trace.dur[kernels].sum())
     out = []
     for name, total in time_by_name(trace, kernels, trace.dur[kernels])[:limit]:
-        share = total / device_busy if device_busy > 0 else 0.0
+        share = total / whole if whole > 0 else 0.0
         out.append(
             Evidence(
-                f"{fmt_us(total)} ({fmt_pct(share)} of device busy time)",
+                f"{fmt_us(total)} ({fmt_pct(share)} of kernel time)",
                 name=name,
                 value=total,
                 unit="us",
@@ -223,7 +225,7 @@ def compute_bound(ctx) -> list[Finding]:
                 "device's peak), lower precision (bf16/fp16, TF32), or fusing memory-bound ops."
             ),
             impact_us=0.0,
-            evidence=_numbers(call) + _top_kernels(ctx.trace, call.device_busy_us),
+            evidence=_numbers(call) + _top_kernels(ctx.trace),
             measured=_measured(call, threshold=call.compute_min_ratio),
         )
     ]
