@@ -14,8 +14,9 @@ from kinetoscope.report.markdown import render_markdown
 from kinetoscope.report.text import render_text
 from kinetoscope.rules import base
 from kinetoscope.rules.engine import load_rules
+from kinetoscope.rules.regime import REGIMES
 
-from .conftest import corpus
+from .conftest import corpus, corpus_files
 
 BERT = "gpu/tracelens_h100__gaunernst_bert-small-uncased__1016001.json.gz"
 RESNET_NS = "gpu/resnet_train_ns.pt.trace.json.gz"
@@ -155,3 +156,13 @@ def test_html_is_self_contained_with_a_timeline():
     assert "mark-info" in html  # the dead-window evidence is marked on the timeline
     fragment = report._repr_html_()
     assert "<!DOCTYPE" not in fragment and "<svg" in fragment
+
+
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+def test_every_corpus_trace_explains_without_a_failing_rule(path):
+    report = kinetoscope.explain(path)
+    failed = [s for s in report.not_checked if s.reason.startswith("rule failed")]
+    assert failed == []
+    regimes = [f.id for f in report.findings if f.id in REGIMES]
+    assert regimes == [report.verdict.regime]
+    json.loads(report.to_json())

@@ -138,8 +138,8 @@ def _findings(report: Report) -> Group:
     if not report.findings:
         return Group(Text("Findings", style="bold"), Text("  none: no rule fired"))
     per = "/step" if report.trace.window["steps"] else " over the trace"
-    unit = "per step" if per == "/step" else "over the trace (no steps)"
-    parts = [Text(f"Findings (ranked by estimated time recoverable {unit})", style="bold")]
+    unit = "per step" if per == "/step" else "over the trace"
+    parts = [Text(f"Findings (ranked by the time a fix could save {unit})", style="bold")]
     for number, finding in enumerate(report.findings, 1):
         parts.append(Text())
         parts.append(_finding(number, finding, per))

@@ -239,14 +239,13 @@ def heavyweight_launch(ctx) -> list[Finding]:
         groups[(trace.name(op), trace.name(kernel) if kernel is not None else "?")].append(int(q))
     if not groups:
         return []
-    steps = max(len(trace.steps), 1)
     query_time = float(trace.dur[occupancy].sum())
     evidence = []
     for (op, kernel), queries in sorted(groups.items(), key=lambda kv: -len(kv[1]))[:6]:
         first = queries[0]
         evidence.append(
             Evidence(
-                f"{len(queries)} occupancy queries before launching {kernel} in {op}",
+                f"{_plural(len(queries), 'occupancy query')} before launching {kernel}",
                 name=op,
                 ts_us=trace.rel(trace.ts[first]),
                 dur_us=float(trace.dur[first]),
@@ -269,7 +268,7 @@ def heavyweight_launch(ctx) -> list[Finding]:
             severity="info",
             title=(
                 f"Heavyweight launches: {len(adaptive)} launches query occupancy first "
-                f"({fmt_us(query_time / steps)} of queries per step)"
+                f"({fmt_us(query_time)} of queries in the window)"
             ),
             explanation=(
                 "Some kernels (GEMMs, convolutions, some reductions) size their grid to the "

@@ -63,7 +63,8 @@ def _threshold(config: dict, rule_id: str, key: str) -> float:
 def device_label(trace: Trace) -> str | None:
     """The device(s) that ran work; the file lists every GPU on the host, used or not."""
     used = {ln.device for ln in trace.device_lanes if ln.device is not None}
-    names = [d.name for d in trace.devices if d.name and (d.id in used or not used)]
+    named = [d for d in trace.devices if d.name]
+    names = [d.name for d in named if d.id in used] or [d.name for d in named]
     if not names:
         return None
     if len(set(names)) == 1:
