@@ -60,8 +60,12 @@ with profile(
 def torch_traces(tmp_path_factory) -> dict[str, Path]:
     """ "cold": no warmup; "warm": after 20 iterations; "loop": 150 tiny adds per step."""
     pytest.importorskip("torch")
-    out = tmp_path_factory.mktemp("torch_traces")
-    subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(out)], check=True, capture_output=True, timeout=300
-    )
-    return {name: out / f"{name}.json" for name in ("cold", "warm", "loop")}
+    # each test module imports this fixture, which makes it one per module: share the files
+    out = tmp_path_factory.getbasetemp() / "torch_traces"
+    paths = {name: out / f"{name}.json" for name in ("cold", "warm", "loop")}
+    if not all(p.exists() for p in paths.values()):
+        out.mkdir(exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-c", SCRIPT, str(out)], check=True, capture_output=True, timeout=300
+        )
+    return paths
