@@ -89,5 +89,7 @@ def _evidence(e: Evidence) -> str:
 
 
 def _escape(text: str) -> str:
-    """Keep table pipes and emphasis markers in names from breaking the layout."""
-    return text.replace("|", "\\|").replace("*", "\\*").replace("_", "\\_")
+    """Keep table pipes, emphasis markers and C++ `<...>` in names from breaking the layout."""
+    for char in "|*_<":
+        text = text.replace(char, "\\" + char)
+    return text
