@@ -173,7 +173,7 @@ def test_sync_flush_not_checked_without_device(torch_traces):  # noqa: F811
 
 def test_hidden_memcpy_addmm_bias_seed(tmp_path):
     # the series: addmm seeds its output with the bias, a DtoD copy before the GEMM
-    memcpy = kernel("Memcpy DtoD (Device -> Device)", 20.0, 33.0, correlation=1)
+    memcpy = kernel("Memcpy DtoD (Device -> Device)", 20.0, 33.0, correlation=1, bytes=32 << 20)
     memcpy["cat"] = "gpu_memcpy"
     events = [
         op("ProfilerStep#1", 0.0, 100.0, cat="user_annotation"),
@@ -190,6 +190,7 @@ def test_hidden_memcpy_addmm_bias_seed(tmp_path):
     assert "aten::addmm" in f.title
     assert f.impact_us == pytest.approx(33.0)
     assert f.evidence[0].name.startswith("Memcpy DtoD") and f.evidence[0].ts_us == 20.0
+    assert "1 x Memcpy DtoD (32.0 MB) issued by aten::addmm" in f.evidence[0].text
 
 
 def test_hidden_memcpy_fires_on_corpus():

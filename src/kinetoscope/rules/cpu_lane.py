@@ -17,7 +17,7 @@ from ..analysis.steps import device_anchor
 from ..analysis.window import in_window
 from ..trace import Cat, Trace
 from ..trace.steps import STEP_RE
-from ..units import fmt_pct, fmt_us
+from ..units import fmt_bytes, fmt_pct, fmt_us
 from .base import Evidence, Finding, NotChecked, rule
 from .impact import host_saving_per_step
 
@@ -403,10 +403,12 @@ def hidden_memcpy(ctx) -> list[Finding]:
     ranked = sorted(groups.items(), key=lambda kv: -float(trace.dur[kv[1]].sum()))
     for (owner, kind), idx in ranked[:6]:
         first = idx[0]
+        nbytes = sum(trace.copy_bytes.get(i, 0) for i in idx)
+        size = f" ({fmt_bytes(nbytes)})" if nbytes else ""
         evidence.append(
             Evidence(
-                f"{len(idx)} x {kind} issued by {owner}, {fmt_us(float(trace.dur[idx].sum()))} "
-                "of device time",
+                f"{len(idx)} x {kind}{size} issued by {owner}, "
+                f"{fmt_us(float(trace.dur[idx].sum()))} of device time",
                 name=trace.name(first),
                 ts_us=trace.rel(trace.ts[first]),
                 dur_us=float(trace.dur[first]),
