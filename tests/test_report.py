@@ -76,7 +76,7 @@ def test_json_contract():
 
 def test_findings_and_metrics_are_attributes():
     report = kinetoscope.explain(corpus(BERT))
-    assert report.findings[0].id == "overhead-bound"
+    assert "overhead-bound" in [f.id for f in report.findings]
     assert report.metrics["device_busy_us"] == pytest.approx(309.438, abs=1e-3)
 
 
