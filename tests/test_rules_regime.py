@@ -61,7 +61,7 @@ def test_series_large_matmul_is_compute_bound(tmp_path):
     assert report.verdict.regime == "compute-bound"
     assert fired(report) == ["compute-bound"]
     finding = next(f for f in report.findings if f.id == "compute-bound")
-    top = [e for e in finding.evidence if e.name]
+    top = [e for e in finding.evidence if e.name and e.step is None]  # kernels, not the step
     assert (
         top[0].name.startswith("ampere_bf16") and "97.9% of kernel time" in top[0].text
     )  # 4400 / 4495
@@ -100,3 +100,13 @@ def test_generated_cpu_trace_is_host_only(torch_traces):  # noqa: F811
     finding = next(f for f in report.findings if f.id == "host-only")
     assert any(e.name == "aten::mm" for e in finding.evidence)
     assert "ProfilerActivity.CUDA" in finding.suggestion
+
+
+def test_regime_evidence_points_at_a_step_in_perfetto():
+    # tiny transformer block: step #1 has the lowest device share (130 us of 1.240 ms host busy)
+    path = corpus("gpu/tiny_transformer_block_h100.pt.trace.json.gz")
+    report = kinetoscope.explain(path, rules=["overhead-bound"])
+    anchor = [e for e in report.findings[0].evidence if e.step is not None]
+    assert [(e.name, e.step) for e in anchor] == [("ProfilerStep#1", 1)]
+    assert anchor[0].ts_us == pytest.approx(report.steps[0].start_us)
+    assert anchor[0].dur_us == pytest.approx(1280.0)
