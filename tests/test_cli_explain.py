@@ -122,15 +122,19 @@ def test_missing_trace_and_unwritable_output(tmp_path):
 
 
 def test_several_traces_go_to_multirank(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    one_line_exit_2(run(empty), "no .json or .json.gz trace files")
     try:
         import kinetoscope.multirank  # noqa: F401
     except ImportError:
         one_line_exit_2(run(corpus(BERT), corpus(BERT)), "multi-rank analysis is not available")
-        empty = tmp_path / "empty"
-        empty.mkdir()
-        one_line_exit_2(run(empty), "no .json or .json.gz trace files")
-    else:
-        pytest.skip("kinetoscope.multirank is present: its own tests cover explain_ranks")
+        return
+    # with the multi-rank module merged, a directory of ranks gives one report for all of them
+    ranks = corpus("multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json").parent
+    done = run(ranks, "--format", "json", "--jobs", "2")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)
 
 
 def test_list_rules_shows_every_registered_rule():
