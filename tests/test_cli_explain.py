@@ -116,6 +116,13 @@ def test_bad_trace_is_one_line_exit_2(tmp_path, kind):
     assert path.read_bytes() == BAD_INPUTS[kind]
 
 
+def test_output_never_overwrites_the_trace(tmp_path):
+    trace = tmp_path / "t.json.gz"
+    trace.write_bytes(corpus(BERT).read_bytes())
+    one_line_exit_2(run(trace, "-o", trace), "is an input trace")
+    assert trace.read_bytes() == corpus(BERT).read_bytes()
+
+
 def test_missing_trace_and_unwritable_output(tmp_path):
     one_line_exit_2(run(tmp_path / "missing.json"), "missing.json")
     one_line_exit_2(run(corpus(BERT), "-o", tmp_path / "no" / "dir" / "r.txt"), "cannot write")
