@@ -70,7 +70,7 @@ def _svg_geometry(report: Report) -> dict:
     ]
     return {
         "width": SVG_WIDTH,
-        "height": 110,
+        "height": 124,
         "lane_height": LANE_HEIGHT,
         "lanes": lanes,
         "steps": steps,
