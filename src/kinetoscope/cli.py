@@ -23,7 +23,7 @@ app = typer.Typer(
 )
 
 #: Command modules, each defines `register(app)`.
-COMMANDS = ["summary", "table", "profile"]
+COMMANDS = ["summary", "table", "profile", "explain"]
 
 _DEBUG = {"on": False}
 
