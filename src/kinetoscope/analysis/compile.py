@@ -129,7 +129,9 @@ def region_calls(trace: Trace) -> list[RegionCall]:
             elif name in (AOT_PROLOGUE, PREGRAPH):
                 prologue += float(trace.dur[c])
         if graph_call >= 0:
-            ops = float(trace.dur[children(graph_call)].sum())
+            inner = children(graph_call)
+            # Inductor's CPU code runs its C++ kernels inline: no child ops, the call is the work
+            ops = float(trace.dur[inner].sum()) if len(inner) else float(trace.dur[graph_call])
         else:  # no Inductor graph call (other backends): everything inside is the work
             ops = float(trace.dur[kids].sum()) - prologue
         # the guard check is the lookup on the same thread that ended last before the region

@@ -326,14 +326,15 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
             rows.append((st, len(sel), guard))
     if not rows:
         return []
-    share = sum(r[2] for r in rows) / sum(r[0].host_busy_us for r in rows)
+    # the median step: a step that compiles (seconds) must not hide the steady-state cost
+    share = float(np.median([r[2] / r[0].host_busy_us for r in rows]))
     if share < ctx.threshold("share"):
         return []
-    per_call = float(trace.dur[lookups].mean()) if len(lookups) else 0.0
-    per_step = sum(r[2] for r in rows) / len(rows)
+    per_call = float(np.median(trace.dur[lookups])) if len(lookups) else 0.0
+    per_step = float(np.median([r[2] for r in rows]))
     evidence = [
         Evidence(
-            f"{len(lookups)} TorchDynamo Cache Lookup(s), {per_call:.1f} us each on average",
+            f"{len(lookups)} TorchDynamo Cache Lookup(s), median {per_call:.1f} us each",
             name="TorchDynamo Cache Lookup",
             ts_us=trace.rel(trace.ts[lookups[0]]) if len(lookups) else None,
             dur_us=float(trace.dur[lookups[0]]) if len(lookups) else None,
@@ -356,7 +357,8 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
         Finding(
             id="dynamo-guard-cost",
             severity="warn",
-            title=f"Dynamo guard checks cost {per_step:.1f} us per step ({share:.0%} of host time)",
+            title=f"Dynamo guard checks cost {per_step:.1f} us per step ({share:.0%} of host time, "
+            "median step)",
             explanation=(
                 "Every call of a compiled function first runs Dynamo's guards ('TorchDynamo Cache "
                 "Lookup': are shapes, dtypes and globals what the graph assumed?) and "
@@ -437,7 +439,11 @@ def compile_cpu_tax(ctx) -> list[Finding]:
         Finding(
             id="compile-cpu-tax",
             severity="info" if hidden else "warn",
-            title=f"the torch.compile wrapper costs {ratio:.1f}x the CPU time of the ops it runs",
+            title=(
+                f"the torch.compile wrapper costs {ratio:.1f}x the CPU time of the ops it runs"
+                if np.isfinite(ratio)
+                else f"the torch.compile wrapper costs {wrapper:.1f} us CPU around no measured ops"
+            ),
             explanation=(
                 "A compiled region runs a stack of wrappers (guard check, Dynamo's bytecode, "
                 "AOTAutograd's prologue, Inductor's Python wrapper) around the kernels it "
