@@ -130,6 +130,19 @@ def test_aten_short_names_strip_templates_and_keep_the_functor():
         "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}> >(int, T)"
     )
     assert copy.short == "elementwise_kernel<direct_copy_kernel_cuda>"
+    # scalar-operand wrappers and anonymous namespaces are looked through
+    mul = decode(
+        "void at::native::vectorized_elementwise_kernel<4, at::native::BUnaryFunctor<float, "
+        "float, float, at::native::binary_internal::MulFunctor<float> >, "
+        "at::detail::Array<char*, 2> >(int)"
+    )
+    assert mul.short == "vectorized_elementwise_kernel<MulFunctor>"
+    clamp = decode(
+        "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
+        "launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar)::{lambda()#1}::operator()() "
+        "const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int)"
+    )
+    assert clamp.short == "vectorized_elementwise_kernel<launch_clamp_scalar>"
     assert strip_cpp("std::enable_if<!(false), void>::type internal::gemvx::kernel<int>(int)") == (
         "gemvx::kernel"
     )
@@ -164,3 +177,20 @@ def test_every_corpus_kernel_decodes(relative, expected):
     assert expected <= {k.library for k in decoded}
     # short names are short: no template or argument lists left
     assert all("(" not in k.short and len(k.short) < 200 for k in decoded)
+
+
+def test_trtllm_gen_gemm():
+    k = decode(
+        "bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_"
+        "TN_transOut_schedP2x1x2x3_biasM_bN_tmaOpt_clmp_dynBatch_sm100f"
+    )
+    assert (k.library, k.arch, k.dtype, k.tile, k.stages, k.mma, k.layout) == (
+        "TensorRT-LLM",
+        "sm100",
+        "bf16",
+        "128x16x256",
+        3,
+        "128x16x32",
+        "tn",
+    )
+    assert k.epilogue == ("bias",)

@@ -98,6 +98,7 @@ def test_kernel_gap_once_is_info(tmp_path):
     trace = _gap_trace(tmp_path, [0, 300, 0])
     (f,) = run_rules(trace, only=["kernel-gap"]).findings
     assert f.severity == "info" and f.measured["gaps"] == 1 and "once" in f.evidence[0].text
+    assert f.impact_us == 0  # not a per-step cost
 
 
 def test_kernel_gap_silent_on_tiny_block():

@@ -275,7 +275,8 @@ def kernel_gap(ctx) -> list[Finding]:
             title=f"{len(flagged)} long idle gap(s) between kernels ({total:.0f} us)",
             explanation=explanation,
             suggestion=suggestion,
-            impact_us=total / max(len(steps_with), 1) if recurring else total / _n_steps(trace),
+            # a one-time gap is not a per-step cost: rank it below the steady ones
+            impact_us=total / max(len(steps_with), 1) if recurring else 0.0,
             evidence=evidence,
             measured={
                 "gaps": len(flagged),
