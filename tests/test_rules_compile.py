@@ -59,8 +59,16 @@ def compiled(tmp_path_factory):
     for _ in range(3):
         warm_fn(x)
     warm = _profile(base / "warm.json", lambda i: warm_fn(x), 3, warmup=1)
+
+    def loss(x):
+        return (x.sin() * 2).sum()
+
+    grad_fn = torch.compile(loss, backend="aot_eager")
+    xg = torch.randn(8, 8, requires_grad=True)
+    grad_fn(xg).backward()
+    grad = _profile(base / "grad.json", lambda i: grad_fn(xg).backward(), 2)
     torch._dynamo.reset()
-    return {"cold": cold, "warm": warm}
+    return {"cold": cold, "warm": warm, "grad": grad}
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +106,9 @@ def test_compiled_region(compiled, xdit):
     (f,) = _findings(compiled["warm"], "compiled-region")
     assert f.measured == {"calls": 3, "distinct_regions": 1, "max_per_step": 1}
     assert "no sign of graph breaks" in f.explanation
+    # training: autograd runs the compiled backward outside the region
+    (g,) = _findings(compiled["grad"], "compiled-region")
+    assert g.evidence[-1].text.startswith("2 CompiledFunctionBackward call(s)")
     (x,) = _findings(xdit, "compiled-region")
     assert x.measured["calls"] == 4 and x.evidence[0].step == 3
     assert (
@@ -180,3 +191,22 @@ def test_fusion_opportunity_on_eager_gpu_trace(xdit):
 def test_fusion_opportunity_not_checked_on_cpu(compiled):
     out = run_rules(compiled["warm"], only=["fusion-opportunity"])
     assert out.findings == [] and out.not_checked[0].reason == "no kernels in the trace"
+
+
+def test_compiled_function_without_regions(tmp_path):
+    """A torch 2.0-style trace: only AOTAutograd's CompiledFunction marks compiled code."""
+    from .conftest import op, write_trace
+
+    path = write_trace(
+        tmp_path / "old.json",
+        [
+            op("ProfilerStep#1", 0, 100, cat="user_annotation"),
+            op("CompiledFunction", 10, 30),
+            op("aten::sin", 12, 5),
+            op("CompiledFunctionBackward", 60, 20),
+        ],
+    )
+    (f,) = _findings(load(path), "compiled-region")
+    assert f.measured == {"forward_calls": 1, "backward_calls": 1}
+    assert f.evidence[0].name == "CompiledFunction" and f.evidence[0].step == 1
+    assert _findings(load(path), "graph-break") == []

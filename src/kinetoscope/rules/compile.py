@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from ..analysis.compile import cache_lookups, compile_events, region_calls
-from ..analysis.dispatch import op_work
+from ..analysis.dispatch import instances, op_work
 from ..analysis.kernel_names import decode
 from ..analysis.stepmap import step_numbers, step_or_none
 from ..analysis.steps import step_stats
@@ -47,8 +47,14 @@ def _step_label(step: int | None) -> str:
 def compiled_region(ctx) -> list[Finding]:
     trace = ctx.trace
     calls = _regions(ctx)
+    # AOTAutograd's autograd.Function: the compiled forward (inside the region; the only
+    # marker in torch 2.0 traces) and the compiled backward, which autograd runs later
+    forward = instances(trace, ["CompiledFunction"])
+    backward = instances(trace, ["CompiledFunctionBackward"])
     if not calls:
-        return []
+        if not len(forward) and not len(backward):
+            return []
+        return [_compiled_function_only(trace, forward, backward)]
     per_step = _by_step(calls)
     labels = Counter(c.label or "(unnumbered)" for c in calls)
     evidence = []
@@ -78,6 +84,20 @@ def compiled_region(ctx) -> list[Finding]:
                     step=c.step,
                 )
             )
+    if len(backward):
+        first = int(backward[0])
+        evidence.append(
+            Evidence(
+                f"{len(backward)} CompiledFunctionBackward call(s): the compiled backward graph, "
+                f"{float(trace.dur[backward].sum()):.1f} us CPU",
+                name="CompiledFunctionBackward",
+                ts_us=trace.rel(trace.ts[first]),
+                dur_us=float(trace.dur[first]),
+                step=step_or_none(int(step_numbers(trace, trace.ts[[first]])[0])),
+                value=float(len(backward)),
+                unit="calls",
+            )
+        )
     most = max(len(m) for m in per_step.values())
     distinct_max = max(len({c.label for c in m}) for m in per_step.values())
     return [
@@ -107,6 +127,41 @@ def compiled_region(ctx) -> list[Finding]:
             measured={"calls": len(calls), "distinct_regions": len(labels), "max_per_step": most},
         )
     ]
+
+
+def _compiled_function_only(trace, forward, backward) -> Finding:
+    """Older traces (torch 2.0) mark compiled code only with AOTAutograd's CompiledFunction."""
+    evidence = []
+    for name, idx in (("CompiledFunction", forward), ("CompiledFunctionBackward", backward)):
+        if len(idx):
+            first = int(idx[0])
+            evidence.append(
+                Evidence(
+                    f"{len(idx)} {name} call(s), {float(trace.dur[idx].sum()):.1f} us CPU",
+                    name=name,
+                    ts_us=trace.rel(trace.ts[first]),
+                    dur_us=float(trace.dur[first]),
+                    step=step_or_none(int(step_numbers(trace, trace.ts[[first]])[0])),
+                    value=float(len(idx)),
+                    unit="calls",
+                )
+            )
+    return Finding(
+        id="compiled-region",
+        severity="info",
+        title=f"compiled code ran: {len(forward)} CompiledFunction, "
+        f"{len(backward)} CompiledFunctionBackward call(s)",
+        explanation=(
+            "CompiledFunction is the autograd.Function AOTAutograd wraps around a graph compiled "
+            "by torch.compile (CompiledFunctionBackward its backward). This trace has no "
+            "'Torch-Compiled Region' rows (recorded with torch 2.0, or outside Dynamo), so regions "
+            "and graph breaks cannot be told apart."
+        ),
+        suggestion="Record with a recent torch to see the regions, guard checks and graph hashes.",
+        impact_us=0.0,
+        evidence=evidence,
+        measured={"forward_calls": int(len(forward)), "backward_calls": int(len(backward))},
+    )
 
 
 def _eager_ops_between(trace, a, b) -> list[int]:
