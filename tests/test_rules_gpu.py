@@ -153,3 +153,19 @@ def test_dispatch_chain_on_corpus():
 def test_dispatch_chain_not_checked_on_host_only():
     found, skipped = _run(corpus(CPU), "dispatch-chain")
     assert found == [] and skipped and "no kernels" in skipped[0].reason
+
+
+def test_launch_latency_idle_device_is_a_warning(tmp_path):
+    # every kernel starts 200 us after its launch although nothing else is queued
+    events = []
+    for i in range(10):
+        events += [launch(i * 300, 5, i + 1), kernel("k", i * 300 + 200, 5, i + 1)]
+    events.append(op("ProfilerStep#1", 0, 3000, cat="user_annotation"))
+    trace = load(write_trace(tmp_path / "lat.json", events))
+    (f,) = run_rules(trace, only=["launch-latency"]).findings
+    assert f.severity == "warn" and f.measured["p50_us"] == pytest.approx(200.0)
+    assert f.measured["queue_depth_p50"] == 0 and f.measured["threshold_p50_us"] == 50.0
+    assert f.impact_us == pytest.approx(10 * 150.0)  # the wait beyond the threshold, per step
+    assert f.evidence[2].ts_us == pytest.approx(200.0) and f.evidence[2].step == 1
+    quiet = run_rules(trace, config={"launch-latency": {"p50_us": 250}}, only=["launch-latency"])
+    assert quiet.findings == []
