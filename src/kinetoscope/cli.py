@@ -23,7 +23,7 @@ app = typer.Typer(
 )
 
 #: Command modules, each defines `register(app)`.
-COMMANDS: list[str] = ["chain"]
+COMMANDS = ["summary", "table", "chain"]
 
 _DEBUG = {"on": False}
 
