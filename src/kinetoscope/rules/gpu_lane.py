@@ -6,7 +6,7 @@ from collections import Counter
 
 import numpy as np
 
-from ..analysis.gpu_lane import buffer_requests, kernel_gaps, kernel_spreads, launch_latency
+from ..analysis.gpu_lane import Gap, buffer_requests, kernel_gaps, kernel_spreads, launch_latency
 from ..analysis.kernel_names import decode
 from ..analysis.stepmap import device_steps, step_or_none
 from .base import Evidence, Finding, NotChecked, rule
@@ -222,9 +222,13 @@ def kernel_gap(ctx) -> list[Finding]:
     if not flagged:
         return []
     pairs = Counter((int(trace.name_id[g.before]), int(trace.name_id[g.after])) for g, _ in flagged)
-    steps_with = {g.step for g, _ in flagged}
+
+    def recurs(g: Gap) -> bool:
+        return pairs[(int(trace.name_id[g.before]), int(trace.name_id[g.after]))] > 1
+
     reqs = buffer_requests(trace)
-    flagged.sort(key=lambda gm: -gm[0].dur)
+    # recurring gaps first (a steady cost), then the longest
+    flagged.sort(key=lambda gm: (not recurs(gm[0]), -gm[0].dur))
     evidence = []
     for g, median in flagged[:5]:
         pair = (int(trace.name_id[g.before]), int(trace.name_id[g.after]))
@@ -244,11 +248,8 @@ def kernel_gap(ctx) -> list[Finding]:
             )
         )
     total = sum(g.dur for g, _ in flagged)
-    recurring = sum(
-        1
-        for g, _ in flagged
-        if pairs[(int(trace.name_id[g.before]), int(trace.name_id[g.after]))] > 1
-    )
+    steady = [g for g, _ in flagged if recurs(g)]
+    recurring = len(steady)
     if recurring:
         explanation = (
             f"{len(flagged)} idle gap(s) longer than {min_gap:.0f} us and {ratio:.0f}x the step's "
@@ -275,13 +276,14 @@ def kernel_gap(ctx) -> list[Finding]:
             title=f"{len(flagged)} long idle gap(s) between kernels ({total:.0f} us)",
             explanation=explanation,
             suggestion=suggestion,
-            # a one-time gap is not a per-step cost: rank it below the steady ones
-            impact_us=total / max(len(steps_with), 1) if recurring else 0.0,
+            # only the recurring gaps are a per-step cost; one-time gaps rank below them
+            impact_us=sum(g.dur for g in steady) / _n_steps(trace),
             evidence=evidence,
             measured={
                 "gaps": len(flagged),
-                "longest_us": round(flagged[0][0].dur, 3),
+                "longest_us": round(max(g.dur for g, _ in flagged), 3),
                 "total_us": round(total, 3),
+                "recurring": recurring,
                 "threshold_min_gap_us": min_gap,
                 "threshold_ratio": ratio,
             },
