@@ -7,12 +7,11 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from ..analysis.compile import cache_lookups, compile_events, region_calls
+from ..analysis.compile import cache_lookups, compile_events, eager_between, region_calls
 from ..analysis.dispatch import instances, op_work
 from ..analysis.kernel_names import decode
 from ..analysis.stepmap import step_numbers, step_or_none
 from ..analysis.steps import step_stats
-from ..trace import Cat
 from .base import Evidence, Finding, NotChecked, rule
 
 COMPILE_ID_RE = re.compile(r"compile_id=(\d+/\d+)")
@@ -164,23 +163,6 @@ def _compiled_function_only(trace, forward, backward) -> Finding:
     )
 
 
-def _eager_ops_between(trace, a, b) -> list[int]:
-    """Top-level host ops on region a's thread between the end of a and the start of b."""
-    start, end = a.ts + a.dur, b.ts
-    idx = trace.events_in(start, end, trace.mask(Cat.CPU_OP) & (trace.lane == trace.lane[a.index]))
-    idx = idx[trace.end[idx] <= end + 1e-3]
-    names = {"TorchDynamo Cache Lookup"}
-    keep = []
-    for i in idx.tolist():
-        p = int(trace.parent[i])
-        while p >= 0 and trace.cat[p] == int(Cat.PYTHON):
-            p = int(trace.parent[p])
-        if trace.name(i) in names or (p >= 0 and trace.ts[p] >= start):
-            continue
-        keep.append(i)
-    return keep
-
-
 @rule(
     "graph-break",
     "torch.compile",
@@ -221,15 +203,17 @@ def graph_break(ctx) -> list[Finding]:
         for a, b in zip(members, members[1:], strict=False):
             if a.frame == b.frame:
                 continue
-            eager = _eager_ops_between(trace, a, b)
+            lo, eager = eager_between(trace, a, b)
             names = Counter(trace.name(i) for i in eager)
-            what = ", ".join(f"{n} x{c}" for n, c in names.most_common(4)) or "no aten op"
+            what = ", ".join(f"{n} x{c}" for n, c in names.most_common(4)) or "no op recorded"
+            inside = " (resumed inside it)" if b.ts < a.end else ""
             evidence.append(
                 Evidence(
-                    f"break between {a.label} and {b.label}: eager code ran in between ({what})",
+                    f"break between {a.label} and {b.label}{inside}: eager code ran in between "
+                    f"for {max(b.ts - lo, 0.0):.1f} us ({what})",
                     name=trace.name(b.index),
-                    ts_us=trace.rel(a.ts + a.dur),
-                    dur_us=b.ts - (a.ts + a.dur),
+                    ts_us=trace.rel(lo),
+                    dur_us=max(b.ts - lo, 0.0),
                     step=step,
                 )
             )
