@@ -169,3 +169,24 @@ def test_launch_latency_idle_device_is_a_warning(tmp_path):
     assert f.evidence[2].ts_us == pytest.approx(200.0) and f.evidence[2].step == 1
     quiet = run_rules(trace, config={"launch-latency": {"p50_us": 250}}, only=["launch-latency"])
     assert quiet.findings == []
+
+
+def test_kernel_gap_closed_by_work_on_another_stream(tmp_path):
+    # stream 7 idles 300 us inside each step, but a long kernel on stream 8 (a collective
+    # launched in the step before) keeps the device busy: no idle gap
+    events, corr = [], 100
+    for step, start in ((1, 0.0), (2, 1000.0)):
+        events.append(op(f"ProfilerStep#{step}", start, 900, cat="user_annotation"))
+        for k, kts in enumerate((start + 20, start + 40, start + 360, start + 380)):
+            events += [launch(kts - 10, 3, corr), kernel(f"k{k}", kts, 10, corr)]
+            corr += 1
+        events += [
+            launch(start + 800, 3, corr),
+            kernel("collective", start + 30 + 1000, 400, corr, stream=8),
+        ]
+        corr += 1
+    trace = load(write_trace(tmp_path / "streams.json", events))
+    gaps = [g for g in run_rules(trace, only=["kernel-gap"]).findings]
+    # step 1's gap (50-360 us) is real: nothing else runs; step 2's is covered by stream 8
+    (f,) = gaps
+    assert f.measured["gaps"] == 1 and f.evidence[0].step == 1

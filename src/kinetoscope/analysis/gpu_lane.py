@@ -68,39 +68,42 @@ class Gap:
 
 
 def kernel_gaps(trace: Trace) -> dict[int | None, list[Gap]]:
-    """Idle gaps between consecutive device work of each step (all streams merged)."""
+    """Idle gaps of the whole device (all streams merged) between two pieces of work of one step.
+
+    Busy time is the union over every stream, so a kernel still running on
+    another stream (an NCCL collective launched in the previous step) closes a
+    gap. A gap belongs to a step when the work on both sides was launched in it.
+    """
     work = np.flatnonzero(trace.device_work)
-    out: dict[int | None, list[Gap]] = {}
-    if not len(work):
+    out: dict[int | None, list[Gap]] = {number: [] for number, *_ in windows(trace)}
+    if len(work) < 2:
         return out
+    work = work[np.argsort(trace.ts[work], kind="stable")]
     steps = device_steps(trace, work) if trace.steps else np.full(len(work), -1)
-    for number, _index, _start, _end in windows(trace):
-        key = -1 if number is None else number
-        sel = work[steps == key]
-        if len(sel) < 2:
-            out[number] = []
+    starts, ends = trace.ts[work], trace.end[work]
+    run_end = np.maximum.accumulate(ends)
+    # the event holding the running maximum end: what the device was busy with before the gap
+    holder = np.zeros(len(work), dtype=np.int64)
+    best = 0
+    for k, end in enumerate(ends.tolist()):
+        if end >= ends[best]:
+            best = k
+        holder[k] = best
+    gap = starts[1:] - run_end[:-1]
+    for k in np.flatnonzero(gap > _MIN_GAP_US).tolist():
+        step = int(steps[k + 1])
+        if step != int(steps[holder[k]]) or (trace.steps and step < 0):
             continue
-        sel = sel[np.argsort(trace.ts[sel], kind="stable")]
-        starts, ends = trace.ts[sel], trace.end[sel]
-        run_end = np.maximum.accumulate(ends)
-        # who holds the running maximum end (the event the device was busy with)
-        holder = np.zeros(len(sel), dtype=np.int64)
-        best = 0
-        for k in range(len(sel)):
-            if ends[k] >= ends[best]:
-                best = k
-            holder[k] = best
-        gap = starts[1:] - run_end[:-1]
-        out[number] = [
+        number = None if step < 0 else step
+        out.setdefault(number, []).append(
             Gap(
                 number,
                 float(run_end[k]),
                 float(starts[k + 1]),
-                int(sel[holder[k]]),
-                int(sel[k + 1]),
+                int(work[holder[k]]),
+                int(work[k + 1]),
             )
-            for k in np.flatnonzero(gap > _MIN_GAP_US).tolist()
-        ]
+        )
     return out
 
 
