@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..trace import Cat, Trace
+from ..trace import Trace
 from .stepmap import device_steps
 from .steps import windows
 
@@ -155,7 +155,3 @@ def device_time_by_name(trace: Trace) -> list[tuple[int, float, int]]:
     used = np.flatnonzero(calls)
     used = used[np.argsort(-total[used], kind="stable")]
     return [(int(i), float(total[i]), int(calls[i])) for i in used]
-
-
-def is_kernel(trace: Trace, index: int) -> bool:
-    return int(trace.cat[index]) == int(Cat.KERNEL)

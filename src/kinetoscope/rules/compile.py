@@ -10,21 +10,11 @@ import numpy as np
 from ..analysis.compile import cache_lookups, compile_events, eager_between, region_calls
 from ..analysis.dispatch import instances, op_work
 from ..analysis.kernel_names import decode
-from ..analysis.stepmap import step_numbers, step_or_none
+from ..analysis.stepmap import mean_step_us, step_count, step_numbers, step_or_none
 from ..analysis.steps import step_stats
 from .base import Evidence, Finding, NotChecked, rule
 
 COMPILE_ID_RE = re.compile(r"compile_id=(\d+/\d+)")
-
-
-def _n_steps(trace) -> int:
-    return max(len(trace.steps), 1)
-
-
-def _window_per_step(trace) -> float:
-    if trace.steps:
-        return float(np.mean([s.dur for s in trace.steps]))
-    return trace.end_time - trace.start_time
 
 
 def _regions(ctx):
@@ -304,9 +294,7 @@ def recompile(ctx) -> list[Finding]:
     first = calls[0].ts
     late = [i for i in compiles.tolist() if trace.ts[i] > first]
     impact = (
-        min(float(trace.dur[late].sum()) / _n_steps(trace), _window_per_step(trace))
-        if late
-        else 0.0
+        min(float(trace.dur[late].sum()) / step_count(trace), mean_step_us(trace)) if late else 0.0
     )
     return [
         Finding(
@@ -564,7 +552,7 @@ def compilation_in_window(ctx) -> list[Finding]:
                 "Warm up before profiling: call the compiled function a few times with "
                 "representative inputs first, or use schedule(wait=1, warmup=2, active=3)."
             ),
-            impact_us=min(total / _n_steps(trace), _window_per_step(trace)),
+            impact_us=min(total / step_count(trace), mean_step_us(trace)),
             evidence=evidence,
             measured={
                 "compile_us": round(total, 3),
@@ -625,7 +613,7 @@ def fusion_opportunity(ctx) -> list[Finding]:
         saving = sum(float(trace.dur[run].sum() - trace.dur[run].max()) for run in members)
         saving_total += saving
         rows.append((saving, pattern, members, device))
-    per_step = saving_total / _n_steps(trace)
+    per_step = saving_total / step_count(trace)
     if per_step < ctx.threshold("min_saving_us"):
         return []
     rows.sort(key=lambda r: -r[0])

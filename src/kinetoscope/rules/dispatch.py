@@ -17,13 +17,9 @@ from ..analysis.dispatch import (
 )
 from ..analysis.gpu_lane import device_time_by_name
 from ..analysis.kernel_names import decode
-from ..analysis.stepmap import device_steps, step_numbers, step_or_none
+from ..analysis.stepmap import device_steps, step_count, step_numbers, step_or_none
 from ..analysis.steps import step_stats
 from .base import Evidence, Finding, NotChecked, rule
-
-
-def _n_steps(trace) -> int:
-    return max(len(trace.steps), 1)
 
 
 @rule(
@@ -208,7 +204,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
     if pairs:
         add_idx = np.array([a for _, a in pairs])
         cost = work.device_us[add_idx] if on_device else trace.dur[add_idx]
-        impact = float(cost.sum()) / _n_steps(trace)
+        impact = float(cost.sum()) / step_count(trace)
         evidence = []
         for mm, a in pairs[:3]:
             evidence.append(

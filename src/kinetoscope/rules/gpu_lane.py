@@ -8,7 +8,7 @@ import numpy as np
 
 from ..analysis.gpu_lane import Gap, buffer_requests, kernel_gaps, kernel_spreads, launch_latency
 from ..analysis.kernel_names import decode
-from ..analysis.stepmap import device_steps, step_or_none
+from ..analysis.stepmap import device_steps, mean_step_us, step_count, step_or_none
 from .base import Evidence, Finding, NotChecked, rule
 
 
@@ -18,17 +18,6 @@ def _need_device(trace) -> None:
             "no device activity in the trace",
             "record with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] on a GPU run",
         )
-
-
-def _n_steps(trace) -> int:
-    return max(len(trace.steps), 1)
-
-
-def _window_per_step(trace) -> float:
-    """Mean step duration (the whole trace without steps): no per-step impact exceeds it."""
-    if trace.steps:
-        return float(np.mean([s.dur for s in trace.steps]))
-    return trace.end_time - trace.start_time
 
 
 @rule(
@@ -167,8 +156,8 @@ def launch_latency_rule(ctx) -> list[Finding]:
             )
         ]
     idle = values[lat.queue_depth == 0]
-    excess = float(np.clip(idle - ctx.threshold("p50_us"), 0, None).sum()) / _n_steps(trace)
-    excess = min(excess, _window_per_step(trace))
+    excess = float(np.clip(idle - ctx.threshold("p50_us"), 0, None).sum()) / step_count(trace)
+    excess = min(excess, mean_step_us(trace))
     return [
         Finding(
             id="launch-latency",
@@ -277,7 +266,7 @@ def kernel_gap(ctx) -> list[Finding]:
             explanation=explanation,
             suggestion=suggestion,
             # only the recurring gaps are a per-step cost; one-time gaps rank below them
-            impact_us=sum(g.dur for g in steady) / _n_steps(trace),
+            impact_us=sum(g.dur for g in steady) / step_count(trace),
             evidence=evidence,
             measured={
                 "gaps": len(flagged),
@@ -355,7 +344,7 @@ def kernel_variance(ctx) -> list[Finding]:
                 "Read the distribution, not the mean: profile more steps, lock clocks for "
                 "benchmarks (nvidia-smi -lgc / rocm-smi), and check what else runs on the device."
             ),
-            impact_us=total_excess / _n_steps(trace),
+            impact_us=total_excess / step_count(trace),
             evidence=evidence,
             measured={
                 "kernels": len(hits),
