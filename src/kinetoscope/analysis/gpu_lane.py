@@ -30,9 +30,13 @@ def buffer_requests(trace: Trace) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LaunchLatency:
-    """Per linked device event: launch call start -> device start."""
+    """Per launch call: its start -> the start of the first device work it enqueued.
 
-    device: np.ndarray  # device event indices, in launch order
+    A graph launch (cudaGraphLaunch/hipGraphLaunch) enqueues many kernels at
+    once; only its first kernel measures the launch, the rest wait on each other.
+    """
+
+    device: np.ndarray  # first device event of each launch, in launch order
     launch: np.ndarray  # host launch call indices
     latency: np.ndarray  # us
     queue_depth: np.ndarray  # device events launched earlier and not finished at launch time
@@ -43,14 +47,20 @@ class LaunchLatency:
 
 def launch_latency(trace: Trace) -> LaunchLatency:
     work = np.flatnonzero(trace.device_work & (trace.launch_of >= 0))
-    launch = trace.launch_of[work]
+    work = work[np.argsort(trace.ts[work], kind="stable")]
+    launch_all = trace.launch_of[work]
+    # outstanding at time t = launched before t - finished by t (a finish implies a launch)
+    launch_ts_all = np.sort(trace.ts[launch_all])
+    ends = np.sort(trace.end[work])
+    _, first = np.unique(launch_all, return_index=True)  # earliest device event per launch
+    work, launch = work[first], launch_all[first]
     order = np.argsort(trace.ts[launch], kind="stable")
     work, launch = work[order], launch[order]
     launch_ts = trace.ts[launch]
     latency = trace.ts[work] - launch_ts
-    # outstanding at time t = launched before t - finished by t (a finish implies a launch)
-    ends = np.sort(trace.end[work])
-    depth = np.arange(len(work)) - np.searchsorted(ends, launch_ts, side="right")
+    depth = np.searchsorted(launch_ts_all, launch_ts, side="left") - np.searchsorted(
+        ends, launch_ts, side="right"
+    )
     return LaunchLatency(work, launch, latency, np.maximum(depth, 0))
 
 

@@ -103,7 +103,7 @@ def launch_latency_rule(ctx) -> list[Finding]:
     evidence = [
         Evidence(
             f"launch -> start latency p50 {p50:.1f} us, p90 {p90:.1f} us, max {pmax:.1f} us "
-            f"over {len(values)} launches (threshold p50 {ctx.threshold('p50_us'):.0f} us)",
+            f"over {len(values)} launch calls (threshold p50 {ctx.threshold('p50_us'):.0f} us)",
             value=p50,
             unit="us",
         ),
@@ -166,7 +166,8 @@ def launch_latency_rule(ctx) -> list[Finding]:
             explanation=(
                 "Almost nothing is queued on the device when kernels are launched, yet they "
                 f"start a median {p50:.0f} us after the launch call. The device waits on the "
-                "launch path itself (driver, runtime, lazy module loading, or host contention)."
+                "launch path itself (driver, runtime, lazy module loading, host contention) or "
+                "on an event from another stream or process."
             ),
             suggestion=(
                 "Check for first-call costs (warm up before profiling), CPU contention and "
