@@ -46,6 +46,7 @@ COMPILE_OPS = frozenset(
     }
 )
 COMPILE_DATA_RE = re.compile(r"_data: .*compile_id=")
+COMPILE_ID_RE = re.compile(r"compile_id=(\d+/\d+)")
 PY_COMPILE_RE = re.compile(
     r"torch/_(?:dynamo|inductor|functorch)/\S+\(\d+\): "
     r"(?:_compile|compile_inner|_compile_inner|compile_fx|compile_fx_inner|fx_codegen_and_compile"
@@ -252,3 +253,13 @@ def compile_events(trace: Trace) -> np.ndarray:
             outer.append(i)
     out = np.array(outer, dtype=np.int64)
     return out[np.argsort(trace.ts[out], kind="stable")]
+
+
+def compile_id_of(trace: Trace, index: int) -> str | None:
+    """`K/M` of a compilation event, from the `..._data: compile_id=K/M` annotation inside it."""
+    inner = trace.events_in(trace.ts[index], trace.end[index], trace.lane == trace.lane[index])
+    for j in inner[:400].tolist():
+        m = COMPILE_ID_RE.search(trace.name(j))
+        if m:
+            return m.group(1)
+    return None

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 
 import numpy as np
 
-from ..analysis.compile import cache_lookups, compile_events, eager_between, region_calls
+from ..analysis.compile import (
+    cache_lookups,
+    compile_events,
+    compile_id_of,
+    eager_between,
+    region_calls,
+)
 from ..analysis.dispatch import instances, op_work
 from ..analysis.kernel_names import decode
 from ..analysis.stepmap import mean_step_us, step_count, step_numbers, step_or_none
 from ..analysis.steps import step_stats
 from .base import Evidence, Finding, NotChecked, rule
-
-COMPILE_ID_RE = re.compile(r"compile_id=(\d+/\d+)")
 
 
 def _regions(ctx):
@@ -290,9 +293,11 @@ def recompile(ctx) -> list[Finding]:
                 value=float(m),
             )
         )
+    # recompiles are the compilations of an M > 0; the first compile of a frame (K/0) is not
     compiles = ctx.analysis(compile_events)
-    first = calls[0].ts
-    late = [i for i in compiles.tolist() if trace.ts[i] > first]
+    late = [
+        i for i in compiles.tolist() if (cid := compile_id_of(trace, i)) and not cid.endswith("/0")
+    ]
     impact = (
         min(float(trace.dur[late].sum()) / step_count(trace), mean_step_us(trace)) if late else 0.0
     )
@@ -514,15 +519,7 @@ def compilation_in_window(ctx) -> list[Finding]:
     steps = step_numbers(trace, trace.ts[events])
     evidence = []
     for k, i in enumerate(events[:6].tolist()):
-        inner = trace.events_in(trace.ts[i], trace.end[i], trace.lane == trace.lane[i])
-        cid = next(
-            (
-                m.group(1)
-                for j in inner[:400].tolist()
-                if (m := COMPILE_ID_RE.search(trace.name(j)))
-            ),
-            None,
-        )
+        cid = compile_id_of(trace, i)
         evidence.append(
             Evidence(
                 f"{trace.name(i)}{f' (compile_id {cid})' if cid else ''}: "
