@@ -192,3 +192,19 @@ def test_kernel_gap_closed_by_work_on_another_stream(tmp_path):
     # step 1's gap (50-360 us) is real: nothing else runs; step 2's is covered by stream 8
     (f,) = gaps
     assert f.measured["gaps"] == 1 and f.evidence[0].step == 1
+
+
+def test_kernel_gap_recurring_on_corpus():
+    # H100 training step: the device idles ~320 us between a sum reduction and the optimizer's
+    # next foreach kernel, 9 times in the step, always between the same two kernels
+    found, _ = _run(corpus("gpu/ncompass_train_with_stack_h100nvl.pt.trace.json.gz"), "kernel-gap")
+    (f,) = found
+    assert f.severity == "warn" and f.measured["recurring"] >= 9
+    assert "recurs 9x" in f.evidence[0].text and f.evidence[0].step == 2
+    assert f.evidence[0].dur_us == pytest.approx(325.5, abs=0.1)
+
+
+def test_kernel_variance_silent_on_corpus():
+    # BERT inference: no kernel of >= 10 us median varies by more than 1.3x / 10% CV
+    trace = corpus("gpu/tracelens_h100__gaunernst_bert-small-uncased__1016001.json.gz")
+    assert _run(trace, "kernel-variance")[0] == []
