@@ -121,7 +121,8 @@ def test_compiled_region(compiled, xdit):
 
 def test_graph_break(compiled, xdit):
     (f,) = _findings(compiled["cold"], "graph-break")
-    assert f.measured["max_regions_per_step"] == 2
+    assert f.severity == "warn" and f.measured["max_regions_per_step"] == 2
+    assert f.measured["resumed_inside"] >= 3  # the resumed frame's region nests in the caller's
     a, b = (f"{c.frame}/0" for c in region_calls(compiled["cold"])[:2])
     assert f.evidence[0].step == 0 and f"{a}, {b}" in f.evidence[0].text
     assert any(e.text.startswith(f"break between {a} and {b}") for e in f.evidence)
@@ -210,3 +211,20 @@ def test_compiled_function_without_regions(tmp_path):
     assert f.measured == {"forward_calls": 1, "backward_calls": 1}
     assert f.evidence[0].name == "CompiledFunction" and f.evidence[0].step == 1
     assert _findings(load(path), "graph-break") == []
+
+
+def test_separately_compiled_functions_are_not_called_breaks(tmp_path):
+    """Two compiled frames one after the other (not nested): maybe breaks, maybe two functions."""
+    from .conftest import op, write_trace
+
+    events = [op("ProfilerStep#1", 0, 200, cat="user_annotation")]
+    for k, start in ((0, 10), (1, 100)):
+        events += [
+            op("TorchDynamo Cache Lookup", start, 5),
+            op(f"Torch-Compiled Region: {k}/0", start + 6, 50),
+            op("aten::mm", start + 20, 20),
+        ]
+    events.append(op("aten::relu", 70, 10))
+    (f,) = _findings(load(write_trace(tmp_path / "two.json", events)), "graph-break")
+    assert f.severity == "info" and f.measured["resumed_inside"] == 0
+    assert "aten::relu x1" in f.evidence[1].text

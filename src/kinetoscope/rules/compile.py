@@ -52,7 +52,7 @@ def compiled_region(ctx) -> list[Finding]:
     evidence = []
     for step, members in list(per_step.items())[:6]:
         distinct = sorted({c.label or "(unnumbered)" for c in members})
-        cpu = sum(c.dur + c.lookup_us for c in members)
+        cpu = sum(c.dur - c.nested_us + c.lookup_us for c in members)  # nested counted once
         evidence.append(
             Evidence(
                 f"{_step_label(step)}: {len(members)} region call(s) of {', '.join(distinct)}, "
@@ -91,7 +91,7 @@ def compiled_region(ctx) -> list[Finding]:
             )
         )
     most = max(len(m) for m in per_step.values())
-    distinct_max = max(len({c.label for c in m}) for m in per_step.values())
+    distinct_max = max(len({c.frame for c in m}) for m in per_step.values())
     return [
         Finding(
             id="compiled-region",
@@ -105,7 +105,7 @@ def compiled_region(ctx) -> list[Finding]:
                 "the Python frame Dynamo compiled, M which compilation of it. Inside, "
                 "'## Call CompiledFxGraph ##' is the Inductor graph and its kernels."
                 + (
-                    " Several distinct regions in one step usually mean graph breaks."
+                    " Several compiled frames in one step usually mean graph breaks."
                     if distinct_max > 1
                     else f" At most {most} call(s) of one region per step: no sign of graph breaks."
                 )
@@ -177,11 +177,19 @@ def graph_break(ctx) -> list[Finding]:
             hits.append((step, members, frames))
     if not hits:
         return []
+    # the frame resumed after a break is called from the broken frame's code, so its region
+    # runs inside the caller's; separately compiled functions run one after the other
+    resumed = sum(
+        1
+        for _, members, _ in hits
+        for a, b in zip(members, members[1:], strict=False)
+        if a.frame != b.frame and b.ts < a.end
+    )
+    extra_us = sum(
+        c.wrapper_us for _, members, _ in hits for c in members if c.frame != members[0].frame
+    )
     evidence = []
-    extra_us = 0.0
     for step, members, frames in hits[:3]:
-        first_frame = members[0].frame
-        extra_us += sum(c.wrapper_us for c in members if c.frame != first_frame)
         evidence.append(
             Evidence(
                 f"{_step_label(step)}: {len(frames)} distinct regions "
@@ -210,27 +218,41 @@ def graph_break(ctx) -> list[Finding]:
                     step=step,
                 )
             )
+    most = max(len(h[2]) for h in hits)
+    if resumed:
+        title = f"graph breaks: up to {most} compiled regions per step"
+        explanation = (
+            "torch.compile could not capture the function as one graph: where it hit something "
+            "it cannot trace (print, .item(), data-dependent control flow, an unsupported call) "
+            "it split the code, ran that part eagerly and compiled the rest as separate regions "
+            "(here the next region runs inside the previous one: Dynamo resumed the frame after "
+            "the break). Each break adds a guard check and wrapper overhead and stops fusion "
+            "across it."
+        )
+    else:
+        title = f"{most} compiled frames per step: graph breaks or separately compiled functions"
+        explanation = (
+            "Several compiled frames run one after the other in each step. Either torch.compile "
+            "split a function at graph breaks, or several functions/modules were compiled "
+            "separately. Each region pays its own guard check and wrapper, and nothing is fused "
+            "across region boundaries."
+        )
     return [
         Finding(
             id="graph-break",
-            severity="warn",
-            title=f"graph breaks: up to {max(len(h[2]) for h in hits)} compiled regions per step",
-            explanation=(
-                "torch.compile could not capture the function as one graph: where it hit "
-                "something it cannot trace (print, .item(), data-dependent control flow, an "
-                "unsupported call) it split the code, ran that part eagerly and compiled the "
-                "rest as separate regions. Each break adds a guard check and wrapper overhead "
-                "and stops fusion across it."
-            ),
+            severity="warn" if resumed else "info",
+            title=title,
+            explanation=explanation,
             suggestion=(
                 "Find the reasons with torch._dynamo.explain(fn)(*args) or "
-                "TORCH_LOGS=graph_breaks, "
-                "then remove them; fullgraph=True turns a break into an error."
+                "TORCH_LOGS=graph_breaks and remove them (fullgraph=True turns a break into an "
+                "error); compile one larger function instead of several small ones."
             ),
-            impact_us=extra_us / max(len(hits), 1),
+            impact_us=extra_us / len(hits),
             evidence=evidence,
             measured={
-                "max_regions_per_step": max(len(h[2]) for h in hits),
+                "max_regions_per_step": most,
+                "resumed_inside": resumed,
                 "threshold_regions": need,
             },
         )
