@@ -19,7 +19,10 @@ from ..analysis.gpu_lane import device_time_by_name
 from ..analysis.kernel_names import decode
 from ..analysis.stepmap import device_steps, step_count, step_numbers, step_or_none
 from ..analysis.steps import step_stats
+from ..trace import Cat
 from .base import Evidence, Finding, NotChecked, rule
+
+CPU_OP = int(Cat.CPU_OP)
 
 
 @rule(
@@ -94,7 +97,7 @@ def _first_gemm_child(trace, children: Children, index: int) -> str | None:
                 name = trace.name(c)
                 if name in GEMM_OPS:
                     return name
-                if trace.cat[c] == 1:  # Cat.CPU_OP
+                if trace.cat[c] == CPU_OP:
                     nxt.append(c)
         frontier = nxt
     return None
@@ -185,7 +188,9 @@ def addmm_epilogue(ctx) -> list[Finding]:
         if p < 0:
             continue
         sib = [
-            c for c in children.of(p).tolist() if trace.cat[c] == 1 and trace.ts[c] < trace.ts[a]
+            c
+            for c in children.of(p).tolist()
+            if trace.cat[c] == CPU_OP and trace.ts[c] < trace.ts[a]
         ]
         if not sib:
             continue
@@ -206,7 +211,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
         cost = work.device_us[add_idx] if on_device else trace.dur[add_idx]
         impact = float(cost.sum()) / step_count(trace)
         evidence = []
-        for mm, a in pairs[:3]:
+        for k, (mm, a) in enumerate(pairs[:3]):
             evidence.append(
                 Evidence(
                     f"{trace.name(mm)} at {trace.rel(trace.ts[mm]):.1f} us then {trace.name(a)} "
@@ -219,7 +224,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
                     ts_us=trace.rel(trace.ts[a]),
                     dur_us=float(trace.dur[a]),
                     step=step_or_none(int(step_numbers(trace, trace.ts[[a]])[0])),
-                    value=float(cost[pairs.index((mm, a))]),
+                    value=float(cost[k]),
                     unit="us",
                 )
             )
