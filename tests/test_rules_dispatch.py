@@ -138,3 +138,12 @@ def test_chain_reconstruction_and_selection():
         select_device_events(trace, kernel="(")
     with pytest.raises(UsageError):
         select_device_events(trace, step=42)
+
+
+def test_addmm_bias_copy_on_gpu_corpus():
+    # MI250: aten::addmm runs a copy kernel (the bias seeding the output), then the GEMM
+    trace = load(corpus("gpu/amd_mi250_minitoy_train.json.gz"))
+    (f,) = _findings(trace, "addmm-epilogue")
+    assert f.severity == "info" and f.measured == {"addmm_calls": 1, "bias_copies": 1}
+    assert "direct_copy_kernel_cuda" in f.explanation
+    assert f.evidence[0].step == 1

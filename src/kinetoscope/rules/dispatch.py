@@ -251,15 +251,21 @@ def addmm_epilogue(ctx) -> list[Finding]:
         ]
     evidence = []
     first = int(addmms[0])
-    kernels = work.device_events.get(first, [])
-    for d in kernels[:4]:
+    launched = [d for i in addmms.tolist() for d in work.device_events.get(i, [])]
+    copies = [d for d in launched if decode(trace.name(d)).kind == "copy"]
+    by_kernel = Counter(decode(trace.name(d)).short for d in launched)
+    for short, n in by_kernel.most_common(4):
+        d = next(d for d in launched if decode(trace.name(d)).short == short)
+        total = sum(float(trace.dur[x]) for x in launched if decode(trace.name(x)).short == short)
         evidence.append(
             Evidence(
-                f"aten::addmm launched {decode(trace.name(d)).short} ({trace.dur[d]:.1f} us)",
+                f"aten::addmm launched {short} {n} time(s), {total:.1f} us of device time",
                 name=trace.name(d),
                 ts_us=trace.rel(trace.ts[d]),
                 dur_us=float(trace.dur[d]),
                 step=step_or_none(int(device_steps(trace, np.array([d]))[0])),
+                value=total,
+                unit="us",
             )
         )
     evidence.append(
@@ -273,9 +279,6 @@ def addmm_epilogue(ctx) -> list[Finding]:
             unit="calls",
         )
     )
-    copies = [
-        d for d in kernels if "copy" in trace.name(d).lower() or "memcpy" in trace.name(d).lower()
-    ]
     return [
         Finding(
             id="addmm-epilogue",
@@ -297,7 +300,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
             ),
             impact_us=0.0,
             evidence=evidence,
-            measured={"addmm_calls": int(len(addmms)), "copies_before_gemm": len(copies)},
+            measured={"addmm_calls": int(len(addmms)), "bias_copies": len(copies)},
         )
     ]
 
