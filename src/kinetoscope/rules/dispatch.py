@@ -132,9 +132,10 @@ def matmul_dispatch(ctx) -> list[Finding]:
         evidence.append(
             Evidence(
                 f"aten::matmul -> {branch}: {len(idx)} calls, {trace.dur[idx].mean():.1f} us CPU "
-                f"per call, {work.launches[idx].mean():.1f} launches per call"
+                "per call"
                 + (
-                    f", {work.device_us[idx].mean():.1f} us device per call"
+                    f", {work.launches[idx].mean():.1f} launches and "
+                    f"{work.device_us[idx].mean():.1f} us device per call"
                     if trace.has_device
                     else ""
                 )
