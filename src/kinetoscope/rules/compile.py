@@ -14,7 +14,7 @@ from ..analysis.compile import (
     region_calls,
 )
 from ..analysis.dispatch import instances, op_work
-from ..analysis.kernel_names import decode
+from ..analysis.fusion import elementwise_chains
 from ..analysis.stepmap import mean_step_us, step_count, step_numbers, step_or_none
 from ..analysis.steps import step_stats
 from .base import Evidence, Finding, NotChecked, rule
@@ -582,28 +582,15 @@ def compilation_in_window(ctx) -> list[Finding]:
     ]
 
 
-def _elementwise_runs(trace):
-    """Runs of consecutive eager elementwise kernels on one stream, launched by different ops."""
-    kernels = trace.kernels
-    op_of = trace.op_of
-    runs = []
-    by_lane: dict[int, list[int]] = defaultdict(list)
-    for k in kernels.tolist():
-        by_lane[int(trace.lane[k])].append(k)
-    for members in by_lane.values():
-        current: list[int] = []
-        for k in members:
-            d = decode(trace.name(k))
-            ok = d.kind == "elementwise" and d.library == "ATen" and op_of[k] >= 0
-            if ok and current and op_of[current[-1]] != op_of[k]:
-                current.append(k)
-                continue
-            if len(current) >= 2:
-                runs.append(current)
-            current = [k] if ok else []
-        if len(current) >= 2:
-            runs.append(current)
-    return runs
+def _pattern(names: tuple[str, ...]) -> str:
+    """`aten::add_ x2 -> aten::threshold_backward`: repeated neighbours collapsed."""
+    parts: list[list] = []
+    for n in names:
+        if parts and parts[-1][0] == n:
+            parts[-1][1] += 1
+        else:
+            parts.append([n, 1])
+    return " -> ".join(n if c == 1 else f"{n} x{c}" for n, c in parts)
 
 
 @rule(
@@ -619,7 +606,7 @@ def fusion_opportunity(ctx) -> list[Finding]:
             "no kernels in the trace",
             "record a GPU run with ProfilerActivity.CUDA to see which kernels could be fused",
         )
-    runs = _elementwise_runs(trace)
+    runs = elementwise_chains(trace)
     if not runs:
         return []
     patterns: dict[tuple, list] = defaultdict(list)
@@ -641,7 +628,7 @@ def fusion_opportunity(ctx) -> list[Finding]:
         first = members[0][0]
         evidence.append(
             Evidence(
-                f"{' -> '.join(pattern)}: {len(members)} time(s), {device:.1f} us of device time "
+                f"{_pattern(pattern)}: {len(members)} time(s), {device:.1f} us of device time "
                 f"in {sum(len(r) for r in members)} kernels (fused: ~{saving:.1f} us less)",
                 name=trace.name(first),
                 ts_us=trace.rel(trace.ts[first]),
