@@ -23,6 +23,7 @@ from ..trace import Cat
 from .base import Evidence, Finding, NotChecked, rule
 
 CPU_OP = int(Cat.CPU_OP)
+MEMCPY = int(Cat.MEMCPY)
 
 
 @rule(
@@ -253,7 +254,12 @@ def addmm_epilogue(ctx) -> list[Finding]:
     evidence = []
     first = int(addmms[0])
     launched = [d for i in addmms.tolist() for d in work.device_events.get(i, [])]
-    copies = [d for d in launched if decode(trace.name(d)).kind == "copy"]
+    # the bias seeds the output: a memcpy or a copy kernel (not a memset: that zeroes)
+    copies = [
+        d
+        for d in launched
+        if trace.cat[d] == MEMCPY or "copy" in decode(trace.name(d)).short.lower()
+    ]
     by_kernel = Counter(decode(trace.name(d)).short for d in launched)
     for short, n in by_kernel.most_common(4):
         d = next(d for d in launched if decode(trace.name(d)).short == short)
