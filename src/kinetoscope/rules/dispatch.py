@@ -261,6 +261,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
         if trace.cat[d] == MEMCPY or "copy" in decode(trace.name(d)).short.lower()
     ]
     by_kernel = Counter(decode(trace.name(d)).short for d in launched)
+    biased = [k.short for d in launched if "bias" in (k := decode(trace.name(d))).epilogue]
     for short, n in by_kernel.most_common(4):
         d = next(d for d in launched if decode(trace.name(d)).short == short)
         total = sum(float(trace.dur[x]) for x in launched if decode(trace.name(x)).short == short)
@@ -294,6 +295,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
             explanation=(
                 "aten::addmm is matmul plus bias fused at the dispatcher level: the GEMM kernel "
                 "is the same one aten::mm would run, the bias rides in its epilogue"
+                + (f" ({biased[0]} says so: epilogue bias)" if biased else "")
                 + (
                     ", after a device-to-device copy that seeds the output with the bias "
                     f"(seen here: {decode(trace.name(copies[0])).short})."
