@@ -208,3 +208,24 @@ def test_kernel_variance_silent_on_corpus():
     # BERT inference: no kernel of >= 10 us median varies by more than 1.3x / 10% CV
     trace = corpus("gpu/tracelens_h100__gaunernst_bert-small-uncased__1016001.json.gz")
     assert _run(trace, "kernel-variance")[0] == []
+
+
+def test_kernel_variance_shows_the_runs(tmp_path):
+    # one kernel per step, ~580 us normally, one slow step: the series' case in small
+    events, durs = [], [580, 578, 1100, 582, 579]
+    for s, dur in enumerate(durs, start=1):
+        start = (s - 1) * 2000
+        events += [
+            op(f"ProfilerStep#{s}", start, 1900, cat="user_annotation"),
+            launch(start + 10, 5, s),
+            kernel("gemm", start + 20, dur, s),
+        ]
+    (f,) = run_rules(
+        load(write_trace(tmp_path / "v.json", events)), only=["kernel-variance"]
+    ).findings
+    assert f.measured["worst_max_over_median"] == pytest.approx(1100 / 580, abs=1e-3)
+    assert (
+        f.evidence[1].text
+        == "gemm run by run (us): #1 580.0, #2 578.0, #3 1100.0, #4 582.0, #5 579.0"
+    )
+    assert f.evidence[0].step == 3

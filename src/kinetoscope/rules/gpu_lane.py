@@ -329,6 +329,24 @@ def kernel_variance(ctx) -> list[Finding]:
                 value=ratio,
             )
         )
+    _, sp, *_ = hits[0]
+    d = sp.durations(trace)
+    if len(d) <= 12:  # the whole distribution of the worst kernel, run by run
+        runs = ", ".join(
+            (f"#{int(st)} " if st >= 0 else "") + f"{v:.1f}"
+            for st, v in zip(sp.steps.tolist(), d.tolist(), strict=True)
+        )
+    else:
+        p10, p50, p90 = np.percentile(d, [10, 50, 90])
+        runs = f"p10 {p10:.1f}, p50 {p50:.1f}, p90 {p90:.1f}, max {d.max():.1f}"
+    how = "run by run" if len(d) <= 12 else "distribution"
+    evidence.insert(
+        1,
+        Evidence(
+            f"{decode(trace.names[sp.name_id]).short} {how} (us): {runs}",
+            name=trace.names[sp.name_id],
+        ),
+    )
     total_excess = sum(h[0] for h in hits)
     top = hits[0]
     return [
