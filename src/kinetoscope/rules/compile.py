@@ -407,25 +407,31 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
                 value=guard / st.host_busy_us,
             )
         )
+    # the host's time only costs the step when the device waits for it
+    hidden = sum(r[0].device_busy_us for r in rows) >= sum(r[0].host_busy_us for r in rows)
     return [
         Finding(
             id="dynamo-guard-cost",
-            severity="warn",
+            severity="info" if hidden else "warn",
             title=f"Dynamo guard checks cost {per_step:.1f} us per step ({share:.0%} of host time, "
             "median step)",
             explanation=(
                 "Every call of a compiled function first runs Dynamo's guards ('TorchDynamo Cache "
                 "Lookup': are shapes, dtypes and globals what the graph assumed?) and "
-                "AOTAutograd's "
-                "runtime prologue. This is paid on every call, even when nothing recompiles; with "
-                "small graphs it is a visible share of the CPU time."
+                "AOTAutograd's runtime prologue. This is paid on every call, even when nothing "
+                "recompiles; with small graphs it is a visible share of the CPU time."
+                + (
+                    " Here the device is busy longer than the host, so it is hidden."
+                    if hidden
+                    else ""
+                )
             ),
             suggestion=(
                 "Compile bigger regions (the whole model or training step, not small functions "
                 "called in a loop); mode='reduce-overhead' (CUDA graphs) cuts the per-call work; "
                 "avoid guards on Python values that change."
             ),
-            impact_us=per_step,
+            impact_us=0.0 if hidden else per_step,
             evidence=evidence,
             measured={
                 "guard_us_per_step": round(per_step, 3),
