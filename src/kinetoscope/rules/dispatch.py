@@ -341,6 +341,7 @@ def metadata_only_ops(ctx) -> list[Finding]:
     per_step_n = sum(r[1] for r in rows) / len(rows)
     if share < ctx.threshold("min_share"):
         return []
+    hidden = sum(r[0].device_busy_us for r in rows) >= sum(r[0].host_busy_us for r in rows)
     names = Counter(trace.name(i) for i in pure.tolist())
     evidence = [
         Evidence(
@@ -379,7 +380,8 @@ def metadata_only_ops(ctx) -> list[Finding]:
                 "They add up when ops are small: torch.compile traces them away, CUDA graphs "
                 "skip the CPU side entirely; otherwise reshape once outside the loop."
             ),
-            impact_us=per_step_us,
+            # CPU time only costs the step when the device waits for the host
+            impact_us=0.0 if hidden else per_step_us,
             evidence=evidence,
             measured={
                 "calls_per_step": round(per_step_n, 2),
