@@ -199,7 +199,7 @@ def test_trtllm_gen_gemm():
 @pytest.mark.parametrize(
     "name, fields",
     [
-        # cuBLAS tensor-core GEMM on A100 (the series' bf16 matmul runs one of these)
+        # cuBLAS tensor-core GEMM names on Ampere
         (
             "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x4_tn",
             {
