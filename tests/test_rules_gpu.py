@@ -139,7 +139,7 @@ def test_kernel_name_decodes_top_kernels(xdit):
 
 def test_kernel_name_not_checked_without_kernels():
     found, skipped = _run(corpus(CPU), "kernel-name")
-    assert found == [] and skipped[0].reason == "no kernels in the trace"
+    assert found == [] and skipped[0].reason == "no device activity recorded"
 
 
 def test_dispatch_chain_on_corpus():
@@ -154,7 +154,7 @@ def test_dispatch_chain_on_corpus():
 
 def test_dispatch_chain_not_checked_on_host_only():
     found, skipped = _run(corpus(CPU), "dispatch-chain")
-    assert found == [] and skipped and "no kernels" in skipped[0].reason
+    assert found == [] and skipped and skipped[0].reason == "no device activity recorded"
 
 
 def test_launch_latency_idle_device_is_a_warning(tmp_path):
@@ -229,3 +229,15 @@ def test_kernel_variance_shows_the_runs(tmp_path):
         == "gemm run by run (us): #1 580.0, #2 578.0, #3 1100.0, #4 582.0, #5 579.0"
     )
     assert f.evidence[0].step == 3
+
+
+def test_kernel_rules_not_checked_with_copies_only(tmp_path):
+    copy = kernel("Memcpy HtoD (Pageable -> Device)", 20, 5, 1)
+    copy["cat"] = "gpu_memcpy"
+    trace = load(
+        write_trace(tmp_path / "copy.json", [launch(10, 3, 1, name="cudaMemcpyAsync"), copy])
+    )
+    assert trace.has_device and not len(trace.kernels)
+    out = run_rules(trace, only=["kernel-name", "dispatch-chain", "fusion-opportunity"])
+    assert out.findings == []
+    assert {s.reason for s in out.not_checked} == {"no kernels in the trace"}

@@ -17,7 +17,8 @@ from ..analysis.dispatch import instances, op_work
 from ..analysis.fusion import elementwise_chains
 from ..analysis.stepmap import mean_step_us, step_count, step_numbers, step_or_none
 from ..analysis.steps import step_stats
-from .base import Evidence, Finding, NotChecked, rule
+from .base import Evidence, Finding, rule
+from .requires import need_kernels
 
 
 def _regions(ctx):
@@ -607,11 +608,7 @@ def _pattern(names: tuple[str, ...]) -> str:
 )
 def fusion_opportunity(ctx) -> list[Finding]:
     trace = ctx.trace
-    if not len(trace.kernels):
-        raise NotChecked(
-            "no kernels in the trace",
-            "record a GPU run with ProfilerActivity.CUDA to see which kernels could be fused",
-        )
+    need_kernels(trace)
     runs = elementwise_chains(trace)
     if not runs:
         return []

@@ -21,6 +21,7 @@ from ..analysis.stepmap import device_steps, step_count, step_numbers, step_or_n
 from ..analysis.steps import step_stats
 from ..trace import Cat
 from .base import Evidence, Finding, NotChecked, rule
+from .requires import NO_LINKS, need_kernels
 
 CPU_OP = int(Cat.CPU_OP)
 MEMCPY = int(Cat.MEMCPY)
@@ -34,16 +35,9 @@ MEMCPY = int(Cat.MEMCPY)
 )
 def dispatch_chain(ctx) -> list[Finding]:
     trace = ctx.trace
-    if not len(trace.kernels):
-        raise NotChecked(
-            "no kernels in the trace: chains end at host ops",
-            "record a GPU run with ProfilerActivity.CUDA to see which ops launch which kernels",
-        )
+    need_kernels(trace)
     if not (trace.launch_of[trace.kernels] >= 0).any():
-        raise NotChecked(
-            "kernels are not linked to launch calls (no correlation ids)",
-            "record host and device activities in the same profiler session",
-        )
+        raise NotChecked(*NO_LINKS)
     top = device_time_by_name(trace)[: int(ctx.threshold("top"))]
     total = float(trace.dur[trace.kernels].sum())
     evidence = []
@@ -216,7 +210,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
         for k, (mm, a) in enumerate(pairs[:3]):
             evidence.append(
                 Evidence(
-                    f"{trace.name(mm)} at {trace.rel(trace.ts[mm]):.1f} us then {trace.name(a)} "
+                    f"{trace.name(mm)} then {trace.name(a)} "
                     + (
                         f"({work.device_us[a]:.1f} us of device time in its own kernel)"
                         if on_device
