@@ -36,7 +36,7 @@ def _step_label(step: int | None) -> str:
     return f"step #{step}" if step is not None else "the trace"
 
 
-@rule("compiled-region", "torch.compile", "Torch-Compiled Region rows: compiled code ran")
+@rule("compiled-region", "torch-compile", "Torch-Compiled Region rows: compiled code ran")
 def compiled_region(ctx) -> list[Finding]:
     trace = ctx.trace
     calls = _regions(ctx)
@@ -159,7 +159,7 @@ def _compiled_function_only(trace, forward, backward) -> Finding:
 
 @rule(
     "graph-break",
-    "torch.compile",
+    "torch-compile",
     "several distinct compiled regions in one step: the graph broke",
     regions=2,
 )
@@ -262,7 +262,7 @@ def graph_break(ctx) -> list[Finding]:
 
 @rule(
     "recompile",
-    "torch.compile",
+    "torch-compile",
     "a compiled frame was compiled again (new M index or new graph hash)",
 )
 def recompile(ctx) -> list[Finding]:
@@ -356,7 +356,7 @@ def recompile(ctx) -> list[Finding]:
 
 @rule(
     "dynamo-guard-cost",
-    "torch.compile",
+    "torch-compile",
     "TorchDynamo Cache Lookup + AOT prologue cost per call, as a share of the step's CPU time",
     share=0.05,
 )
@@ -446,7 +446,7 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
 
 @rule(
     "compile-cpu-tax",
-    "torch.compile",
+    "torch-compile",
     "the compiled wrapper stack costs more CPU than the ops it runs",
     ratio=1.0,
 )
@@ -536,7 +536,7 @@ def compile_cpu_tax(ctx) -> list[Finding]:
 
 @rule(
     "compilation-in-window",
-    "torch.compile",
+    "torch-compile",
     "Dynamo/Inductor compilation work inside the profiled window",
 )
 def compilation_in_window(ctx) -> list[Finding]:
@@ -602,7 +602,7 @@ def _pattern(names: tuple[str, ...]) -> str:
 
 @rule(
     "fusion-opportunity",
-    "torch.compile",
+    "torch-compile",
     "consecutive eager elementwise kernels that round-trip through device memory",
     min_saving_us=10.0,
 )

@@ -29,7 +29,7 @@ MEMCPY = int(Cat.MEMCPY)
 
 @rule(
     "dispatch-chain",
-    "dispatch",
+    "dispatch-chain",
     "step -> annotation -> aten op -> runtime call -> kernel, for the top kernels",
     top=3,
 )
@@ -100,7 +100,7 @@ def _first_gemm_child(trace, children: Children, index: int) -> str | None:
 
 @rule(
     "matmul-dispatch",
-    "dispatch",
+    "dispatch-chain",
     "aten::matmul -> aten::mm (2D) or aten::bmm (batched, with extra ops)",
 )
 def matmul_dispatch(ctx) -> list[Finding]:
@@ -171,7 +171,7 @@ def matmul_dispatch(ctx) -> list[Finding]:
 
 @rule(
     "addmm-epilogue",
-    "dispatch",
+    "dispatch-chain",
     "aten::addmm instead of aten::mm + aten::add: the bias rides in the GEMM epilogue",
 )
 def addmm_epilogue(ctx) -> list[Finding]:
@@ -310,7 +310,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
 
 @rule(
     "metadata-only-ops",
-    "dispatch",
+    "dispatch-chain",
     "view/transpose/reshape ops: CPU cost only, zero device time",
     min_share=0.05,
 )
