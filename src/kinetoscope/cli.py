@@ -23,7 +23,7 @@ app = typer.Typer(
 )
 
 #: Command modules, each defines `register(app)`.
-COMMANDS = ["summary", "table", "profile", "explain"]
+COMMANDS = ["summary", "table", "profile", "explain", "chain"]
 
 _DEBUG = {"on": False}
 
