@@ -43,10 +43,11 @@ def memory_peak(ctx) -> list[Finding]:
         used = reserved_peak if reserved_peak is not None else m.peak_bytes
         share = used / capacity if capacity else None
         where = op_label(trace, m.peak.op)
+        relative = " (relative to recording start)" if m.relative else ""
         evidence = [
             Evidence(
-                f"peak {fmt_bytes(m.peak_bytes)} allocated"
-                f"{' (relative to recording start)' if m.relative else ''} right after {fmt_bytes(m.peak.nbytes)} for {where}",
+                f"peak {fmt_bytes(m.peak_bytes)} allocated{relative} right after "
+                f"{fmt_bytes(m.peak.nbytes)} for {where}",
                 name=trace.name(m.peak.op) if m.peak.op >= 0 else "[memory]",
                 ts_us=trace.rel(m.peak.ts),
                 step=m.peak.step,
