@@ -73,7 +73,9 @@ def memory_timeline(trace: Trace, top: int = 10) -> list[DeviceMemory]:
         relative = bool((totals < 0).all())
         allocated = np.cumsum(nbytes).astype(np.float64) if relative else np.maximum(totals, 0)
         reserved_raw = mem.total_reserved[sel].astype(np.float64)
-        reserved = None if (reserved_raw < 0).all() else np.maximum(reserved_raw, 0)
+        # the CPU allocator keeps no cache: its "reserved" is always 0, leave it out
+        no_reserve = (reserved_raw < 0).all() or DEVICE_TYPES.get(int(dtype)) == "cpu"
+        reserved = None if no_reserve else np.maximum(reserved_raw, 0)
         k = int(np.argmax(allocated))
         alloc_order = np.argsort(-nbytes, kind="stable")
         largest = [int(j) for j in alloc_order[:top] if nbytes[j] > 0]
