@@ -23,7 +23,7 @@ app = typer.Typer(
 )
 
 #: Command modules, each defines `register(app)`.
-COMMANDS: list[str] = ["memory"]
+COMMANDS = ["summary", "table", "memory"]
 
 _DEBUG = {"on": False}
 

@@ -1,0 +1,5 @@
+"""`python -m kinetoscope` runs the CLI."""
+
+from .cli import main
+
+main()
