@@ -5,4 +5,23 @@ from .trace import Trace, load
 
 __version__ = "0.1.0"
 
-__all__ = ["KinetoscopeError", "Trace", "TraceError", "__version__", "load"]
+__all__ = [
+    "KinetoscopeError",
+    "Trace",
+    "TraceError",
+    "__version__",
+    "load",
+    "profile",
+    "trace_handler",
+]
+
+#: Capture entry points, imported on first use so that `import kinetoscope` never imports torch.
+_CAPTURE = ("profile", "trace_handler")
+
+
+def __getattr__(name: str):
+    if name in _CAPTURE:
+        from .capture import session
+
+        return getattr(session, name)
+    raise AttributeError(f"module 'kinetoscope' has no attribute {name!r}")
