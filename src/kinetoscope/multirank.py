@@ -181,6 +181,9 @@ def summarize_ranks(
     if jobs <= 1 or len(files) == 1:
         summaries = [summarize_rank(f, config) for f in files]
     else:
+        from .rules.engine import load_rules
+
+        load_rules()  # import the rule modules once, before the workers fork
         with ProcessPoolExecutor(max_workers=min(jobs, len(files))) as pool:
             summaries = list(pool.map(summarize_rank, files, [config] * len(files)))
     for s in summaries:
