@@ -94,7 +94,7 @@ def test_bad_inputs(tmp_path):
     (tmp_path / "worker0.json").write_text("{not json")
     with pytest.raises(TraceError):
         summarize_ranks([tmp_path], jobs=2)
-    with pytest.raises(UsageError, match="unknown format"):
+    with pytest.raises(UsageError, match="text, md or json"):
         explain_ranks([tmp_path], jobs=1, config={}, fmt="xml")
 
 

@@ -80,6 +80,9 @@ def test_host_sync_fires_on_item_inside_step():
         "gpu/sampled_rank0.json.gz",  # .item() in forward, DtoH copies
         "gpu/tracelens_h100__gaunernst_bert-small-uncased__1016001.json.gz",
         "gpu/resnet50_dataloader_workers0.pt.trace.json.gz",  # pageable HtoD copy syncs
+        "gpu/ncompass_train_with_stack_h100nvl.pt.trace.json.gz",  # .item() in Adam.step
+        "gpu/tracelens_h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",  # is_nonzero -> item
+        "gpu/tracelens_mi300__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",  # the same on ROCm
     ],
 )
 def test_host_sync_fires_on_corpus_traces_with_syncs_in_steps(name):

@@ -270,7 +270,7 @@ def merged_findings(ranks: dict[int, RankSummary]) -> list[dict[str, Any]]:
 def explain_ranks(paths: list[Path], jobs: int, config: dict, fmt: str) -> str:
     """The multi-rank report as text, markdown or JSON."""
     if fmt not in ("text", "md", "json"):
-        raise UsageError(f"unknown format {fmt!r} (text, md or json)")
+        raise UsageError(f"multi-rank reports come as text, md or json, not {fmt!r}")
     ranks = summarize_ranks(paths, jobs, config)
     report = MultiRankReport(ranks)
     if fmt == "json":
