@@ -27,6 +27,7 @@ class DataWait:
     wait_us: float  # host time inside __next__ ranges in the step
     device_busy_us: float  # device busy time overlapping those ranges
     longest: int  # event index of the longest __next__ range in the step (-1 if none)
+    calls: int  # __next__ ranges in the step: batches fetched
 
     @property
     def share(self) -> float:
@@ -71,6 +72,7 @@ def data_waits(trace: Trace) -> list[DataWait]:
                 wait_us=float((wait_e - wait_s).sum()),
                 device_busy_us=float(busy),
                 longest=longest,
+                calls=len(sel),
             )
         )
     return out

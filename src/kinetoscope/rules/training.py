@@ -53,7 +53,8 @@ def dataloader_bound(ctx) -> list[Finding]:
         i = w.longest
         evidence.append(
             Evidence(
-                f"{w.share:.0%} of the step in DataLoader.__next__, device idle for "
+                f"{w.share:.0%} of the {'step' if w.step is not None else 'window'} in "
+                "DataLoader.__next__, device idle for "
                 f"{w.device_idle_us / 1e3:.2f} ms of it",
                 name=trace.name(i),
                 ts_us=trace.rel(trace.ts[i]),
@@ -64,11 +65,14 @@ def dataloader_bound(ctx) -> list[Finding]:
             )
         )
     device = "the device idled" if trace.has_device else "no device work overlapped it"
+    # per step; without ProfilerStep ranges, per batch fetched (one __next__ per iteration)
+    per = len(waits) if trace.steps else max(sum(w.calls for w in waits), 1)
+    where = "each step" if trace.steps else f"the window ({per} batches, no ProfilerStep#N)"
     return [
         Finding(
             id="dataloader-bound",
             severity="critical" if share >= 0.3 else "warn",
-            title=f"Data loading takes {share:.0%} of each step",
+            title=f"Data loading takes {share:.0%} of {where}",
             explanation=(
                 f"The training loop spends {share:.0%} of its step time waiting for the next "
                 f"batch from the DataLoader, and {device} for {idle_share:.0%} of that wait. "
@@ -80,15 +84,16 @@ def dataloader_bound(ctx) -> list[Finding]:
                 ".to(device, non_blocking=True), cache or pre-decode the data, or move "
                 "preprocessing (augmentation, decoding) onto the GPU."
             ),
-            impact_us=idle / len(waits),
+            impact_us=idle / per,
             evidence=evidence,
             measured={
                 "share": round(share, 4),
                 "min_share": min_share,
                 "device_idle_share_of_wait": round(idle_share, 4),
                 "min_idle_share": min_idle,
-                "wait_per_step_us": round(total_wait / len(waits), 1),
-                "steps": len(waits),
+                "wait_per_step_us": round(total_wait / per, 1),
+                "steps": len(waits) if trace.steps else 0,
+                "batches": sum(w.calls for w in waits),
             },
         )
     ]
@@ -137,11 +142,12 @@ def host_sync(ctx) -> list[Finding]:
             )
         )
     kinds = Counter(s.kind for s in sites)
+    where = "inside steps" if trace.steps else "in the window"
     return [
         Finding(
             id="host-sync",
             severity="warn" if share >= warn_share else "info",
-            title=f"{len(sites)} host-device syncs inside steps ({waited / 1e3:.2f} ms blocked)",
+            title=f"{len(sites)} host-device syncs {where} ({waited / 1e3:.2f} ms blocked)",
             explanation=(
                 "The host stops and waits for the device to finish queued work "
                 f"({', '.join(f'{n} {k}' for k, n in kinds.most_common())}). While it waits it "
