@@ -257,3 +257,22 @@ def test_memory_spike(tmp_path):
     titles = " | ".join(f.title for f in found)
     assert "60% of the cuda:0 peak" in titles
     assert "in 3 of 3 steps" in titles
+
+
+def test_idle_breakdown_per_step(tmp_path):
+    events = [
+        op("ProfilerStep#0", 0, 100, cat="user_annotation"),
+        launch(1, 2, correlation=1),
+        launch(50, 2, correlation=2),
+        op("ProfilerStep#1", 100, 100, cat="user_annotation"),
+        launch(101, 2, correlation=3),
+        kernel("k1", 10, 10, correlation=1),  # step 0
+        kernel("k2", 60, 10, correlation=2),  # launched at 50 > 20: host wait 40, step 0
+        kernel("k3", 110, 10, correlation=3),  # launched at 101 > 70: host wait 40, step 1
+    ]
+    trace = kinetoscope.load(write_trace(tmp_path / "steps.json", events))
+    (stream,) = idle_breakdown(trace)
+    assert stream.by_step[0].host_wait == 40 and stream.by_step[0].busy == 20
+    assert stream.by_step[1].host_wait == 40 and stream.by_step[1].busy == 10
+    (f,) = findings(trace, "gpu-idle-breakdown")[0]
+    assert [e.step for e in f.evidence if e.step is not None] == [0, 1]

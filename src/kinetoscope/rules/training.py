@@ -323,14 +323,18 @@ def gpu_idle_breakdown(ctx) -> list[Finding]:
             )
         )
     main = max(per_stream, key=lambda p: p[1].busy)[1]
-    worst_step = _worst_step(streams, dominant)
-    if worst_step is not None:
-        number, us = worst_step
+    by_step = _idle_by_step(streams)
+    for number, split in sorted(by_step.items(), key=lambda kv: -kv[1].idle)[:5]:
+        text = ", ".join(f"{c} {split.share(c):.0%}" for c in CATEGORIES)
+        step = next(s for s in trace.steps if s.number == number)
         evidence.append(
             Evidence(
-                f"step #{number} has the most {dominant} idle: {us / 1e3:.2f} ms",
+                f"step #{number}: streams idle {split.idle / 1e3:.2f} ms ({text})",
+                name=f"ProfilerStep#{number}",
+                ts_us=trace.rel(step.start),
+                dur_us=step.dur,
                 step=number,
-                value=us,
+                value=split.idle,
                 unit="us",
             )
         )
@@ -370,16 +374,14 @@ def gpu_idle_breakdown(ctx) -> list[Finding]:
     ]
 
 
-def _worst_step(streams, category: str) -> tuple[int, float] | None:
-    per_step: dict[int, float] = defaultdict(float)
+def _idle_by_step(streams) -> dict[int, IdleSplit]:
+    """Idle split per ProfilerStep, summed over streams."""
+    per_step: dict[int, IdleSplit] = defaultdict(IdleSplit)
     for st in streams:
         for number, part in st.by_step.items():
             if number is not None:
-                per_step[number] += getattr(part, category)
-    if not per_step:
-        return None
-    number = max(per_step, key=per_step.get)
-    return number, per_step[number]
+                per_step[number].add(part)
+    return dict(per_step)
 
 
 @rule(
