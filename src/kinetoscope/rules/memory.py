@@ -69,7 +69,7 @@ def memory_peak(ctx) -> list[Finding]:
         for c in m.churn[:10]:
             evidence.append(
                 Evidence(
-                    f"step #{c.step}: {fmt_bytes(c.allocated_bytes)} allocated, "
+                    f"in the step: {fmt_bytes(c.allocated_bytes)} allocated, "
                     f"{fmt_bytes(c.freed_bytes)} freed, net {fmt_bytes(c.net_bytes)}, "
                     f"peak {fmt_bytes(c.peak_bytes)}",
                     step=c.step,
@@ -201,7 +201,7 @@ def memory_spike(ctx) -> list[Finding]:
                     impact_us=0.0,
                     evidence=[
                         Evidence(
-                            f"step #{c.step}: released {fmt_bytes(c.reserved_released_bytes)}, "
+                            f"released {fmt_bytes(c.reserved_released_bytes)} to the driver, "
                             f"reserved {fmt_bytes(c.reserved_grown_bytes)} again",
                             step=c.step,
                             value=float(c.reserved_released_bytes),

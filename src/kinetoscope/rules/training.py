@@ -208,8 +208,7 @@ def step_outlier(ctx) -> list[Finding]:
         )
         evidence.append(
             Evidence(
-                f"step #{s.number}: {s.dur / 1e3:.2f} ms = {s.dur / med:.2f}x the median "
-                f"{med / 1e3:.2f} ms; {what}",
+                f"{s.dur / 1e3:.2f} ms = {s.dur / med:.2f}x the median {med / 1e3:.2f} ms; {what}",
                 name=f"ProfilerStep#{s.number}",
                 ts_us=trace.rel(s.start),
                 dur_us=s.dur,
@@ -313,8 +312,8 @@ def gpu_idle_breakdown(ctx) -> list[Finding]:
         start, dur, cat = st.longest_gap or (None, None, "")
         evidence.append(
             Evidence(
-                f"{st.label}: idle {split.idle / 1e3:.2f} ms between its events ({text}); "
-                f"longest gap {dur or 0:.0f} us ({cat})",
+                f"idle {split.idle / 1e3:.2f} ms between its events ({text}); "
+                f"longest gap {(dur or 0) / 1e3:.2f} ms ({cat})",
                 name=st.label,
                 ts_us=trace.rel(start) if start is not None else None,
                 dur_us=dur,
@@ -329,7 +328,7 @@ def gpu_idle_breakdown(ctx) -> list[Finding]:
         step = next(s for s in trace.steps if s.number == number)
         evidence.append(
             Evidence(
-                f"step #{number}: streams idle {split.idle / 1e3:.2f} ms ({text})",
+                f"streams idle {split.idle / 1e3:.2f} ms in the step ({text})",
                 name=f"ProfilerStep#{number}",
                 ts_us=trace.rel(step.start),
                 dur_us=step.dur,
