@@ -194,7 +194,7 @@ def test_profiling_window():
     assert "6 active steps" in found[0].title
 
 
-MEMORY_TRACES = [p for p in corpus_files() if "multirank" not in str(p)]
+MEMORY_TRACES = corpus_files()
 
 
 @pytest.mark.parametrize("path", MEMORY_TRACES, ids=lambda p: p.name[:40])
