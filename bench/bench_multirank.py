@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -37,13 +38,22 @@ def load_only(files: list[str], jobs: int) -> None:
             list(pool.map(_load, files))
 
 
-def timed(fn, repeat: int) -> tuple[float, list[float]]:
-    runs = []
+def _cpu_seconds() -> float:
+    """CPU time of this process and its finished children (the pool's workers)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def timed(fn, repeat: int) -> tuple[float, float]:
+    """Median wall seconds and median CPU seconds of `repeat` calls."""
+    wall, cpu = [], []
     for _ in range(repeat):
-        start = time.perf_counter()
+        cpu0, start = _cpu_seconds(), time.perf_counter()
         fn()
-        runs.append(time.perf_counter() - start)
-    return statistics.median(runs), runs
+        wall.append(time.perf_counter() - start)
+        cpu.append(_cpu_seconds() - cpu0)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 def main() -> None:
@@ -56,15 +66,19 @@ def main() -> None:
     print(f"{len(files)} files, {size:.1f} MiB, {platform.python_version()}, "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")  # fmt: skip
     summarize_ranks([args.dir], jobs=1)  # warm the page cache and imports
-    print("| work | jobs 1 (s) | jobs 2 (s) | speed-up |")
-    print("|---|---|---|---|")
+    print(
+        "| work | jobs 1 wall (s) | jobs 2 wall (s) | speed-up | jobs 1 CPU (s) | jobs 2 CPU (s) |"
+    )
+    print("|---|---|---|---|---|---|")
     for label, fn in (
         ("load only", lambda j: load_only(files, j)),
         ("load + measure + rules", lambda j: summarize_ranks([args.dir], jobs=j)),
     ):
-        one, _ = timed(lambda fn=fn: fn(1), args.repeat)
-        two, _ = timed(lambda fn=fn: fn(2), args.repeat)
-        print(f"| {label} | {one:.3f} | {two:.3f} | {one / two:.2f}x |")
+        one, one_cpu = timed(lambda fn=fn: fn(1), args.repeat)
+        two, two_cpu = timed(lambda fn=fn: fn(2), args.repeat)
+        cells = [label, f"{one:.3f}", f"{two:.3f}", f"{one / two:.2f}x"]
+        print("| " + " | ".join([*cells, f"{one_cpu:.3f}", f"{two_cpu:.3f}"]) + " |")
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ def timelines(ctx) -> list[DeviceMemory]:
 def memory_peak(ctx) -> list[Finding]:
     trace = ctx.trace
     warn_share = ctx.threshold("warn_share")
+    starts = {s.number: s.start for s in trace.steps}
     findings = []
     for m in timelines(ctx):
         capacity = _capacity(trace, m)
@@ -72,6 +73,8 @@ def memory_peak(ctx) -> list[Finding]:
                     f"in the step: {fmt_bytes(c.allocated_bytes)} allocated, "
                     f"{fmt_bytes(c.freed_bytes)} freed, net {fmt_bytes(c.net_bytes)}, "
                     f"peak {fmt_bytes(c.peak_bytes)}",
+                    name=f"ProfilerStep#{c.step}",
+                    ts_us=trace.rel(starts[c.step]),
                     step=c.step,
                     value=float(c.allocated_bytes),
                     unit="bytes",
@@ -132,6 +135,7 @@ def memory_spike(ctx) -> list[Finding]:
     trace = ctx.trace
     spike_share = ctx.threshold("spike_share")
     min_release = int(ctx.threshold("min_release_steps"))
+    starts = {s.number: s.start for s in trace.steps}
     findings = []
     for m in timelines(ctx):
         if m.peak_bytes <= 0:
@@ -203,6 +207,8 @@ def memory_spike(ctx) -> list[Finding]:
                         Evidence(
                             f"released {fmt_bytes(c.reserved_released_bytes)} to the driver, "
                             f"reserved {fmt_bytes(c.reserved_grown_bytes)} again",
+                            name=f"ProfilerStep#{c.step}",
+                            ts_us=trace.rel(starts[c.step]),
                             step=c.step,
                             value=float(c.reserved_released_bytes),
                             unit="bytes",
