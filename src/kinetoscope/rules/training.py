@@ -49,7 +49,7 @@ def dataloader_bound(ctx) -> list[Finding]:
     if share < min_share or idle_share < min_idle:
         return []
     evidence = []
-    for w in sorted(waits, key=lambda w: -w.wait_us)[:5]:
+    for w in sorted((w for w in waits if w.longest >= 0), key=lambda w: -w.wait_us)[:5]:
         i = w.longest
         evidence.append(
             Evidence(
