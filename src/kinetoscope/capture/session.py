@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
-from .artifacts import write_table, write_trace
+from .artifacts import output_dir, write_table, write_trace
 from .deps import require_torch
 from .device import DeviceChoice, activities, resolve_device
 from .schedule import Schedule
@@ -60,7 +60,7 @@ class TraceHandler:
         meta: dict | None = None,
         naming: Naming | None = None,
     ) -> None:
-        self.dir = Path(dir_name)
+        self.dir = output_dir(Path(dir_name))
         self.gzip = gzip
         self.meta = dict(meta or {})
         self.naming = naming or tensorboard_naming(worker_name)
@@ -80,7 +80,7 @@ class TraceHandler:
     def _profiler_meta(torch, prof) -> dict:
         return {
             "kinetoscope_version": __version__,
-            "torch": torch.__version__,
+            "torch_version": torch.__version__,
             "activities": sorted(str(a).rsplit(".", 1)[-1] for a in prof.activities),
             "record_shapes": bool(prof.record_shapes),
             "profile_memory": bool(prof.profile_memory),
@@ -118,7 +118,6 @@ class Profile:
         worker_name: str | None = None,
         meta: dict | None = None,
         naming: Naming | None = None,
-        schedule_fn: Callable | None = None,
     ) -> None:
         torch = require_torch()
         self.schedule = Schedule.of(steps)
@@ -131,7 +130,7 @@ class Profile:
         self.handler = TraceHandler(out, worker_name, gzip, run_meta, naming)
         self.profiler = torch.profiler.profile(
             activities=activities(torch, self.device),
-            schedule=schedule_fn or self.schedule.to_torch(torch),
+            schedule=self.schedule.to_torch(torch),
             on_trace_ready=self.handler,
             record_shapes=record_shapes,
             profile_memory=profile_memory,
