@@ -23,7 +23,7 @@ app = typer.Typer(
 )
 
 #: Command modules, each defines `register(app)`.
-COMMANDS = ["summary", "table", "profile", "explain", "chain"]
+COMMANDS = ["summary", "table", "profile", "explain", "chain", "memory"]
 
 _DEBUG = {"on": False}
 

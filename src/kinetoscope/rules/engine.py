@@ -11,7 +11,7 @@ from ..trace import Trace
 from .base import REGISTRY, SEVERITY_ORDER, Finding, NotChecked, Rule
 
 #: Rule family modules under `kinetoscope.rules`; importing one registers its rules.
-RULE_MODULES: list[str] = ["regime", "profiler_table", "cpu_lane", str] = ["gpu_lane", "dispatch", "kernel_names", "compile"]
+RULE_MODULES: list[str] = ["regime", "profiler_table", "cpu_lane", "gpu_lane", "dispatch", "kernel_names", "compile", "training", "memory"]
 
 T = TypeVar("T")
 
