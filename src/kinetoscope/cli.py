@@ -23,7 +23,7 @@ app = typer.Typer(
 )
 
 #: Command modules, each defines `register(app)`.
-COMMANDS: list[str] = []
+COMMANDS: list[str] = ["diff"]
 
 _DEBUG = {"on": False}
 

@@ -1,0 +1,5 @@
+"""`python -m kinetoscope`: the same as the `kinetoscope` command."""
+
+from .cli import main
+
+main()

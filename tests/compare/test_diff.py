@@ -1,0 +1,170 @@
+"""`diff` on real pairs: the corpus pairs, a cross-vendor pair, and CPU eager vs compiled."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from kinetoscope.compare.diff import diff_runs
+from kinetoscope.compare.render import RENDERERS, sections
+from kinetoscope.compare.runs import load_run
+
+from ..conftest import corpus
+
+QWEN_H100 = "gpu/tracelens_h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
+QWEN_MI300 = "gpu/tracelens_mi300__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
+
+
+def _diff(a, b):
+    return diff_runs(load_run(a), load_run(b))
+
+
+def _ops(d, status):
+    return {r.name for r in d.ops if r.status == status}
+
+
+def test_compare_base_vs_test():
+    d = _diff(corpus("gpu/compare_base.json.gz"), corpus("gpu/compare_test.json.gz"))
+    # both traces hold ProfilerStep#1009 and #1010 of the same length
+    assert [(p.a.number, p.b.number) for p in d.steps] == [(1009, 1009), (1010, 1010)]
+    assert d.a.step_time_us == d.b.step_time_us == pytest.approx((100298 + 122149) / 2)
+    # B's step 1010 runs three more host ops (All2All_Pooled_Req is 311 us long)
+    assert _ops(d, "appeared") == {"All2All_Pooled_Req", "AddmmBackward0", "CatBackward0"}
+    assert not _ops(d, "vanished")
+    assert d.steps[1].b.host_busy_us > d.steps[1].a.host_busy_us + 300
+    # same kernels by name; the FillFunctor kernel (208 + 207 us) is identical
+    assert d.kernels.comparable
+    assert not d.kernels.by_status("new") and not d.kernels.by_status("gone")
+    fill = next(r for r in d.kernels.rows if "FillFunctor" in r.key)
+    assert fill.status == "unchanged" and fill.us_a == pytest.approx(207.5)
+    assert d.conclusion.startswith("B takes about as long as A per step")
+    assert "All2All_Pooled_Req" in d.conclusion
+
+
+def test_resnet_dataloader_workers_pair():
+    d = _diff(
+        corpus("gpu/resnet50_dataloader_workers0.pt.trace.json.gz"),
+        corpus("gpu/resnet50_dataloader_workers4.pt.trace.json.gz"),
+    )
+    # median step 176 ms with num_workers=0, 127 ms with 4; device busy ~101 vs ~102 ms
+    assert d.a.step_time_us / d.b.step_time_us == pytest.approx(1.39, abs=0.02)
+    assert d.b.device_busy_us == pytest.approx(d.a.device_busy_us, rel=0.03)
+    assert d.a.host_time_us - d.b.host_time_us > 50_000
+    # the single-process loader's __next__ (45 ms self CPU per step) is replaced
+    gone = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+    new = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
+    assert gone in _ops(d, "vanished") and new in _ops(d, "appeared")
+    assert d.kernels.comparable and len(d.kernels.by_status("unchanged")) > 40
+    assert d.conclusion.startswith("B is 1.4x faster per step")
+    assert "The gain is host time" in d.conclusion
+
+
+def test_cross_vendor_pair_says_kernels_cannot_match():
+    d = _diff(corpus(QWEN_H100), corpus(QWEN_MI300))
+    assert (d.a.vendors, d.b.vendors) == (["NVIDIA"], ["AMD"])
+    assert not d.kernels.comparable and not d.kernels.rows
+    assert "cannot be matched by name" in d.kernels.reason
+    assert 0 < len(d.kernels.top_a) <= 5 and 0 < len(d.kernels.top_b) <= 5
+    assert "cannot be matched by name" in d.conclusion
+    # runtime calls meet across vendors instead of all appearing and vanishing
+    launch = next(r for r in d.ops if r.name == "cudaLaunchKernel | hipLaunchKernel")
+    assert launch.calls_a > 500 and launch.calls_b > 500
+    kernels = next(s for s in sections(d) if s.title.startswith("Kernels"))
+    assert "cannot be matched by name" in kernels.text[0]
+    assert len(kernels.rows) <= 10 and {row[0] for row in kernels.rows} == {"A", "B"}
+
+
+@pytest.mark.parametrize("fmt", sorted(RENDERERS))
+def test_every_format_renders(fmt):
+    d = _diff(corpus("gpu/compare_base.json.gz"), corpus("gpu/compare_test.json.gz"))
+    out = RENDERERS[fmt](d)
+    assert "All2All_Pooled_Req" in out
+    if fmt == "json":
+        data = json.loads(out)
+        assert data["steps"][1]["b"]["step"] == 1010
+        assert {r["name"] for r in data["ops"] if r["status"] == "appeared"} >= {
+            "All2All_Pooled_Req"
+        }
+    if fmt == "html":
+        assert out.startswith("<!doctype html>") and "<script" not in out
+    if fmt == "md":
+        assert "| appeared | All2All_Pooled_Req |" in out
+
+
+def _kinetoscope(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "kinetoscope", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+    )
+
+
+def test_cli_diff_formats_and_errors(tmp_path):
+    a, b = corpus("gpu/compare_base.json.gz"), corpus("gpu/compare_test.json.gz")
+    out = tmp_path / "d.html"
+    res = _kinetoscope("diff", a, b, "--format", "html", "-o", out)
+    assert res.returncode == 0, res.stderr
+    assert "All2All_Pooled_Req" in out.read_text()
+    res = _kinetoscope("diff", a, tmp_path / "missing.json")
+    assert res.returncode == 2 and "missing.json" in res.stderr
+    assert "Traceback" not in res.stderr
+    res = _kinetoscope("diff", a, b, "--format", "xml")
+    assert res.returncode == 2 and "unknown format 'xml'" in res.stderr
+
+
+# ---- CPU eager vs compiled, profiled here --------------------------------
+PROFILE_EAGER_AND_COMPILED = r"""
+import sys, torch
+from torch.profiler import ProfilerActivity, profile, schedule
+
+def matmul_add(a, b, c):
+    return a @ b + c
+
+def record(fn, path):
+    a, b, c = (torch.randn(64, 64) for _ in range(3))
+    for _ in range(3):
+        fn(a, b, c)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
+                 schedule=schedule(wait=0, warmup=1, active=4, repeat=1),
+                 on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
+        for _ in range(5):
+            fn(a, b, c)
+            prof.step()
+
+record(matmul_add, sys.argv[1])
+record(torch.compile(matmul_add), sys.argv[2])
+"""
+
+
+@pytest.fixture(scope="module")
+def eager_and_compiled(tmp_path_factory):
+    pytest.importorskip("torch")
+    if not (shutil.which("g++") or shutil.which("cc")):
+        pytest.skip("torch.compile on CPU needs a C++ compiler (g++ or cc)")
+    folder = tmp_path_factory.mktemp("compile")
+    eager, compiled = folder / "eager.json", folder / "compiled.json"
+    res = subprocess.run(
+        [sys.executable, "-c", PROFILE_EAGER_AND_COMPILED, eager, compiled],
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    return eager, compiled
+
+
+def test_cpu_eager_vs_compiled(eager_and_compiled):
+    d = _diff(*eager_and_compiled)
+    assert d.a.steps == d.b.steps == 4
+    assert not d.kernels.rows  # host-only traces
+    # eager: matmul -> mm, then add; compiled: the wrapper stack calls addmm
+    assert {"aten::mm", "aten::add"} <= _ops(d, "vanished")
+    appeared = _ops(d, "appeared")
+    assert "aten::addmm" in appeared and "TorchDynamo Cache Lookup" in appeared
+    assert any(n.startswith("Torch-Compiled Region") for n in appeared)
+    assert "Neither trace recorded device kernels" in d.conclusion
+    assert "aten::mm" in d.conclusion and "aten::addmm" in d.conclusion
