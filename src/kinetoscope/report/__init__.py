@@ -1,0 +1,1 @@
+"""Reports: `build.build_report` gathers a `Report`; one module per output format renders it."""
