@@ -23,7 +23,7 @@ app = typer.Typer(
 )
 
 #: Command modules, each defines `register(app)`.
-COMMANDS: list[str] = ["explain", "diff"]
+COMMANDS: list[str] = ["explain", "diff", "check"]
 
 _DEBUG = {"on": False}
 

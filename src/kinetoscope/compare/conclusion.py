@@ -8,8 +8,8 @@ time; which host ops appeared or vanished; how the verdict and findings moved.
 
 from __future__ import annotations
 
+from ..units import fmt_us
 from .diff import TraceDiff
-from .units import format_us
 
 #: Ratios closer to 1 than this are "about the same".
 SAME_SPEED = 0.05
@@ -22,7 +22,7 @@ def same_speed(a: float, b: float) -> bool:
 def _speed(d: TraceDiff) -> str:
     a, b = d.a.step_time_us, d.b.step_time_us
     per = "per step" if d.a.has_steps and d.b.has_steps else "over the trace window (no steps)"
-    numbers = f"({format_us(a)} -> {format_us(b)}, median of {d.a.steps} and {d.b.steps} steps)"
+    numbers = f"({fmt_us(a, 1)} -> {fmt_us(b, 1)}, median of {d.a.steps} and {d.b.steps} steps)"
     if a <= 0 or b <= 0:
         return f"Step time cannot be compared {numbers}."
     if same_speed(a, b):
@@ -34,7 +34,7 @@ def _speed(d: TraceDiff) -> str:
 
 def _device(d: TraceDiff) -> str:
     k = d.kernels
-    dev = f"device busy {format_us(d.a.device_busy_us)} -> {format_us(d.b.device_busy_us)} per step"
+    dev = f"device busy {fmt_us(d.a.device_busy_us, 1)} -> {fmt_us(d.b.device_busy_us, 1)} per step"
     if not k.comparable:
         return f"{k.reason[0].upper()}{k.reason[1:]} ({dev})."
     if not k.rows:
@@ -50,7 +50,7 @@ def _device(d: TraceDiff) -> str:
         m = moved[0]
         return (
             f"The device runs the same {len(k.rows)} kernel(s) but {len(moved)} changed count "
-            f"or duration (largest: {m.display}, {format_us(m.us_a)} -> {format_us(m.us_b)} "
+            f"or duration (largest: {m.display}, {fmt_us(m.us_a, 1)} -> {fmt_us(m.us_b, 1)} "
             f"per step; {dev})."
         )
     parts = []
@@ -83,7 +83,7 @@ def _where(d: TraceDiff) -> str:
 
 
 def _signed(us: float) -> str:
-    return ("+" if us >= 0 else "-") + format_us(abs(us))
+    return ("+" if us >= 0 else "-") + fmt_us(abs(us), 1)
 
 
 def _ops(d: TraceDiff) -> str:
@@ -93,7 +93,7 @@ def _ops(d: TraceDiff) -> str:
             key=lambda r: -max(r.self_us_a, r.self_us_b),
         )
         shown = ", ".join(
-            f"{r.name} ({format_us(max(r.self_us_a, r.self_us_b))} self CPU/step)" for r in rows[:3]
+            f"{r.name} ({fmt_us(max(r.self_us_a, r.self_us_b), 1)} self CPU/step)" for r in rows[:3]
         )
         more = f" and {len(rows) - 3} more" if len(rows) > 3 else ""
         return shown + more
@@ -111,7 +111,7 @@ def _ops(d: TraceDiff) -> str:
         r = moved[0]
         return (
             f"The host runs the same ops; the largest change is {r.name} "
-            f"({format_us(r.self_us_a)} -> {format_us(r.self_us_b)} self CPU per step)."
+            f"({fmt_us(r.self_us_a, 1)} -> {fmt_us(r.self_us_b, 1)} self CPU per step)."
         )
     return "On the host, " + "; ".join(parts) + "."
 

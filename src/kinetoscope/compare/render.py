@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..units import fmt_us
 from .diff import TraceDiff
-from .units import format_us
 
 #: Rows per table in text/markdown/html; json carries every row.
 ROW_LIMIT = 25
@@ -61,7 +61,7 @@ def _runs(d: TraceDiff) -> Section:
         ("host time", a.host_time_us, b.host_time_us),
         ("device busy", a.device_busy_us, b.device_busy_us),
     ]:
-        rows.append([label + " (median/step)", format_us(x), format_us(y), _delta(x, y)])
+        rows.append([label + " (median/step)", fmt_us(x, 1), fmt_us(y, 1), _delta(x, y)])
     rows.append(
         [
             "device busy ratio",
@@ -86,7 +86,7 @@ def _steps(d: TraceDiff, limit: int) -> Section:
             cells.append(s.label if s else "-")
         for attr in ("dur", "host_busy_us", "device_busy_us"):
             for s in (pair.a, pair.b):
-                cells.append(format_us(getattr(s, attr)) if s else "-")
+                cells.append(fmt_us(getattr(s, attr), 1) if s else "-")
         for attr in ("kernels", "launches"):
             for s in (pair.a, pair.b):
                 cells.append(str(getattr(s, attr)) if s else "-")
@@ -107,7 +107,7 @@ def _kernels(d: TraceDiff, limit: int) -> Section:
         for run, rows in (("A", k.top_a), ("B", k.top_b)):
             for r in rows:
                 calls, us = (r.calls_a, r.us_a) if run == "A" else (r.calls_b, r.us_b)
-                sec.rows.append([run, r.display, _count(calls), format_us(us)])
+                sec.rows.append([run, r.display, _count(calls), fmt_us(us, 1)])
         return sec
     if not k.rows:
         sec.text.append("No kernels in either trace.")
@@ -124,8 +124,8 @@ def _kernels(d: TraceDiff, limit: int) -> Section:
                 r.display,
                 _count(r.calls_a),
                 _count(r.calls_b),
-                format_us(r.us_a),
-                format_us(r.us_b),
+                fmt_us(r.us_a, 1),
+                fmt_us(r.us_b, 1),
                 _delta(r.us_a, r.us_b),
             ]
         )
@@ -147,8 +147,8 @@ def _ops(d: TraceDiff, limit: int) -> Section:
                 r.name,
                 _count(r.calls_a),
                 _count(r.calls_b),
-                format_us(r.self_us_a),
-                format_us(r.self_us_b),
+                fmt_us(r.self_us_a, 1),
+                fmt_us(r.self_us_b, 1),
                 _delta(r.self_us_a, r.self_us_b),
             ]
         )
