@@ -23,7 +23,7 @@ app = typer.Typer(
 )
 
 #: Command modules, each defines `register(app)`.
-COMMANDS: list[str] = ["explain", "diff", "check"]
+COMMANDS: list[str] = ["explain", "chain", "diff", "check"]
 
 _DEBUG = {"on": False}
 
