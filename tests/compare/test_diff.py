@@ -13,7 +13,7 @@ from kinetoscope.compare.diff import diff_runs
 from kinetoscope.compare.render import RENDERERS, sections
 from kinetoscope.compare.runs import load_run
 
-from ..conftest import corpus
+from ..conftest import corpus, kernel, launch, op, write_trace
 
 QWEN_H100 = "gpu/tracelens_h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
 QWEN_MI300 = "gpu/tracelens_mi300__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
@@ -59,6 +59,9 @@ def test_resnet_dataloader_workers_pair():
     new = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
     assert gone in _ops(d, "vanished") and new in _ops(d, "appeared")
     assert d.kernels.comparable and len(d.kernels.by_status("unchanged")) > 40
+    # cuDNN picked the "small" instead of the "medium" variant of one conv kernel
+    (swap,) = d.kernels.by_status("replaced")
+    assert "exp_medium_nhwc_tn" in swap.example and "exp_small_nhwc_tn" in swap.replacement
     assert d.conclusion.startswith("B is 1.4x faster per step")
     assert "The gain is host time" in d.conclusion
 
@@ -168,3 +171,49 @@ def test_cpu_eager_vs_compiled(eager_and_compiled):
     assert any(n.startswith("Torch-Compiled Region") for n in appeared)
     assert "Neither trace recorded device kernels" in d.conclusion
     assert "aten::mm" in d.conclusion and "aten::addmm" in d.conclusion
+
+
+# ---- kernel matching on tiny traces ----------------------------------------
+def _gpu_run(tmp_path, name, kernels):
+    """Two ProfilerSteps, each launching `kernels` (name, duration) from one aten op."""
+    events = []
+    corr = 0
+    for step in range(2):
+        t0 = step * 1000
+        events.append(op(f"ProfilerStep#{step}", t0, 900, cat="user_annotation"))
+        events.append(op("aten::mm", t0 + 10, 500))
+        for k, (kname, dur) in enumerate(kernels):
+            corr += 1
+            events.append(launch(t0 + 20 + 50 * k, 10, corr))
+            events.append(kernel(kname, t0 + 100 + 100 * k, dur, corr))
+    return write_trace(tmp_path / name, events)
+
+
+def test_kernel_variants_pair_and_triton_index_is_ignored(tmp_path):
+    a = _gpu_run(
+        tmp_path,
+        "a.json",
+        [("ampere_sgemm_128x64_nn", 40), ("triton_poi_fused_add_mul_0", 5), ("elementwise_x", 3)],
+    )
+    b = _gpu_run(
+        tmp_path,
+        "b.json",
+        [
+            ("ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x3_tn", 20),
+            ("triton_poi_fused_add_mul_3", 5),
+            ("elementwise_y", 3),
+        ],
+    )
+    d = _diff(a, b)
+    rows = {r.status: r for r in d.kernels.rows if r.status != "unchanged"}
+    unchanged = d.kernels.by_status("unchanged")
+    # Inductor renumbered the Triton kernel: the same fused code, unchanged
+    assert [r.key for r in unchanged] == ["Triton:triton_poi_fused_add_mul"]
+    # the GEMM moved to another cuBLAS variant: one decision, named field by field
+    gemm = rows["replaced"]
+    assert gemm.display.startswith("ampere_sgemm_128x64_nn")
+    assert gemm.change == "dtype f32 -> bf16, layout nn -> tn"
+    assert (gemm.us_a, gemm.us_b) == (40, 20)
+    # unrelated kernels of different families stay gone and new
+    assert rows["gone"].key == "elementwise_x" and rows["new"].key == "elementwise_y"
+    assert "1 replaced by another variant" in d.conclusion

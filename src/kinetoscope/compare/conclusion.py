@@ -40,13 +40,14 @@ def _device(d: TraceDiff) -> str:
     if not k.rows:
         return "Neither trace recorded device kernels, so the comparison is all host time."
     new, gone, moved = k.by_status("new"), k.by_status("gone"), k.by_status("changed")
+    replaced = k.by_status("replaced")
     top = k.rows[0].display
-    if not new and not gone and not moved:
+    if not new and not gone and not moved and not replaced:
         return (
             f"The device does the same work: the same {len(k.rows)} kernel(s) with the same "
             f"counts and durations (top: {top})."
         )
-    if not new and not gone:
+    if not new and not gone and not replaced:
         m = moved[0]
         return (
             f"The device runs the same {len(k.rows)} kernel(s) but {len(moved)} changed count "
@@ -54,6 +55,13 @@ def _device(d: TraceDiff) -> str:
             f"per step; {dev})."
         )
     parts = []
+    if replaced:
+        r = replaced[0]
+        change = f": {r.change}" if r.change else ""
+        parts.append(
+            f"{len(replaced)} replaced by another variant "
+            f"(top: {r.display} -> {r.replacement}{change})"
+        )
     if new:
         parts.append(f"{len(new)} new (top: {new[0].display})")
     if gone:
@@ -123,8 +131,9 @@ def _verdict(d: TraceDiff) -> str:
             parts.append(f"The verdict moved from {d.a.regime} to {d.b.regime}")
         else:
             parts.append(f"Both runs are {d.a.regime}")
-    gone = [r.id for r in d.findings if r.status == "disappeared"]
-    new = [r.id for r in d.findings if r.status == "appeared"]
+    regimes = {d.a.regime, d.b.regime}  # already said above
+    gone = [r.id for r in d.findings if r.status == "disappeared" and r.id not in regimes]
+    new = [r.id for r in d.findings if r.status == "appeared" and r.id not in regimes]
     if gone:
         parts.append(f"resolved: {', '.join(gone)}")
     if new:

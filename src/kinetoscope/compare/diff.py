@@ -12,6 +12,7 @@ matched by name; the diff says so instead of listing every kernel as new.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from difflib import SequenceMatcher
 from statistics import median
 from typing import Any
 
@@ -19,7 +20,7 @@ from ..analysis.steps import StepStats, step_stats
 from ..rules.base import SEVERITY_ORDER, Finding
 from ..trace import Trace
 from .aggregate import KernelGroup, OpGroup, kernel_groups, op_groups
-from .kernels import identify_kernel
+from .kernels import family, identify_kernel, variant_change
 
 #: A per-step cost changed when it moved by more than this share of A's value ...
 RELATIVE_TOLERANCE = 0.10
@@ -65,12 +66,15 @@ class StepPair:
 class KernelRow:
     key: str
     display: str
-    status: str  # unchanged | changed | new | gone
+    status: str  # unchanged | changed | new | gone | replaced
     calls_a: float  # per step
     calls_b: float
     us_a: float  # device time per step
     us_b: float
-    example: str
+    example: str  # a raw name (A's where both runs have it)
+    #: for `replaced`: B's kernel and what the dispatcher changed (layout nn -> tn, ...)
+    replacement: str = ""
+    change: str = ""
 
 
 @dataclass
@@ -224,7 +228,43 @@ def diff_kernels(run_a: Run, run_b: Run, a: Side, b: Side) -> KernelDiff:
         for k in groups_a.keys() | groups_b.keys()
     ]
     rows.sort(key=lambda r: (-max(r.us_a, r.us_b), r.key))
-    return KernelDiff(True, "", rows)
+    disambiguate(rows)
+    return KernelDiff(True, "", pair_variants(rows))
+
+
+def pair_variants(rows: list[KernelRow]) -> list[KernelRow]:
+    """Fold a gone kernel and a new one of the same family into one `replaced` row.
+
+    Each new kernel pairs with the gone kernel of its family whose name is the
+    most alike (difflib ratio); what is left over stays gone or new.
+    """
+    gone_by_family: dict[str, list[KernelRow]] = {}
+    for r in rows:
+        if r.status == "gone":
+            gone_by_family.setdefault(family(r.example), []).append(r)
+    dropped = set()
+    for n in [r for r in rows if r.status == "new"]:
+        candidates = gone_by_family.get(family(n.example))
+        if not candidates:
+            continue
+        g = max(candidates, key=lambda c: SequenceMatcher(None, c.example, n.example).ratio())
+        candidates.remove(g)
+        g.status = "replaced"
+        g.calls_b, g.us_b = n.calls_b, n.us_b
+        g.replacement = n.display
+        g.change = variant_change(g.example, n.example)
+        dropped.add(id(n))
+    return [r for r in rows if id(r) not in dropped]
+
+
+def disambiguate(rows: list[KernelRow], width: int = 90) -> None:
+    """Rows whose short names collide (template variants) show their raw name instead."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.display] = counts.get(r.display, 0) + 1
+    for r in rows:
+        if counts[r.display] > 1:
+            r.display = r.example if len(r.example) <= width else r.example[: width - 3] + "..."
 
 
 def _op_row(name: str, ga: OpGroup | None, gb: OpGroup | None, na: int, nb: int) -> OpRow:

@@ -98,6 +98,12 @@ def _steps(d: TraceDiff, limit: int) -> Section:
     )
 
 
+def _kernel_name(r) -> str:
+    if not r.replacement:
+        return r.display
+    return f"{r.display} -> {r.replacement}" + (f" ({r.change})" if r.change else "")
+
+
 def _kernels(d: TraceDiff, limit: int) -> Section:
     k = d.kernels
     sec = Section("Kernels (matched by name)")
@@ -112,16 +118,17 @@ def _kernels(d: TraceDiff, limit: int) -> Section:
     if not k.rows:
         sec.text.append("No kernels in either trace.")
         return sec
-    counts = {s: len(k.by_status(s)) for s in ("unchanged", "changed", "new", "gone")}
+    statuses = ("unchanged", "changed", "replaced", "new", "gone")
+    counts = {s: len(k.by_status(s)) for s in statuses}
     sec.text.append(", ".join(f"{n} {s}" for s, n in counts.items()) + ".")
-    order = {"changed": 0, "new": 1, "gone": 2, "unchanged": 3}
+    order = {"replaced": 0, "changed": 1, "new": 2, "gone": 3, "unchanged": 4}
     rows = sorted(k.rows, key=lambda r: order[r.status])
     sec.headers = ["status", "kernel", "calls A", "calls B", "time/step A", "time/step B", "change"]
     for r in rows[:limit]:
         sec.rows.append(
             [
                 r.status,
-                r.display,
+                _kernel_name(r),
                 _count(r.calls_a),
                 _count(r.calls_b),
                 fmt_us(r.us_a, 1),
@@ -185,6 +192,7 @@ def _more_line(sec: Section) -> str:
 def to_text(d: TraceDiff, width: int = 140) -> str:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=False, highlight=False)
@@ -195,7 +203,7 @@ def to_text(d: TraceDiff, width: int = 140) -> str:
         if sec.headers:
             table = Table(*sec.headers, show_edge=False, header_style="bold")
             for row in sec.rows:
-                table.add_row(*row)
+                table.add_row(*(Text(cell) for cell in row))
             console.print(table)
         if sec.more:
             console.print(_more_line(sec), markup=False)
