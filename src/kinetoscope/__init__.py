@@ -16,4 +16,17 @@ __all__ = [
     "__version__",
     "explain",
     "load",
+    "profile",
+    "trace_handler",
 ]
+
+#: Capture entry points, imported on first use so that `import kinetoscope` never imports torch.
+_CAPTURE = ("profile", "trace_handler")
+
+
+def __getattr__(name: str):
+    if name in _CAPTURE:
+        from .capture import session
+
+        return getattr(session, name)
+    raise AttributeError(f"module 'kinetoscope' has no attribute {name!r}")
