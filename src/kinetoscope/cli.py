@@ -23,7 +23,7 @@ app = typer.Typer(
 )
 
 #: Command modules, each defines `register(app)`.
-COMMANDS: list[str] = ["profile", "explain", "chain", "diff", "check"]
+COMMANDS: list[str] = ["profile", "explain", "chain", "diff", "check", "sweep"]
 
 _DEBUG = {"on": False}
 

@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import math
 import re
+import subprocess
+import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from statistics import median
 from typing import Any
 
 from ..analysis.compute_ops import compute_steps
 from ..analysis.steps import step_stats
 from ..api import explain
-from ..errors import UsageError
-from ..trace import Trace
+from ..errors import KinetoscopeError, UsageError
+from ..trace import Trace, load
 
 
 @dataclass
@@ -46,9 +49,10 @@ class SweepPoint:
 
     @property
     def compute_share(self) -> float | None:
-        if self.compute_us is None or not self.host_us:
+        """Share of the step spent inside compute ops (the host analog of device busy)."""
+        if self.compute_us is None or not self.step_us:
             return None
-        return self.compute_us / self.host_us
+        return self.compute_us / self.step_us
 
 
 @dataclass
@@ -134,3 +138,56 @@ def sweep_dict(
         "crossover": asdict(cross),
         "points": [{**asdict(p), "compute_share": p.compute_share} for p in points],
     }
+
+
+# ---- running the points ----------------------------------------------------
+#: `kinetoscope profile` options the sweep sets itself, unless given as fixed options.
+SWEEP_DEFAULTS = {"--record-shapes": [], "--warmup": ["3"]}
+
+
+def format_value(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def profile_argv(workload: str, param: str, value: float, fixed: list[str], out: Path) -> list[str]:
+    """The `kinetoscope profile` command line of one point of the sweep.
+
+    Shapes are recorded (achieved FLOP/s needs them) and a few warm-up
+    iterations run first, so one-time costs do not bend the curve; fixed
+    options may override both.
+    """
+    argv = [sys.executable, "-m", "kinetoscope", "profile", workload]
+    argv += ["--" + param.replace("_", "-"), format_value(value), "--out", str(out)]
+    for option, args in SWEEP_DEFAULTS.items():
+        if not any(f == option or f.startswith(option + "=") for f in fixed):
+            argv += [option, *args]
+    return argv + fixed
+
+
+def check_fixed(param: str, fixed: list[str]) -> None:
+    """Fixed options must not set what the sweep varies or where it writes."""
+    for option in ("--" + param.replace("_", "-"), "--out"):
+        if any(f == option or f.startswith(option + "=") for f in fixed):
+            raise UsageError(f"{option} is set by the sweep; drop it from the fixed options")
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else "no output"
+
+
+def run_point(argv: list[str], value: float, timeout: float) -> SweepPoint:
+    """Profile one value in a subprocess and measure its trace (a failure is the point's error)."""
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return SweepPoint(value, error=f"timed out after {timeout:g} s")
+    if res.returncode != 0:
+        return SweepPoint(value, error=f"exit {res.returncode}: {_last_line(res.stderr)}")
+    traces = re.findall(r"^trace: (.+)$", res.stdout, re.M)
+    if not traces:
+        return SweepPoint(value, error="profile wrote no trace")
+    try:
+        return measure(load(traces[-1].strip()), value)
+    except KinetoscopeError as exc:
+        return SweepPoint(value, trace=traces[-1], error=str(exc))

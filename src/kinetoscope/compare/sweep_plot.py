@@ -25,7 +25,7 @@ def plot_sweep(
     labels = (
         ("device busy / step", "host busy / step")
         if mode == "device"
-        else ("compute ops (self time) / step", "framework dispatch / step")
+        else ("compute ops (self time) / step", "rest of the step (dispatch, other ops) / step")
     )
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
     ax.plot(xs, [r[1] for r in rows], "o-", label=labels[0], color="tab:orange")
