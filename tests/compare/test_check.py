@@ -16,6 +16,7 @@ from ..conftest import corpus
 
 WORKERS0 = "gpu/resnet50_dataloader_workers0.pt.trace.json.gz"
 WORKERS4 = "gpu/resnet50_dataloader_workers4.pt.trace.json.gz"
+SMALL = "gpu/tiny_transformer_block_h100.pt.trace.json.gz"
 
 
 def _check(*args):
@@ -59,14 +60,14 @@ def test_all_pass_exits_zero_and_regime_and_findings():
     ["kernels_per_step <=", "kernels_per_step => 5", "no_such_metric > 1", "not no-such-finding"],
 )
 def test_bad_expressions_exit_2_with_one_line(expr):
-    res = _check(corpus(WORKERS0), "-e", expr)
+    res = _check(corpus(SMALL), "-e", expr)
     assert res.returncode == 2
     assert res.stderr.count("\n") == 1 and "bad expectation" in res.stderr
     assert "Traceback" not in res.stderr
 
 
 def test_nothing_to_check_and_bad_trace_exit_2(tmp_path):
-    assert _check(corpus(WORKERS0)).returncode == 2
+    assert _check(corpus(SMALL)).returncode == 2
     res = _check(tmp_path / "none.json", "-e", "kernels_per_step < 1")
     assert res.returncode == 2 and "none.json" in res.stderr
 
