@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -64,6 +66,10 @@ def test_resnet_dataloader_workers_pair():
     assert "exp_medium_nhwc_tn" in swap.example and "exp_small_nhwc_tn" in swap.replacement
     assert d.conclusion.startswith("B is 1.4x faster per step")
     assert "The gain is host time" in d.conclusion
+    # the verdict moved: device busy 57% -> 81% of the window
+    findings = {r.id: r.status for r in d.findings}
+    assert findings["mixed"] == "disappeared" and findings["compute-bound"] == "appeared"
+    assert "The verdict moved from mixed to compute-bound" in d.conclusion
 
 
 def test_cross_vendor_pair_says_kernels_cannot_match():
@@ -120,57 +126,44 @@ def test_cli_diff_formats_and_errors(tmp_path):
     assert res.returncode == 2 and "unknown format 'xml'" in res.stderr
 
 
-# ---- CPU eager vs compiled, profiled here --------------------------------
-PROFILE_EAGER_AND_COMPILED = r"""
-import sys, torch
-from torch.profiler import ProfilerActivity, profile, schedule
-
-def matmul_add(a, b, c):
-    return a @ b + c
-
-def record(fn, path):
-    a, b, c = (torch.randn(64, 64) for _ in range(3))
-    for _ in range(3):
-        fn(a, b, c)
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
-                 schedule=schedule(wait=0, warmup=1, active=4, repeat=1),
-                 on_trace_ready=lambda p: p.export_chrome_trace(path)) as prof:
-        for _ in range(5):
-            fn(a, b, c)
-            prof.step()
-
-record(matmul_add, sys.argv[1])
-record(torch.compile(matmul_add), sys.argv[2])
-"""
-
-
+# ---- CPU eager vs compiled, profiled here ----------------------------------
 @pytest.fixture(scope="module")
 def eager_and_compiled(tmp_path_factory):
     pytest.importorskip("torch")
     if not (shutil.which("g++") or shutil.which("cc")):
         pytest.skip("torch.compile on CPU needs a C++ compiler (g++ or cc)")
-    folder = tmp_path_factory.mktemp("compile")
-    eager, compiled = folder / "eager.json", folder / "compiled.json"
-    res = subprocess.run(
-        [sys.executable, "-c", PROFILE_EAGER_AND_COMPILED, eager, compiled],
-        capture_output=True,
-        text=True,
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
-    return eager, compiled
+    out = tmp_path_factory.mktemp("compile")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    traces = []
+    for mode in ([], ["--compile"]):
+        args = ["profile", "matmul_add", "--device", "cpu", "--warmup", "3", "--out", out, *mode]
+        res = subprocess.run(
+            [sys.executable, "-m", "kinetoscope", *map(str, args)],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert res.returncode == 0, res.stderr[-2000:]
+        traces.append(re.search(r"^trace: (.+)$", res.stdout, re.M)[1])
+    return traces
 
 
 def test_cpu_eager_vs_compiled(eager_and_compiled):
     d = _diff(*eager_and_compiled)
-    assert d.a.steps == d.b.steps == 4
+    assert d.a.steps == d.b.steps == 3
     assert not d.kernels.rows  # host-only traces
     # eager: matmul -> mm, then add; compiled: the wrapper stack calls addmm
     assert {"aten::mm", "aten::add"} <= _ops(d, "vanished")
     appeared = _ops(d, "appeared")
     assert "aten::addmm" in appeared and "TorchDynamo Cache Lookup" in appeared
     assert any(n.startswith("Torch-Compiled Region") for n in appeared)
+    # the rules see the compiled region appear
+    findings = {r.id: r.status for r in d.findings}
+    assert findings["compiled-region"] == "appeared"
+    assert findings["host-only"] == "unchanged"
     assert "Neither trace recorded device kernels" in d.conclusion
     assert "aten::mm" in d.conclusion and "aten::addmm" in d.conclusion
+    assert "compiled-region" in d.conclusion
 
 
 # ---- kernel matching on tiny traces ----------------------------------------
