@@ -90,6 +90,7 @@ def test_evaluate(text, passed, measured):
         ("kernel_per_step <= 5", "unknown metric 'kernel_per_step'"),
         ("not dataloder-bound", "unknown finding or regime 'dataloder-bound'"),
         ("regime >= compute-bound", "regime only compares with == or !="),
+        ("regime == compute-bund", "unknown regime 'compute-bund'"),
         ("kernels_per_step <= fast", "compare it with a number"),
         ("kernels_per_step <= 5%", "% only applies to ratios"),
         ("kernels_per_step <= 5ms", "is not a time"),

@@ -231,6 +231,8 @@ def bind(node: Node, facts: Facts, text: str) -> None:
     elif node.name == "regime":
         if not isinstance(node.value, str) or node.op not in ("==", "!="):
             raise ExpressionError(text, "regime only compares with == or != to a regime name")
+        if node.value not in facts.known_ids and node.value != facts.regime:
+            raise ExpressionError(text, f"unknown regime {node.value!r}")
     else:
         known, _ = facts.metric(node.name)
         if not known:
