@@ -167,7 +167,7 @@ def test_cpu_eager_vs_compiled(eager_and_compiled):
 
 
 # ---- kernel matching on tiny traces ----------------------------------------
-def _gpu_run(tmp_path, name, kernels):
+def _gpu_run(tmp_path, name, kernels, launch_name="cudaLaunchKernel"):
     """Two ProfilerSteps, each launching `kernels` (name, duration) from one aten op."""
     events = []
     corr = 0
@@ -177,7 +177,7 @@ def _gpu_run(tmp_path, name, kernels):
         events.append(op("aten::mm", t0 + 10, 500))
         for k, (kname, dur) in enumerate(kernels):
             corr += 1
-            events.append(launch(t0 + 20 + 50 * k, 10, corr))
+            events.append(launch(t0 + 20 + 50 * k, 10, corr, name=launch_name))
             events.append(kernel(kname, t0 + 100 + 100 * k, dur, corr))
     return write_trace(tmp_path / name, events)
 
@@ -210,3 +210,13 @@ def test_kernel_variants_pair_and_triton_index_is_ignored(tmp_path):
     # unrelated kernels of different families stay gone and new
     assert rows["gone"].key == "elementwise_x" and rows["new"].key == "elementwise_y"
     assert "1 replaced by another variant" in d.conclusion
+
+
+def test_vendor_from_launch_calls_when_devices_are_not_recorded(tmp_path):
+    a = _gpu_run(tmp_path, "a.json", [("ampere_sgemm_128x64_nn", 40)])
+    b = _gpu_run(tmp_path, "b.json", [("Cijk_Alik_Bljk_SB_MT64x64x16", 40)], "hipLaunchKernel")
+    d = _diff(a, b)
+    assert (d.a.vendors, d.b.vendors) == (["NVIDIA"], ["AMD"])
+    assert not d.kernels.comparable and "cannot be matched by name" in d.conclusion
+    # and the launch calls meet under one name
+    assert "cudaLaunchKernel | hipLaunchKernel" in _ops(d, "unchanged")

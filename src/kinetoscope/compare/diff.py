@@ -16,6 +16,8 @@ from difflib import SequenceMatcher
 from statistics import median
 from typing import Any
 
+import numpy as np
+
 from ..analysis.steps import StepStats, step_stats
 from ..rules.base import SEVERITY_ORDER, Finding
 from ..trace import Trace
@@ -154,6 +156,16 @@ def changed(a: float, b: float) -> bool:
     return abs(b - a) > max(RELATIVE_TOLERANCE * abs(a), ABSOLUTE_TOLERANCE_US)
 
 
+def vendors(trace: Trace) -> list[str]:
+    """GPU vendors of a trace: from its device properties, else from its launch calls."""
+    named = {d.vendor for d in trace.devices if d.vendor}
+    if named:
+        return sorted(named)
+    launches = {trace.names[i] for i in np.unique(trace.name_id[trace.launches])}
+    inferred = {"AMD" if n.startswith("hip") else "NVIDIA" for n in launches}
+    return sorted(inferred)
+
+
 def side(run: Run, stats: list[StepStats]) -> Side:
     trace = run.trace
     return Side(
@@ -161,7 +173,7 @@ def side(run: Run, stats: list[StepStats]) -> Side:
         steps=len(stats),
         has_steps=bool(trace.steps),
         devices=[d.name for d in trace.devices],
-        vendors=sorted({d.vendor for d in trace.devices if d.vendor}),
+        vendors=vendors(trace),
         regime=run.regime,
         step_time_us=median(s.dur for s in stats),
         host_time_us=median(s.host_busy_us for s in stats),
