@@ -1,4 +1,4 @@
-"""`python -m kinetoscope`: the same as the `kinetoscope` command."""
+"""`python -m kinetoscope` runs the CLI."""
 
 from .cli import main
 

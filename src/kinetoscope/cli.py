@@ -23,7 +23,16 @@ app = typer.Typer(
 )
 
 #: Command modules, each defines `register(app)`.
-COMMANDS: list[str] = ["profile", "explain", "chain", "diff", "check", "sweep"]
+COMMANDS: list[str] = [
+    "summary",
+    "table",
+    "profile",
+    "explain",
+    "chain",
+    "diff",
+    "check",
+    "sweep",
+]
 
 _DEBUG = {"on": False}
 

@@ -27,7 +27,8 @@ def fmt_pct(share: float, digits: int = 1) -> str:
 
 
 def fmt_bytes(n: float) -> str:
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+    """Binary units, as the profiler's memory columns: 33554432 -> `32.0 MB`."""
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
         if abs(n) >= size:
             return f"{n / size:.1f} {unit}"
     return f"{int(n)} B"

@@ -1,9 +1,12 @@
 """Per-step host and device activity: the table every verdict starts from.
 
-Device work is attributed to the step whose host window contains its launch
-call (work launched in step N belongs to step N even if it runs after the host
-moved on); device events with no launch link fall back to their own start.
-Traces without `ProfilerStep#N` get one pseudo-step spanning the whole trace.
+Kernels and launches are counted for the step whose host window contains the
+launch call (work launched in step N belongs to step N even if it runs after
+the host moved on; device events with no launch link fall back to their own
+start). Device busy time is the union of device work inside the step's host
+window, so it never exceeds the step (the `gpu_user_annotation` copy of a step
+is not used: on ROCm it often covers only a fragment of the step). Traces
+without `ProfilerStep#N` get one pseudo-step spanning the whole trace.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ class StepStats:
     start: float
     end: float
     host_busy_us: float
-    device_busy_us: float
+    device_busy_us: float  # union of device work inside the step's window
     kernels: int
     launches: int
     device_events: int
@@ -92,6 +95,7 @@ def _step_stats_cached(trace: Trace) -> list[StepStats]:
     whole = not trace.steps
     for number, index, start, end in windows(trace):
         hs, he = clip(host_s, host_e, start, end)
+        ds, de = clip(work_s, work_e, start, end)
         sel = np.ones(len(work), dtype=bool) if whole else (anchor >= start) & (anchor < end)
         out.append(
             StepStats(
@@ -100,7 +104,7 @@ def _step_stats_cached(trace: Trace) -> list[StepStats]:
                 start=start,
                 end=end,
                 host_busy_us=union_length(hs, he),
-                device_busy_us=union_length(work_s[sel], work_e[sel]),
+                device_busy_us=union_length(ds, de),
                 kernels=int(is_kernel[sel].sum()),
                 launches=int(((launch_ts >= start) & (launch_ts < end)).sum()),
                 device_events=int(sel.sum()),

@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
 
 def explain_command(
     traces: list[Path] = typer.Argument(
-        ..., metavar="TRACE...", help="A trace file; several files or a directory for ranks."
+        ..., metavar="TRACE", help="A trace file; several files or a directory for ranks."
     ),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write to FILE."),
@@ -39,6 +39,13 @@ def explain_command(
         [], "--set", help="Override a threshold: rule.key=value (repeatable)."
     ),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Processes for multi-rank traces."),
+    list_rules: bool = typer.Option(
+        False,
+        "--list-rules",
+        is_eager=True,
+        callback=lambda value: _print_rules() if value else None,
+        help="List the rules, their families and thresholds, and exit.",
+    ),
 ) -> None:
     """Read a trace like an expert: regime, per-step table, findings with evidence."""
     from ..config import apply_sets, check_rule_ids, load_config
@@ -59,6 +66,15 @@ def explain_command(
         print(f"wrote {output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+
+
+def _print_rules() -> None:
+    from ..rules.engine import load_rules
+
+    for rule in load_rules().values():
+        keys = ", ".join(f"{k}={v:g}" for k, v in rule.defaults.items()) or "-"
+        print(f"{rule.id:24} {rule.family:16} {keys}\n{'':24} {rule.summary}")
+    raise typer.Exit(0)
 
 
 def _expand(traces: list[Path]) -> list[Path]:

@@ -1,1 +1,4 @@
-"""Reports: `build.build_report` gathers a `Report`; one module per output format renders it."""
+"""Renderers: turn analysis results and reports into text, Markdown, JSON, HTML.
+
+Renderers compute nothing; they format what analysis/ and rules/ produced.
+"""

@@ -45,10 +45,10 @@ def _svg_geometry(report: Report) -> dict:
 
     lanes = []
     for name, intervals in tl.lanes.items():
-        rects = [(x(s), max(x(e) - x(s), 0.5)) for s, e in intervals]
+        rects = [(x(s), round(max(x(e) - x(s), 0.5), 2)) for s, e in intervals]
         lanes.append({"name": name, "y": LANE_Y.get(name, 88), "rects": rects})
     steps = [
-        {"label": label, "x": x(s), "w": max(x(e) - x(s), 0.5), "odd": i % 2 == 1}
+        {"label": label, "x": x(s), "w": round(max(x(e) - x(s), 0.5), 2), "odd": i % 2 == 1}
         for i, (label, s, e) in enumerate(tl.steps)
     ]
     marks = [

@@ -43,8 +43,9 @@ def render_markdown(report: Report) -> str:
     ]
     if not report.findings:
         out += ["No rule fired.", ""]
+    per = "/step" if report.trace.window["steps"] else " over the trace"
     for number, f in enumerate(report.findings, 1):
-        impact = f" (~{fmt_us(f.impact_us)}/step)" if f.impact_us > 0 else ""
+        impact = f" (~{fmt_us(f.impact_us)}{per})" if f.impact_us > 0 else ""
         out += [
             f"### {number}. `{f.id}` [{f.severity}]{impact}",
             "",
@@ -88,5 +89,7 @@ def _evidence(e: Evidence) -> str:
 
 
 def _escape(text: str) -> str:
-    """Keep table pipes and emphasis markers in names from breaking the layout."""
-    return text.replace("|", "\\|").replace("*", "\\*").replace("_", "\\_")
+    """Keep table pipes, emphasis markers and C++ `<...>` in names from breaking the layout."""
+    for char in "|*_<":
+        text = text.replace(char, "\\" + char)
+    return text

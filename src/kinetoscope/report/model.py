@@ -75,7 +75,7 @@ class Timeline:
     marks: list[TimelineMark]
 
 
-@dataclass
+@dataclass(repr=False)
 class Report:
     version: str
     trace: TraceFacts
@@ -106,10 +106,21 @@ class Report:
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, default=_plain)
 
-    def _repr_html_(self) -> str:
+    def __repr__(self) -> str:
+        return (
+            f"<Report {self.trace.path}: {self.verdict.summary}; "
+            f"{len(self.findings)} findings, {len(self.not_checked)} not checked>"
+        )
+
+    def _repr_html_(self) -> str | None:
+        """Jupyter's rich display; None (plain repr) where jinja2 is not installed."""
+        from ..errors import UsageError
         from .html import render_html
 
-        return render_html(self, standalone=False)
+        try:
+            return render_html(self, standalone=False)
+        except UsageError:
+            return None
 
 
 def _rounded(value: Any) -> Any:

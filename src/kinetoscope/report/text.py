@@ -55,38 +55,43 @@ def print_report(report: Report, console: Console) -> None:
         console.print(_not_checked(report))
 
 
-def _header(report: Report) -> Text:
+def _hanging(label: Text | str, *lines: Text | str) -> Table:
+    """`label` in a left column, `lines` beside it: wrapped lines stay indented."""
+    grid = Table.grid(padding=(0, 1, 0, 0))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for k, line in enumerate(lines):
+        grid.add_row(label if k == 0 else "", line)
+    return grid
+
+
+def _header(report: Report) -> Table:
     t = report.trace
-    text = Text()
-    text.append("Trace  ", style="bold")
-    text.append(t.path)
-    text.append("\n")
-    facts = []
     names = sorted({d["name"] for d in t.devices if d.get("name")})
-    facts.append(", ".join(names) if names else "no device properties")
-    facts.extend(
-        f"{k.removesuffix('_version').replace('_', ' ')} {v}" for k, v in t.versions.items()
+    run = [", ".join(names) if names else "no device properties"]
+    run.extend(
+        f"{key.removesuffix('_version').replace('_', ' ')} {value}"
+        for key, value in t.versions.items()
     )
     if t.rank is not None:
-        facts.append(f"rank {t.rank}")
-    facts.append(f"{t.events} events")
+        run.append(f"rank {t.rank}")
     steps = int(t.window["steps"])
     span = f"{steps} step{'s' if steps != 1 else ''}" if steps else "whole trace, no ProfilerStep"
-    facts.append(
-        f"window {fmt_us(t.window['dur_us'])} ({span}) from +{fmt_us(t.window['start_us'])}"
+    window = (
+        f"window {fmt_us(t.window['dur_us'])} ({span}) from +{fmt_us(t.window['start_us'])}, "
+        f"{t.events} events"
     )
-    text.append(" | ".join(facts), style="dim")
-    for warning in t.warnings:
-        text.append(f"\nwarning: {warning}", style="yellow")
-    return text
+    lines: list[Text | str] = [Text(t.path), Text(" | ".join(run), style="dim")]
+    lines.append(Text(window, style="dim"))
+    lines.extend(Text(f"warning: {w}", style="yellow") for w in t.warnings)
+    return _hanging(Text("Trace", style="bold"), *lines)
 
 
-def _verdict(report: Report) -> Text:
+def _verdict(report: Report) -> Table:
     v = report.verdict
-    text = Text("Verdict  ", style="bold")
-    text.append(v.regime.upper(), style=REGIME_STYLE.get(v.regime, "bold"))
-    text.append("  " + v.summary.split(": ", 1)[-1])
-    return text
+    line = Text(v.regime.upper(), style=REGIME_STYLE.get(v.regime, "bold"))
+    line.append("  " + v.summary.split(": ", 1)[-1], style="")
+    return _hanging(Text("Verdict", style="bold"), line)
 
 
 def _steps(report: Report) -> Group:
@@ -132,29 +137,31 @@ def _steps(report: Report) -> Group:
 def _findings(report: Report) -> Group:
     if not report.findings:
         return Group(Text("Findings", style="bold"), Text("  none: no rule fired"))
-    parts = [Text("Findings (ranked by estimated time recoverable per step)", style="bold")]
+    per = "/step" if report.trace.window["steps"] else " over the trace"
+    unit = "per step" if per == "/step" else "over the trace"
+    parts = [Text(f"Findings (ranked by the time a fix could save {unit})", style="bold")]
     for number, finding in enumerate(report.findings, 1):
         parts.append(Text())
-        parts.append(_finding(number, finding))
+        parts.append(_finding(number, finding, per))
     return Group(*parts)
 
 
-def _finding(number: int, f: Finding) -> Group:
+def _finding(number: int, f: Finding, per: str) -> Group:
     head = Text(f"{number}. ")
     head.append(f"[{f.severity}]", style=SEVERITY_STYLE.get(f.severity, ""))
     head.append(f" {f.id}", style="bold")
     if f.impact_us > 0:
-        head.append(f"  ~{fmt_us(f.impact_us)}/step", style="dim")
+        head.append(f"  ~{fmt_us(f.impact_us)}{per}", style="dim")
     body = [Text(f.title, style="bold"), Text(f.explanation)]
     body.append(Text.assemble(("Try: ", "green"), f.suggestion))
     if f.evidence:
         body.append(Text("Evidence:", style="dim"))
-        body.extend(Padding(_evidence(e), (0, 0, 0, 2)) for e in f.evidence)
+        body.extend(Padding(_hanging("-", _evidence(e)), (0, 0, 0, 2)) for e in f.evidence)
     return Group(head, Padding(Group(*body), (0, 0, 0, 3)))
 
 
 def _evidence(e: Evidence) -> Text:
-    text = Text("- ")
+    text = Text()
     if e.name:
         text.append(short_name(e.name), style="bold")
         text.append(" ")
@@ -175,18 +182,18 @@ def _evidence(e: Evidence) -> Text:
 
 def short_name(name: str, limit: int = 90) -> str:
     """Kernel names without their C++ argument list, cut to `limit` (JSON keeps them whole)."""
-    if name.endswith(")") and "(" in name:
-        name = name[: name.index("(")] if not name.startswith("(") else name
+    cut = name.find("(", 1)
+    if name.endswith(")") and cut > 0 and name[cut - 1] != " ":  # a C++ signature
+        name = name[:cut]
     return name if len(name) <= limit else name[: limit - 3] + "..."
 
 
 def _not_checked(report: Report) -> Group:
     parts = [Text("Not checked", style="bold")]
     for skip in report.not_checked:
-        line = Text("  - ")
-        line.append(skip.id, style="bold")
+        line = Text(skip.id, style="bold")
         line.append(f": {skip.reason}")
         if skip.advice:
-            line.append(f" ({skip.advice})", style="dim")
-        parts.append(line)
+            line.append(f"; {skip.advice}", style="dim")
+        parts.append(Padding(_hanging("-", line), (0, 0, 0, 2)))
     return Group(*parts)

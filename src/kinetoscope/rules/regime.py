@@ -14,6 +14,7 @@ import numpy as np
 
 from ..analysis.metrics import trace_metrics
 from ..analysis.steps import host_activity_mask
+from ..analysis.table import key_averages
 from ..analysis.window import (
     in_window,
     time_by_name,
@@ -62,7 +63,8 @@ def _threshold(config: dict, rule_id: str, key: str) -> float:
 def device_label(trace: Trace) -> str | None:
     """The device(s) that ran work; the file lists every GPU on the host, used or not."""
     used = {ln.device for ln in trace.device_lanes if ln.device is not None}
-    names = [d.name for d in trace.devices if d.name and (d.id in used or not used)]
+    named = [d for d in trace.devices if d.name]
+    names = [d.name for d in named if d.id in used] or [d.name for d in named]
     if not names:
         return None
     if len(set(names)) == 1:
@@ -127,14 +129,16 @@ def _mean_kernel_vs_launch(trace: Trace) -> Evidence | None:
     )
 
 
-def _top_kernels(trace: Trace, device_busy: float, limit: int = 3) -> list[Evidence]:
+def _top_kernels(trace: Trace, limit: int = 3) -> list[Evidence]:
+    """The kernels owning the most time; shares of summed kernel time (streams overlap)."""
     kernels = window_kernels(trace)
+    whole = float(trace.dur[kernels].sum())
     out = []
     for name, total in time_by_name(trace, kernels, trace.dur[kernels])[:limit]:
-        share = total / device_busy if device_busy > 0 else 0.0
+        share = total / whole if whole > 0 else 0.0
         out.append(
             Evidence(
-                f"{fmt_us(total)} ({fmt_pct(share)} of device busy time)",
+                f"{fmt_us(total)} ({fmt_pct(share)} of kernel time)",
                 name=name,
                 value=total,
                 unit="us",
@@ -154,6 +158,17 @@ def overhead_bound(ctx) -> list[Finding]:
     if call.regime != "overhead-bound":
         return []
     evidence = _numbers(call)
+    table = ctx.analysis(key_averages)
+    evidence.append(
+        Evidence(
+            f"Self CPU total {fmt_us(table.self_cpu_total_us)} vs Self device total "
+            f"{fmt_us(table.self_device_total_us)} (the last two lines of "
+            "key_averages().table())",
+            value=table.self_device_total_us / table.self_cpu_total_us
+            if table.self_cpu_total_us > 0
+            else None,
+        )
+    )
     if (launch := _mean_kernel_vs_launch(ctx.trace)) is not None:
         evidence.append(launch)
     return [
@@ -211,7 +226,7 @@ def compute_bound(ctx) -> list[Finding]:
                 "device's peak), lower precision (bf16/fp16, TF32), or fusing memory-bound ops."
             ),
             impact_us=0.0,
-            evidence=_numbers(call) + _top_kernels(ctx.trace, call.device_busy_us),
+            evidence=_numbers(call) + _top_kernels(ctx.trace),
             measured=_measured(call, threshold=call.compute_min_ratio),
         )
     ]

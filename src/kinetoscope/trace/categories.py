@@ -63,8 +63,6 @@ DEVICE_CATS = frozenset({Cat.KERNEL, Cat.MEMCPY, Cat.MEMSET, Cat.GPU_ANNOTATION,
 DEVICE_WORK_CATS = frozenset({Cat.KERNEL, Cat.MEMCPY, Cat.MEMSET})
 #: Host events that nest into the per-thread call tree.
 HOST_TREE_CATS = frozenset({Cat.CPU_OP, Cat.USER_ANNOTATION, Cat.RUNTIME, Cat.DRIVER, Cat.PYTHON})
-#: Host events the profiler's key_averages() table counts.
-TABLE_HOST_CATS = frozenset({Cat.CPU_OP, Cat.USER_ANNOTATION, Cat.RUNTIME, Cat.DRIVER})
 
 
 def normalize_category(raw: str | None, name: str) -> Cat:
@@ -108,5 +106,19 @@ SYNC_NAMES = frozenset(
         "hipDeviceSynchronize",
         "hipStreamSynchronize",
         "hipEventSynchronize",
+    }
+)
+
+#: Names the profiler drops before building its tree and table (`_filter_name`).
+PROFILER_INTERNAL_NAMES = frozenset(
+    {
+        "[memory]",
+        "[OutOfMemory]",
+        "profiler::_record_function_enter",
+        "profiler::_record_function_enter_new",
+        "profiler::_record_function_exit",
+        "aten::is_leaf",
+        "aten::output_nr",
+        "aten::_version",
     }
 )

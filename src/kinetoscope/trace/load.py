@@ -164,6 +164,7 @@ class _Builder:
         self.input_dims: dict[int, str] = {}
         self.input_types: dict[int, str] = {}
         self.flops: dict[int, float] = {}
+        self.copy_bytes: dict[int, int] = {}
         self.flows: list[tuple] = []  # (id, ph, lane, ts)
         self.process_names: dict[Any, str] = {}
         self.thread_names: dict[tuple[Any, Any], str] = {}
@@ -245,6 +246,8 @@ class _Builder:
                 self.input_types[index] = _json_text(args.input_type)
             if args.flops is not None:
                 self.flops[index] = _float(args.flops)
+            if args.copy_bytes is not None:
+                self.copy_bytes[index] = args.copy_bytes
 
     def _metadata(self, ev: Any) -> None:
         args = ev.args
@@ -295,6 +298,7 @@ class _Builder:
             input_dims=self.input_dims,
             input_types=self.input_types,
             flops=self.flops,
+            copy_bytes=self.copy_bytes,
             warnings=warnings,
         )
 

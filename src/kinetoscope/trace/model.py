@@ -15,7 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from .categories import DEVICE_WORK_CATS, HOST_TREE_CATS, LAUNCH_NAMES, Cat
+from .categories import (
+    DEVICE_WORK_CATS,
+    HOST_TREE_CATS,
+    LAUNCH_NAMES,
+    PROFILER_INTERNAL_NAMES,
+    Cat,
+)
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,8 @@ class Trace:
     input_types: dict[int, str]
     flops: dict[int, float]
     warnings: list[str] = field(default_factory=list)
+    #: `bytes` of device copies and memsets, by event index (sparse)
+    copy_bytes: dict[int, int] = field(default_factory=dict)
 
     # ---- basic views -------------------------------------------------
     def __len__(self) -> int:
@@ -232,11 +240,7 @@ class Trace:
 
     @cached_property
     def self_time(self) -> np.ndarray:
-        """Duration minus the durations of direct children (python frames excluded).
-
-        Matches the profiler's Self CPU: an op's self time excludes its child
-        ops and the runtime calls it makes, not the Python frames around it.
-        """
+        """Duration minus the durations of direct children (the profiler's Self CPU)."""
         from .tree import self_times
 
         return self_times(self)
@@ -263,4 +267,10 @@ class Trace:
 
     @cached_property
     def host_tree_mask(self) -> np.ndarray:
-        return self.mask(*HOST_TREE_CATS) & ~self.is_instant & (self.lane_kind == 1)
+        internal = self.name_ids_matching(lambda n: n in PROFILER_INTERNAL_NAMES)
+        return (
+            self.mask(*HOST_TREE_CATS)
+            & ~self.is_instant
+            & (self.lane_kind == 1)
+            & ~np.isin(self.name_id, internal)
+        )

@@ -1,8 +1,10 @@
 """The host call tree, rebuilt from nesting per thread.
 
 Kineto writes no parent pointers for ops; nesting in time on one thread is the
-tree (the profiler's own `_build_tree` does the same). One pass with a stack
-over events sorted by (thread, start, longest first).
+tree. The rule is the profiler's own (`_populate_cpu_children`): sort by
+(start, longest first), and an event is a child of the innermost open event
+that it lies entirely inside; an open event it starts after, or overhangs, is
+closed. Matching it is what lets `table` agree with `key_averages()`.
 """
 
 from __future__ import annotations
@@ -40,24 +42,29 @@ def build_parents(trace: Trace) -> np.ndarray:
             stack_end.clear()
             current_lane = lane
         start = starts[k]
-        while stack_end and start >= stack_end[-1] - _EPS:
+        end = ends[k]
+        while stack_end and (start >= stack_end[-1] or end > stack_end[-1] + _EPS):
             stack_idx.pop()
             stack_end.pop()
         if stack_idx:
             out[k] = stack_idx[-1]
         stack_idx.append(event)
-        stack_end.append(ends[k])
+        stack_end.append(end)
     parent[order] = out
     return parent
 
 
 def self_times(trace: Trace) -> np.ndarray:
-    """Duration minus direct non-Python children (what the profiler calls self time)."""
+    """Duration minus the durations of direct children: the profiler's Self CPU.
+
+    Not clipped at zero, as in the profiler: overlapping Python frames recorded
+    with `with_stack=True` can make it slightly negative.
+    """
     parent = trace.parent
-    child = np.flatnonzero((parent >= 0) & (trace.cat != int(Cat.PYTHON)))
+    child = np.flatnonzero(parent >= 0)
     spent = np.zeros(len(trace), dtype=np.float64)
     np.add.at(spent, parent[child], trace.dur[child])
-    return np.maximum(trace.dur - spent, 0.0)
+    return trace.dur - spent
 
 
 def launching_ops(trace: Trace) -> np.ndarray:

@@ -1,0 +1,77 @@
+"""What `kinetoscope summary` reports: the facts of a trace before any judgement."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..trace import Cat, Trace
+from .metrics import trace_metrics
+from .steps import StepStats, host_activity_mask, step_stats
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A name ranked by time: calls, total time, and share of the relevant total."""
+
+    name: str
+    calls: int
+    total_us: float
+    share: float
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    path: str
+    devices: list[dict]
+    versions: dict
+    window_start_us: float
+    window_dur_us: float
+    steps: list[StepStats]
+    metrics: dict[str, float]
+    top_kernels: list[Ranked]
+    top_host_ops: list[Ranked]
+    warnings: list[str]
+
+
+def _rank(trace: Trace, index: np.ndarray, values: np.ndarray, total: float, top: int):
+    if not len(index):
+        return []
+    ids = trace.name_id[index]
+    sums = np.bincount(ids, weights=values, minlength=len(trace.names))
+    counts = np.bincount(ids, minlength=len(trace.names))
+    best = np.argsort(-sums, kind="stable")[:top]
+    return [
+        Ranked(
+            trace.names[i], int(counts[i]), float(sums[i]), float(sums[i] / total) if total else 0
+        )
+        for i in best
+        if counts[i] > 0
+    ]
+
+
+def summarize(trace: Trace, top: int = 5) -> TraceSummary:
+    """Devices, versions, window, per-step stats, top kernels (device time) and host ops
+    (self time, since totals are dominated by wrappers like module calls)."""
+    kernels = trace.kernels
+    kernel_total = float(trace.dur[kernels].sum())
+    ops = np.flatnonzero(host_activity_mask(trace) & trace.mask(Cat.CPU_OP))
+    self_time = trace.self_time[ops]
+    versions = dict(trace.meta.versions)
+    if trace.meta.kinetoscope:
+        versions.update({k: v for k, v in trace.meta.kinetoscope.items() if k.endswith("version")})
+    steps = step_stats(trace)
+    start = steps[0].start if steps else trace.start_time
+    return TraceSummary(
+        path=trace.path,
+        devices=[d.__dict__ for d in trace.devices],
+        versions=versions,
+        window_start_us=trace.rel(start),
+        window_dur_us=sum(s.dur for s in steps),
+        steps=steps,
+        metrics=trace_metrics(trace),
+        top_kernels=_rank(trace, kernels, trace.dur[kernels], kernel_total, top),
+        top_host_ops=_rank(trace, ops, self_time, float(self_time.sum()), top),
+        warnings=list(trace.warnings),
+    )

@@ -1,0 +1,156 @@
+"""The profiler's `key_averages()` table, rebuilt from the trace file alone.
+
+Rows group events by name and side (host or device) as the profiler does
+(every `ProfilerStep#N` becomes `ProfilerStep*`). Host events (ops,
+annotations, runtime/driver calls, Python frames) carry CPU time: total =
+duration, self = duration minus direct children. Device events are rows of
+their own (self device = duration), and each is also charged to the innermost
+host op that launched it, which is how the profiler fills an op's device
+columns. The closing totals follow `torch.autograd.profiler_util._build_table`:
+Self CPU total sums every row's self CPU; Self device total sums device events
+except GPU-side user annotations (the device copy of a `record_function` or
+step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..trace import Cat, Trace
+from ..trace.categories import DEVICE_CATS
+
+STEP_PREFIX = "ProfilerStep#"
+
+
+@dataclass(frozen=True)
+class TableRow:
+    name: str
+    calls: int
+    self_cpu_us: float
+    cpu_total_us: float
+    self_device_us: float
+    device_total_us: float
+    is_device: bool  # a device event row (kernel, memcpy, ...) rather than a host op
+
+    @property
+    def cpu_avg_us(self) -> float:
+        return self.cpu_total_us / self.calls if self.calls else 0.0
+
+    @property
+    def device_avg_us(self) -> float:
+        return self.device_total_us / self.calls if self.calls else 0.0
+
+
+@dataclass(frozen=True)
+class KeyAverages:
+    rows: list[TableRow]
+    self_cpu_total_us: float
+    self_device_total_us: float
+    has_device: bool
+
+    def row(self, name: str) -> TableRow | None:
+        return next((r for r in self.rows if r.name == name), None)
+
+
+SORT_KEYS = {
+    "self_cpu_time_total": lambda r: r.self_cpu_us,
+    "cpu_time_total": lambda r: r.cpu_total_us,
+    "self_device_time_total": lambda r: r.self_device_us,
+    "device_time_total": lambda r: r.device_total_us,
+    "self_cuda_time_total": lambda r: r.self_device_us,
+    "cuda_time_total": lambda r: r.device_total_us,
+    "count": lambda r: r.calls,
+    "cpu_time": lambda r: r.cpu_avg_us,
+    "device_time": lambda r: r.device_avg_us,
+    "cuda_time": lambda r: r.device_avg_us,
+}
+
+
+def _group_names(trace: Trace) -> tuple[list[str], np.ndarray]:
+    """Row label per interned name: ProfilerStep#N -> ProfilerStep*."""
+    labels = [STEP_PREFIX[:-1] + "*" if n.startswith(STEP_PREFIX) else n for n in trace.names]
+    unique = sorted(set(labels))
+    position = {label: i for i, label in enumerate(unique)}
+    return unique, np.array([position[label] for label in labels] or [0], dtype=np.int64)
+
+
+def key_averages(trace: Trace, sort_by: str = "self_cpu_time_total") -> KeyAverages:
+    """All rows, sorted descending by `sort_by` (a profiler sort key)."""
+    names, group_of_name = _group_names(trace)
+    # the profiler keys rows by (name, device type): a kernel-side copy of a
+    # step annotation is its own row, apart from the host ProfilerStep* row
+    labels = [n for n in names for _side in (0, 1)]
+    n_groups = len(labels)
+    on_device = (trace.lane_kind == 2).astype(np.int64)
+    group = group_of_name[trace.name_id] * 2 + on_device if len(trace) else np.zeros(0, np.int64)
+
+    host = np.flatnonzero(trace.host_tree_mask)
+    device = np.flatnonzero(trace.mask(*DEVICE_CATS) & (trace.lane_kind == 2))
+    counted_device = device[trace.cat[device] != int(Cat.GPU_ANNOTATION)]
+
+    def per_group(index: np.ndarray, values: np.ndarray) -> np.ndarray:
+        return np.bincount(group[index], weights=values, minlength=n_groups).astype(np.float64)
+
+    calls = np.bincount(group[host], minlength=n_groups) + np.bincount(
+        group[device], minlength=n_groups
+    )
+    self_cpu = per_group(host, trace.self_time[host])
+    cpu_total = per_group(host, trace.dur[host])
+    self_device = per_group(device, trace.dur[device])
+    device_total = self_device.copy()
+
+    # charge each device event to the op that launched it, and to that op's ancestors
+    launched_by = trace.op_of[device]
+    linked = launched_by >= 0
+    dev_linked = device[linked]
+    owners = launched_by[linked]
+    self_device += _sum_by_group(group, owners, trace.dur[dev_linked], n_groups)
+    device_total += _charge_ancestors(trace, group, owners, trace.dur[dev_linked], n_groups)
+
+    is_device_group = np.arange(n_groups) % 2 == 1
+    rows = [
+        TableRow(
+            name=labels[g],
+            calls=int(calls[g]),
+            self_cpu_us=float(self_cpu[g]),
+            cpu_total_us=float(cpu_total[g]),
+            self_device_us=float(self_device[g]),
+            device_total_us=float(device_total[g]),
+            is_device=bool(is_device_group[g]),
+        )
+        for g in np.flatnonzero(calls > 0)
+    ]
+    key = SORT_KEYS[sort_by]
+    rows.sort(key=lambda r: (-key(r), r.name))
+    return KeyAverages(
+        rows=rows,
+        self_cpu_total_us=float(trace.self_time[host].sum()),
+        self_device_total_us=float(trace.dur[counted_device].sum()),
+        has_device=len(device) > 0,
+    )
+
+
+def _sum_by_group(group: np.ndarray, index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    return np.bincount(group[index], weights=values, minlength=n) if len(index) else np.zeros(n)
+
+
+def _charge_ancestors(trace, group, owners, durations, n_groups) -> np.ndarray:
+    """Device total of a row: device time launched inside any of its events.
+
+    Walks each launching op up the host tree; an ancestor with the same row
+    name is charged once per device event, as the profiler's totals are summed
+    per event.
+    """
+    totals = np.zeros(n_groups)
+    parent = trace.parent
+    current = owners.copy()
+    for _ in range(512):
+        alive = current >= 0
+        if not alive.any():
+            break
+        idx = current[alive]
+        np.add.at(totals, group[idx], durations[alive])
+        current[alive] = parent[idx]
+    return totals

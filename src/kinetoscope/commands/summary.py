@@ -1,0 +1,30 @@
+"""`kinetoscope summary TRACE`: the facts of a trace, before any judgement."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from ..analysis.summary import summarize
+from ..errors import UsageError
+from ..report.summary_view import render_summary, summary_data
+from ..trace import load
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def summary(
+        trace_path: Path = typer.Argument(..., metavar="TRACE", help="Kineto trace file."),
+        fmt: str = typer.Option("text", "--format", help="text or json."),
+    ) -> None:
+        """Devices, versions, window, steps (host/device busy), top kernels and host ops."""
+        if fmt not in ("text", "json"):
+            raise UsageError(f"unknown --format {fmt!r}; choose text or json")
+        result = summarize(load(trace_path))
+        if fmt == "json":
+            typer.echo(json.dumps(summary_data(result), indent=2, default=str))
+            return
+        render_summary(result, Console(width=100 if not Console().is_terminal else None))

@@ -1,0 +1,132 @@
+"""Render a `TraceSummary` as rich text or JSON data."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from ..analysis.summary import Ranked, TraceSummary
+from .units import format_bytes, format_time
+
+_NAME_WIDTH = 60
+
+
+def summary_data(summary: TraceSummary) -> dict[str, Any]:
+    data = asdict(summary)
+    data["steps"] = [
+        {
+            "step": s.number,
+            "start_us": s.start,
+            "dur_us": s.dur,
+            "host_busy_us": s.host_busy_us,
+            "device_busy_us": s.device_busy_us,
+            "host_ratio": s.host_ratio,
+            "device_ratio": s.device_ratio,
+            "kernels": s.kernels,
+            "launches": s.launches,
+        }
+        for s in summary.steps
+    ]
+    return data
+
+
+def _device_line(device: dict) -> str:
+    parts = [device["name"] or "unknown"]
+    extra = []
+    if device.get("sm_count"):
+        extra.append(f"{device['sm_count']} {'CUs' if device.get('vendor') == 'AMD' else 'SMs'}")
+    if device.get("memory_bytes"):
+        extra.append(format_bytes(device["memory_bytes"]))
+    if device.get("compute_capability"):
+        extra.append(f"compute {device['compute_capability']}")
+    if extra:
+        parts.append(f"({', '.join(extra)})")
+    return " ".join(parts)
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= _NAME_WIDTH else name[: _NAME_WIDTH - 1] + "…"
+
+
+def _ranked_table(title: str, rows: list[Ranked], share_label: str) -> Table:
+    table = Table(title=title, title_justify="left", expand=False, show_edge=False)
+    table.add_column("name", overflow="fold", max_width=_NAME_WIDTH)
+    table.add_column("calls", justify="right")
+    table.add_column("time", justify="right")
+    table.add_column(share_label, justify="right")
+    for r in rows:
+        table.add_row(
+            _short(r.name), str(r.calls), format_time(r.total_us), f"{100 * r.share:.1f}%"
+        )
+    return table
+
+
+def render_summary(summary: TraceSummary, console: Console) -> None:
+    head = Text()
+    head.append("trace    ", style="bold")
+    head.append(summary.path + "\n")
+    devices = summary.devices
+    head.append("device   ", style="bold")
+    if devices:
+        names = {_device_line(d) for d in devices}
+        head.append("; ".join(sorted(names)) + (f"  x{len(devices)}" if len(devices) > 1 else ""))
+    else:
+        head.append("none recorded (host-only trace)" if not summary.top_kernels else "unnamed")
+    head.append("\n")
+    if summary.versions:
+        head.append("versions ", style="bold")
+        head.append(", ".join(f"{k}={v}" for k, v in summary.versions.items()) + "\n")
+    m = summary.metrics
+    n_steps = int(m["steps"])
+    head.append("window   ", style="bold")
+    head.append(
+        f"{n_steps} step(s), {format_time(summary.window_dur_us)}, from "
+        f"{format_time(summary.window_start_us)} after trace start"
+        if n_steps
+        else f"no ProfilerStep#N: whole trace, {format_time(summary.window_dur_us)}"
+    )
+    head.append("\n")
+    head.append("busy     ", style="bold")
+    head.append(
+        f"host {format_time(m['host_time_us'])} ({100 * m['host_busy_ratio']:.1f}%), "
+        f"device {format_time(m['device_busy_us'])} ({100 * m['device_busy_ratio']:.1f}%) "
+        "of the window"
+    )
+    steps = Table(title="steps", title_justify="left", show_edge=False)
+    for col in (
+        "step",
+        "start",
+        "duration",
+        "host busy",
+        "device busy",
+        "device %",
+        "kernels",
+        "launches",
+    ):
+        steps.add_column(col, justify="right")
+    for s in summary.steps:
+        steps.add_row(
+            s.label,
+            format_time(s.start - summary.steps[0].start + summary.window_start_us),
+            format_time(s.dur),
+            format_time(s.host_busy_us),
+            format_time(s.device_busy_us),
+            f"{100 * s.device_ratio:.1f}%",
+            str(s.kernels),
+            str(s.launches),
+        )
+    parts = [head, Text(), steps]
+    if summary.top_kernels:
+        parts += [
+            Text(),
+            _ranked_table("top kernels (device time)", summary.top_kernels, "of kernels"),
+        ]
+    if summary.top_host_ops:
+        parts += [Text(), _ranked_table("top host ops (self time)", summary.top_host_ops, "of ops")]
+    for warning in summary.warnings:
+        parts.append(Text(f"warning: {warning}", style="yellow"))
+    console.print(Group(*parts))

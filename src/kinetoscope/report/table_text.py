@@ -1,0 +1,58 @@
+"""Render `KeyAverages` like `torch.profiler`'s `key_averages().table()`.
+
+Same columns, units and closing lines, so the output can be read and diffed
+next to the `.txt` a profiling run exported.
+"""
+
+from __future__ import annotations
+
+from ..analysis.table import KeyAverages, TableRow
+from .units import format_percent, format_time
+
+_NAME_WIDTH = 55
+
+
+def _shorten(name: str) -> str:
+    return name if len(name) < _NAME_WIDTH - 3 else name[: _NAME_WIDTH - 3] + "..."
+
+
+def render_table(table: KeyAverages, row_limit: int = 100) -> str:
+    rows = table.rows if row_limit < 0 else table.rows[:row_limit]
+    cpu_total = table.self_cpu_total_us
+    dev_total = table.self_device_total_us
+    headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
+    if table.has_device:
+        headers += ["Self device", "Self device %", "device total", "device time avg"]
+    headers.append("# of Calls")
+
+    def cells(r: TableRow) -> list[str]:
+        out = [
+            _shorten(r.name),
+            format_percent(r.self_cpu_us, cpu_total),
+            format_time(r.self_cpu_us),
+            format_percent(r.cpu_total_us, cpu_total),
+            format_time(r.cpu_total_us),
+            format_time(r.cpu_avg_us),
+        ]
+        if table.has_device:
+            out += [
+                format_time(r.self_device_us),
+                format_percent(r.self_device_us, dev_total),
+                format_time(r.device_total_us),
+                format_time(r.device_avg_us),
+            ]
+        out.append(str(r.calls))
+        return out
+
+    body = [cells(r) for r in rows]
+    widths = [max([len(h)] + [len(row[i]) for row in body]) + 2 for i, h in enumerate(headers)]
+    rule = "  ".join("-" * w for w in widths)
+
+    def line(values: list[str]) -> str:
+        return "  ".join(v.rjust(w) for v, w in zip(values, widths, strict=True))
+
+    lines = [rule, line(headers), rule, *(line(v) for v in body), rule]
+    lines.append(f"Self CPU time total: {format_time(cpu_total)}")
+    if table.has_device:
+        lines.append(f"Self CUDA time total: {format_time(dev_total)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,77 @@
+"""Every kind of bad input reaches the user as one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+
+import pytest
+
+GOOD_EVENT = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 2}
+
+
+def _truncated_without_any_event() -> bytes:
+    return b'{"schemaVersion": 1, "traceEvents": [{"ph": "X", "na'
+
+
+BAD_INPUTS = {
+    "empty": b"",
+    "whitespace": b"  \n ",
+    "json_list": json.dumps([GOOD_EVENT]).encode(),
+    "not_kineto_object": b'{"displayTimeUnit": "ms"}',
+    "chrome_trace_not_pytorch": json.dumps(
+        {
+            "traceEvents": [
+                {"ph": "X", "cat": "blink", "name": "Paint", "pid": 1, "tid": 1, "ts": 1, "dur": 2}
+            ]
+        }
+    ).encode(),
+    "no_events": b'{"traceEvents": []}',
+    "only_metadata": b'{"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0,'
+    b' "args": {"name": "python"}}]}',
+    "binary_garbage": bytes(range(256)),
+    "truncated_before_any_event": _truncated_without_any_event(),
+    "corrupt_gzip": b"\x1f\x8b\x08\x00" + b"\xff" * 64,
+    "gzip_of_garbage": gzip.compress(b"not json at all"),
+}
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "kinetoscope", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def _assert_one_line_exit_2(done: subprocess.CompletedProcess, path) -> None:
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert str(path) in lines[0]
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_INPUTS))
+@pytest.mark.parametrize("verb", ["summary", "table"])
+def test_bad_file_is_one_line_and_exit_2(tmp_path, kind, verb):
+    path = tmp_path / f"{kind}.json"
+    path.write_bytes(BAD_INPUTS[kind])
+    before = path.read_bytes()
+    _assert_one_line_exit_2(_run(verb, str(path)), path)
+    assert path.read_bytes() == before
+
+
+def test_missing_file_and_directory(tmp_path):
+    _assert_one_line_exit_2(_run("summary", str(tmp_path / "missing.json")), tmp_path)
+    _assert_one_line_exit_2(_run("table", str(tmp_path)), tmp_path)
+
+
+def test_truncated_file_warns_and_still_reports(tmp_path):
+    events = [dict(GOOD_EVENT, ts=i * 10, name=f"aten::op{i % 7}") for i in range(300)]
+    data = json.dumps({"traceEvents": events}).encode()
+    path = tmp_path / "cut.json"
+    path.write_bytes(data[: len(data) * 2 // 3])
+    done = _run("summary", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "truncated" in done.stdout + done.stderr
