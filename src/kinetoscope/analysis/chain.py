@@ -20,6 +20,7 @@ from ..errors import UsageError
 from ..trace import Cat, Trace
 from ..trace.steps import STEP_RE
 from ..trace.tree import ancestors
+from .kernel_names import decode
 from .stepmap import device_steps
 
 
@@ -41,13 +42,13 @@ def chain_of(trace: Trace, device_index: int) -> list[int]:
 
 
 def chain_text(trace: Trace, device_index: int, skip_python: bool = True) -> str:
-    """`ProfilerStep#2 > aten::linear > aten::addmm > cudaLaunchKernel > <kernel>`."""
+    """`ProfilerStep#2 > aten::linear > aten::addmm > cudaLaunchKernel > <kernel short name>`."""
     names = [
         trace.name(i)
         for i in chain_of(trace, device_index)
         if not (skip_python and trace.cat[i] == int(Cat.PYTHON))
     ]
-    return " > ".join([*names, trace.name(device_index)])
+    return " > ".join([*names, decode(trace.name(device_index)).short])
 
 
 def _compile(pattern: str | None, what: str) -> re.Pattern | None:

@@ -29,6 +29,7 @@ GRAPH_CALL_RE = re.compile(r"^## Call CompiledFxGraph (\S+) ##$")
 CACHE_LOOKUP = "TorchDynamo Cache Lookup"
 AOT_PROLOGUE = "AOTDispatcher Runtime Wrapper Prologue"
 PREGRAPH = "Pregraph bytecode"
+COMPILED_FUNCTION = "CompiledFunction"
 COMPILE_OPS = frozenset(
     {
         "dynamo",
@@ -45,6 +46,7 @@ COMPILE_OPS = frozenset(
     }
 )
 COMPILE_DATA_RE = re.compile(r"_data: .*compile_id=")
+COMPILE_ID_RE = re.compile(r"compile_id=(\d+/\d+)")
 PY_COMPILE_RE = re.compile(
     r"torch/_(?:dynamo|inductor|functorch)/\S+\(\d+\): "
     r"(?:_compile|compile_inner|_compile_inner|compile_fx|compile_fx_inner|fx_codegen_and_compile"
@@ -69,11 +71,19 @@ class RegionCall:
     lookup_us: float
     prologue_us: float  # AOTDispatcher prologue + pregraph bytecode inside the region
     ops_us: float  # host time of what the compiled graph ran (children of the graph call)
+    #: time of region calls (and their guard checks) nested inside this one: after a graph
+    #: break, the resumed frame's region runs inside the calling frame's region
+    nested_us: float = 0.0
+    work_end: float = 0.0  # end of the compiled work (graph call) inside the region
+
+    @property
+    def end(self) -> float:
+        return self.ts + self.dur
 
     @property
     def wrapper_us(self) -> float:
         """CPU spent in the compiled wrapper stack rather than in the ops it runs."""
-        return self.lookup_us + max(self.dur - self.ops_us, 0.0)
+        return self.lookup_us + max(self.dur - self.ops_us - self.nested_us, 0.0)
 
 
 class _ChildFinder:
@@ -120,18 +130,26 @@ def region_calls(trace: Trace) -> list[RegionCall]:
     for k, r in enumerate(regions.tolist()):
         m = region_ids[int(trace.name_id[r])]
         kids = children(r)
-        graph_call, graph_hash, prologue, ops = -1, None, 0.0, 0.0
+        graph_call, graph_hash, prologue, ops, nested = -1, None, 0.0, 0.0, 0.0
+        work_end = float(trace.ts[r])
         for c in kids.tolist():
             name = trace.name(c)
             gm = GRAPH_CALL_RE.match(name)
             if gm and graph_call < 0:
                 graph_call, graph_hash = c, gm.group(1)
+                work_end = float(trace.end[c])
             elif name in (AOT_PROLOGUE, PREGRAPH):
                 prologue += float(trace.dur[c])
+            elif name == CACHE_LOOKUP or int(trace.name_id[c]) in region_ids:
+                nested += float(trace.dur[c])
+            elif name == COMPILED_FUNCTION and graph_call < 0:
+                work_end = max(work_end, float(trace.end[c]))
         if graph_call >= 0:
-            ops = float(trace.dur[children(graph_call)].sum())
+            inner = children(graph_call)
+            # Inductor's CPU code runs its C++ kernels inline: no child ops, the call is the work
+            ops = float(trace.dur[inner].sum()) if len(inner) else float(trace.dur[graph_call])
         else:  # no Inductor graph call (other backends): everything inside is the work
-            ops = float(trace.dur[kids].sum()) - prologue
+            ops = float(trace.dur[kids].sum()) - prologue - nested
         # the guard check is the lookup on the same thread that ended last before the region
         lookup, lookup_us = -1, 0.0
         same = lookups[trace.lane[lookups] == trace.lane[r]]
@@ -154,9 +172,46 @@ def region_calls(trace: Trace) -> list[RegionCall]:
                 lookup_us=lookup_us,
                 prologue_us=prologue,
                 ops_us=max(ops, 0.0),
+                nested_us=nested,
+                work_end=work_end,
             )
         )
     return out
+
+
+#: host events that are torch.compile's own machinery, not the user's eager code
+WRAPPER_NAMES = frozenset({CACHE_LOOKUP, AOT_PROLOGUE, PREGRAPH, COMPILED_FUNCTION})
+
+
+def eager_between(trace: Trace, a: RegionCall, b: RegionCall) -> tuple[float, list[int]]:
+    """Where the eager code between two region calls starts, and its outermost ops.
+
+    After a graph break the resumed frame's region may run inside the first
+    region (called from its bytecode); the eager code then sits between the
+    first region's compiled work and the second region.
+    """
+    lo = a.end if b.ts >= a.end else a.work_end
+    hi = b.ts
+    if b.cache_lookup >= 0 and trace.ts[b.cache_lookup] >= lo:
+        hi = float(trace.ts[b.cache_lookup])
+    lane = trace.lane[a.index]
+    idx = trace.events_in(lo, hi, trace.mask(Cat.CPU_OP) & (trace.lane == lane))
+    idx = idx[trace.end[idx] <= hi + 1e-3]
+    keep = []
+    for i in idx.tolist():
+        name = trace.name(i)
+        if name in WRAPPER_NAMES or REGION_RE.match(name) or _is_compile_name(name):
+            continue
+        p = int(trace.parent[i])
+        nested = False
+        while p >= 0:
+            if trace.ts[p] >= lo and trace.end[p] <= hi + 1e-3 and trace.cat[p] != int(Cat.PYTHON):
+                nested = True  # counted with (or excluded as) its ancestor inside the gap
+                break
+            p = int(trace.parent[p])
+        if not nested:
+            keep.append(i)
+    return lo, keep
 
 
 def cache_lookups(trace: Trace) -> np.ndarray:
@@ -198,3 +253,13 @@ def compile_events(trace: Trace) -> np.ndarray:
             outer.append(i)
     out = np.array(outer, dtype=np.int64)
     return out[np.argsort(trace.ts[out], kind="stable")]
+
+
+def compile_id_of(trace: Trace, index: int) -> str | None:
+    """`K/M` of a compilation event, from the `..._data: compile_id=K/M` annotation inside it."""
+    inner = trace.events_in(trace.ts[index], trace.end[index], trace.lane == trace.lane[index])
+    for j in inner[:400].tolist():
+        m = COMPILE_ID_RE.search(trace.name(j))
+        if m:
+            return m.group(1)
+    return None

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..trace import Cat, Trace
+from ..trace import Trace
 from .stepmap import device_steps
 from .steps import windows
 
@@ -30,9 +30,13 @@ def buffer_requests(trace: Trace) -> np.ndarray:
 
 @dataclass(frozen=True)
 class LaunchLatency:
-    """Per linked device event: launch call start -> device start."""
+    """Per launch call: its start -> the start of the first device work it enqueued.
 
-    device: np.ndarray  # device event indices, in launch order
+    A graph launch (cudaGraphLaunch/hipGraphLaunch) enqueues many kernels at
+    once; only its first kernel measures the launch, the rest wait on each other.
+    """
+
+    device: np.ndarray  # first device event of each launch, in launch order
     launch: np.ndarray  # host launch call indices
     latency: np.ndarray  # us
     queue_depth: np.ndarray  # device events launched earlier and not finished at launch time
@@ -43,14 +47,20 @@ class LaunchLatency:
 
 def launch_latency(trace: Trace) -> LaunchLatency:
     work = np.flatnonzero(trace.device_work & (trace.launch_of >= 0))
-    launch = trace.launch_of[work]
+    work = work[np.argsort(trace.ts[work], kind="stable")]
+    launch_all = trace.launch_of[work]
+    # outstanding at time t = launched before t - finished by t (a finish implies a launch)
+    launch_ts_all = np.sort(trace.ts[launch_all])
+    ends = np.sort(trace.end[work])
+    _, first = np.unique(launch_all, return_index=True)  # earliest device event per launch
+    work, launch = work[first], launch_all[first]
     order = np.argsort(trace.ts[launch], kind="stable")
     work, launch = work[order], launch[order]
     launch_ts = trace.ts[launch]
     latency = trace.ts[work] - launch_ts
-    # outstanding at time t = launched before t - finished by t (a finish implies a launch)
-    ends = np.sort(trace.end[work])
-    depth = np.arange(len(work)) - np.searchsorted(ends, launch_ts, side="right")
+    depth = np.searchsorted(launch_ts_all, launch_ts, side="left") - np.searchsorted(
+        ends, launch_ts, side="right"
+    )
     return LaunchLatency(work, launch, latency, np.maximum(depth, 0))
 
 
@@ -68,39 +78,42 @@ class Gap:
 
 
 def kernel_gaps(trace: Trace) -> dict[int | None, list[Gap]]:
-    """Idle gaps between consecutive device work of each step (all streams merged)."""
+    """Idle gaps of the whole device (all streams merged) between two pieces of work of one step.
+
+    Busy time is the union over every stream, so a kernel still running on
+    another stream (an NCCL collective launched in the previous step) closes a
+    gap. A gap belongs to a step when the work on both sides was launched in it.
+    """
     work = np.flatnonzero(trace.device_work)
-    out: dict[int | None, list[Gap]] = {}
-    if not len(work):
+    out: dict[int | None, list[Gap]] = {number: [] for number, *_ in windows(trace)}
+    if len(work) < 2:
         return out
+    work = work[np.argsort(trace.ts[work], kind="stable")]
     steps = device_steps(trace, work) if trace.steps else np.full(len(work), -1)
-    for number, _index, _start, _end in windows(trace):
-        key = -1 if number is None else number
-        sel = work[steps == key]
-        if len(sel) < 2:
-            out[number] = []
+    starts, ends = trace.ts[work], trace.end[work]
+    run_end = np.maximum.accumulate(ends)
+    # the event holding the running maximum end: what the device was busy with before the gap
+    holder = np.zeros(len(work), dtype=np.int64)
+    best = 0
+    for k, end in enumerate(ends.tolist()):
+        if end >= ends[best]:
+            best = k
+        holder[k] = best
+    gap = starts[1:] - run_end[:-1]
+    for k in np.flatnonzero(gap > _MIN_GAP_US).tolist():
+        step = int(steps[k + 1])
+        if step != int(steps[holder[k]]) or (trace.steps and step < 0):
             continue
-        sel = sel[np.argsort(trace.ts[sel], kind="stable")]
-        starts, ends = trace.ts[sel], trace.end[sel]
-        run_end = np.maximum.accumulate(ends)
-        # who holds the running maximum end (the event the device was busy with)
-        holder = np.zeros(len(sel), dtype=np.int64)
-        best = 0
-        for k in range(len(sel)):
-            if ends[k] >= ends[best]:
-                best = k
-            holder[k] = best
-        gap = starts[1:] - run_end[:-1]
-        out[number] = [
+        number = None if step < 0 else step
+        out.setdefault(number, []).append(
             Gap(
                 number,
                 float(run_end[k]),
                 float(starts[k + 1]),
-                int(sel[holder[k]]),
-                int(sel[k + 1]),
+                int(work[holder[k]]),
+                int(work[k + 1]),
             )
-            for k in np.flatnonzero(gap > _MIN_GAP_US).tolist()
-        ]
+        )
     return out
 
 
@@ -152,7 +165,3 @@ def device_time_by_name(trace: Trace) -> list[tuple[int, float, int]]:
     used = np.flatnonzero(calls)
     used = used[np.argsort(-total[used], kind="stable")]
     return [(int(i), float(total[i]), int(calls[i])) for i in used]
-
-
-def is_kernel(trace: Trace, index: int) -> bool:
-    return int(trace.cat[index]) == int(Cat.KERNEL)

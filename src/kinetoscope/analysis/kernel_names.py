@@ -117,10 +117,14 @@ _GENERIC_WRAPPERS = {
     "TensorListMetadata",
     "TensorListScalarListMetadata",
     "OpaqueType",
+    "Array",  # at::detail::Array<char*, N>: the kernel's data pointers, not its op
+    "AUnaryFunctor",  # binary ops with one scalar operand wrap the real functor
+    "BUnaryFunctor",
+    "BinaryFunctor",
 }
 _BUILTIN_TYPES = re.compile(
     r"^(?:(?:unsigned|signed|const|long|short)\s+)*"
-    r"(?:float|double|int|long|char|bool|short|unsigned|half|c10::\w+|__\w+|at::\w+::\w+)$"
+    r"(?:(?:float|double|int|long|char|bool|short|unsigned|half)[1-4]?|c10::\w+|__\w+|at::\w+::\w+)$"
 )
 
 
@@ -128,6 +132,7 @@ def _functor(text: str, depth: int = 0) -> str | None:
     """The op a templated ATen kernel applies, e.g. `CUDAFunctor_add` or `GeluCUDAKernelImpl`."""
     if depth > 3:
         return None
+    text = text.replace("(anonymous namespace)::", "")
     for arg in _template_args(text):
         if (
             re.fullmatch(r"[-\d\s]+[lu]*", arg)
@@ -513,6 +518,30 @@ def _decode_xmma(name: str) -> KernelName:
     )
 
 
+_TRTLLM_GEN_RE = re.compile(r"^(bmm|gemm)_\w*?_t(\d+x\d+x\d+)\w*?_s(\d+)_\w*?_m(\d+x\d+x\d+)_")
+
+
+def _decode_trtllm_gen(name: str, m: re.Match) -> KernelName:
+    """TensorRT-LLM's generated GEMMs (trtllm-gen, shipped in FlashInfer):
+    `bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_..._TN_..._sm100f`."""
+    tokens = _tokens(name)
+    lm = re.search(r"_([TN]{2})_", name)
+    return KernelName(
+        raw=name,
+        short=name,
+        family="TensorRT-LLM:gemm",
+        library="TensorRT-LLM",
+        kind="gemm",
+        arch=_arch(name),
+        dtype=_dtype_from_tokens(tokens[1:3]),
+        mma=m.group(4),
+        tile=m.group(2),
+        stages=int(m.group(3)),
+        layout=lm.group(1).lower() if lm else None,
+        epilogue=_epilogue(tokens),
+    )
+
+
 def _decode_prefixed_blas(name: str, library: str, kind: str) -> KernelName:
     """`ampere_sgemm_128x64_tn`, `cudnn_volta_scudnn_128x64_relu_small_nn_v1`, `nvjet_tst_...`."""
     low = name.lower()
@@ -622,6 +651,9 @@ def decode(name: str) -> KernelName:
         "nvjet"
     ):
         return _decode_prefixed_blas(name, "cuBLAS", "gemm")
+    m = _TRTLLM_GEN_RE.match(name)
+    if m:
+        return _decode_trtllm_gen(name, m)
     if re.search(r"(?:^|_)scudnn", low):
         kind = "conv"
         return _decode_prefixed_blas(name, "cuDNN", kind)

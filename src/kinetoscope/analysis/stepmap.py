@@ -33,3 +33,15 @@ def device_steps(trace: Trace, indices: np.ndarray) -> np.ndarray:
 
 def step_or_none(value: int) -> int | None:
     return None if value < 0 else int(value)
+
+
+def step_count(trace: Trace) -> int:
+    """Steps in the trace, 1 without ProfilerSteps: the divisor of every per-step impact."""
+    return max(len(trace.steps), 1)
+
+
+def mean_step_us(trace: Trace) -> float:
+    """Mean step duration (the whole trace without steps): no per-step impact can exceed it."""
+    if trace.steps:
+        return float(np.mean([s.dur for s in trace.steps]))
+    return trace.end_time - trace.start_time

@@ -2,30 +2,22 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 
 import numpy as np
 
-from ..analysis.compile import cache_lookups, compile_events, region_calls
-from ..analysis.dispatch import op_work
+from ..analysis.compile import (
+    cache_lookups,
+    compile_events,
+    compile_id_of,
+    eager_between,
+    region_calls,
+)
+from ..analysis.dispatch import instances, op_work
 from ..analysis.kernel_names import decode
-from ..analysis.stepmap import step_numbers, step_or_none
+from ..analysis.stepmap import mean_step_us, step_count, step_numbers, step_or_none
 from ..analysis.steps import step_stats
-from ..trace import Cat
 from .base import Evidence, Finding, NotChecked, rule
-
-COMPILE_ID_RE = re.compile(r"compile_id=(\d+/\d+)")
-
-
-def _n_steps(trace) -> int:
-    return max(len(trace.steps), 1)
-
-
-def _window_per_step(trace) -> float:
-    if trace.steps:
-        return float(np.mean([s.dur for s in trace.steps]))
-    return trace.end_time - trace.start_time
 
 
 def _regions(ctx):
@@ -47,14 +39,20 @@ def _step_label(step: int | None) -> str:
 def compiled_region(ctx) -> list[Finding]:
     trace = ctx.trace
     calls = _regions(ctx)
+    # AOTAutograd's autograd.Function: the compiled forward (inside the region; the only
+    # marker in torch 2.0 traces) and the compiled backward, which autograd runs later
+    forward = instances(trace, ["CompiledFunction"])
+    backward = instances(trace, ["CompiledFunctionBackward"])
     if not calls:
-        return []
+        if not len(forward) and not len(backward):
+            return []
+        return [_compiled_function_only(trace, forward, backward)]
     per_step = _by_step(calls)
     labels = Counter(c.label or "(unnumbered)" for c in calls)
     evidence = []
     for step, members in list(per_step.items())[:6]:
         distinct = sorted({c.label or "(unnumbered)" for c in members})
-        cpu = sum(c.dur + c.lookup_us for c in members)
+        cpu = sum(c.dur - c.nested_us + c.lookup_us for c in members)  # nested counted once
         evidence.append(
             Evidence(
                 f"{_step_label(step)}: {len(members)} region call(s) of {', '.join(distinct)}, "
@@ -78,8 +76,22 @@ def compiled_region(ctx) -> list[Finding]:
                     step=c.step,
                 )
             )
+    if len(backward):
+        first = int(backward[0])
+        evidence.append(
+            Evidence(
+                f"{len(backward)} CompiledFunctionBackward call(s): the compiled backward graph, "
+                f"{float(trace.dur[backward].sum()):.1f} us CPU",
+                name="CompiledFunctionBackward",
+                ts_us=trace.rel(trace.ts[first]),
+                dur_us=float(trace.dur[first]),
+                step=step_or_none(int(step_numbers(trace, trace.ts[[first]])[0])),
+                value=float(len(backward)),
+                unit="calls",
+            )
+        )
     most = max(len(m) for m in per_step.values())
-    distinct_max = max(len({c.label for c in m}) for m in per_step.values())
+    distinct_max = max(len({c.frame for c in m}) for m in per_step.values())
     return [
         Finding(
             id="compiled-region",
@@ -93,7 +105,7 @@ def compiled_region(ctx) -> list[Finding]:
                 "the Python frame Dynamo compiled, M which compilation of it. Inside, "
                 "'## Call CompiledFxGraph ##' is the Inductor graph and its kernels."
                 + (
-                    " Several distinct regions in one step usually mean graph breaks."
+                    " Several compiled frames in one step usually mean graph breaks."
                     if distinct_max > 1
                     else f" At most {most} call(s) of one region per step: no sign of graph breaks."
                 )
@@ -109,21 +121,39 @@ def compiled_region(ctx) -> list[Finding]:
     ]
 
 
-def _eager_ops_between(trace, a, b) -> list[int]:
-    """Top-level host ops on region a's thread between the end of a and the start of b."""
-    start, end = a.ts + a.dur, b.ts
-    idx = trace.events_in(start, end, trace.mask(Cat.CPU_OP) & (trace.lane == trace.lane[a.index]))
-    idx = idx[trace.end[idx] <= end + 1e-3]
-    names = {"TorchDynamo Cache Lookup"}
-    keep = []
-    for i in idx.tolist():
-        p = int(trace.parent[i])
-        while p >= 0 and trace.cat[p] == int(Cat.PYTHON):
-            p = int(trace.parent[p])
-        if trace.name(i) in names or (p >= 0 and trace.ts[p] >= start):
-            continue
-        keep.append(i)
-    return keep
+def _compiled_function_only(trace, forward, backward) -> Finding:
+    """Older traces (torch 2.0) mark compiled code only with AOTAutograd's CompiledFunction."""
+    evidence = []
+    for name, idx in (("CompiledFunction", forward), ("CompiledFunctionBackward", backward)):
+        if len(idx):
+            first = int(idx[0])
+            evidence.append(
+                Evidence(
+                    f"{len(idx)} {name} call(s), {float(trace.dur[idx].sum()):.1f} us CPU",
+                    name=name,
+                    ts_us=trace.rel(trace.ts[first]),
+                    dur_us=float(trace.dur[first]),
+                    step=step_or_none(int(step_numbers(trace, trace.ts[[first]])[0])),
+                    value=float(len(idx)),
+                    unit="calls",
+                )
+            )
+    return Finding(
+        id="compiled-region",
+        severity="info",
+        title=f"compiled code ran: {len(forward)} CompiledFunction, "
+        f"{len(backward)} CompiledFunctionBackward call(s)",
+        explanation=(
+            "CompiledFunction is the autograd.Function AOTAutograd wraps around a graph compiled "
+            "by torch.compile (CompiledFunctionBackward its backward). This trace has no "
+            "'Torch-Compiled Region' rows (recorded with torch 2.0, or outside Dynamo), so regions "
+            "and graph breaks cannot be told apart."
+        ),
+        suggestion="Record with a recent torch to see the regions, guard checks and graph hashes.",
+        impact_us=0.0,
+        evidence=evidence,
+        measured={"forward_calls": int(len(forward)), "backward_calls": int(len(backward))},
+    )
 
 
 @rule(
@@ -147,11 +177,19 @@ def graph_break(ctx) -> list[Finding]:
             hits.append((step, members, frames))
     if not hits:
         return []
+    # the frame resumed after a break is called from the broken frame's code, so its region
+    # runs inside the caller's; separately compiled functions run one after the other
+    resumed = sum(
+        1
+        for _, members, _ in hits
+        for a, b in zip(members, members[1:], strict=False)
+        if a.frame != b.frame and b.ts < a.end
+    )
+    extra_us = sum(
+        c.wrapper_us for _, members, _ in hits for c in members if c.frame != members[0].frame
+    )
     evidence = []
-    extra_us = 0.0
     for step, members, frames in hits[:3]:
-        first_frame = members[0].frame
-        extra_us += sum(c.wrapper_us for c in members if c.frame != first_frame)
         evidence.append(
             Evidence(
                 f"{_step_label(step)}: {len(frames)} distinct regions "
@@ -166,39 +204,55 @@ def graph_break(ctx) -> list[Finding]:
         for a, b in zip(members, members[1:], strict=False):
             if a.frame == b.frame:
                 continue
-            eager = _eager_ops_between(trace, a, b)
+            lo, eager = eager_between(trace, a, b)
             names = Counter(trace.name(i) for i in eager)
-            what = ", ".join(f"{n} x{c}" for n, c in names.most_common(4)) or "no aten op"
+            what = ", ".join(f"{n} x{c}" for n, c in names.most_common(4)) or "no op recorded"
+            inside = " (resumed inside it)" if b.ts < a.end else ""
             evidence.append(
                 Evidence(
-                    f"break between {a.label} and {b.label}: eager code ran in between ({what})",
+                    f"break between {a.label} and {b.label}{inside}: eager code ran in between "
+                    f"for {max(b.ts - lo, 0.0):.1f} us ({what})",
                     name=trace.name(b.index),
-                    ts_us=trace.rel(a.ts + a.dur),
-                    dur_us=b.ts - (a.ts + a.dur),
+                    ts_us=trace.rel(lo),
+                    dur_us=max(b.ts - lo, 0.0),
                     step=step,
                 )
             )
+    most = max(len(h[2]) for h in hits)
+    if resumed:
+        title = f"graph breaks: up to {most} compiled regions per step"
+        explanation = (
+            "torch.compile could not capture the function as one graph: where it hit something "
+            "it cannot trace (print, .item(), data-dependent control flow, an unsupported call) "
+            "it split the code, ran that part eagerly and compiled the rest as separate regions "
+            "(here the next region runs inside the previous one: Dynamo resumed the frame after "
+            "the break). Each break adds a guard check and wrapper overhead and stops fusion "
+            "across it."
+        )
+    else:
+        title = f"{most} compiled frames per step: graph breaks or separately compiled functions"
+        explanation = (
+            "Several compiled frames run one after the other in each step. Either torch.compile "
+            "split a function at graph breaks, or several functions/modules were compiled "
+            "separately. Each region pays its own guard check and wrapper, and nothing is fused "
+            "across region boundaries."
+        )
     return [
         Finding(
             id="graph-break",
-            severity="warn",
-            title=f"graph breaks: up to {max(len(h[2]) for h in hits)} compiled regions per step",
-            explanation=(
-                "torch.compile could not capture the function as one graph: where it hit "
-                "something it cannot trace (print, .item(), data-dependent control flow, an "
-                "unsupported call) it split the code, ran that part eagerly and compiled the "
-                "rest as separate regions. Each break adds a guard check and wrapper overhead "
-                "and stops fusion across it."
-            ),
+            severity="warn" if resumed else "info",
+            title=title,
+            explanation=explanation,
             suggestion=(
                 "Find the reasons with torch._dynamo.explain(fn)(*args) or "
-                "TORCH_LOGS=graph_breaks, "
-                "then remove them; fullgraph=True turns a break into an error."
+                "TORCH_LOGS=graph_breaks and remove them (fullgraph=True turns a break into an "
+                "error); compile one larger function instead of several small ones."
             ),
-            impact_us=extra_us / max(len(hits), 1),
+            impact_us=extra_us / len(hits),
             evidence=evidence,
             measured={
-                "max_regions_per_step": max(len(h[2]) for h in hits),
+                "max_regions_per_step": most,
+                "resumed_inside": resumed,
                 "threshold_regions": need,
             },
         )
@@ -261,13 +315,13 @@ def recompile(ctx) -> list[Finding]:
                 value=float(m),
             )
         )
+    # recompiles are the compilations of an M > 0; the first compile of a frame (K/0) is not
     compiles = ctx.analysis(compile_events)
-    first = calls[0].ts
-    late = [i for i in compiles.tolist() if trace.ts[i] > first]
+    late = [
+        i for i in compiles.tolist() if (cid := compile_id_of(trace, i)) and not cid.endswith("/0")
+    ]
     impact = (
-        min(float(trace.dur[late].sum()) / _n_steps(trace), _window_per_step(trace))
-        if late
-        else 0.0
+        min(float(trace.dur[late].sum()) / step_count(trace), mean_step_us(trace)) if late else 0.0
     )
     return [
         Finding(
@@ -326,14 +380,15 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
             rows.append((st, len(sel), guard))
     if not rows:
         return []
-    share = sum(r[2] for r in rows) / sum(r[0].host_busy_us for r in rows)
+    # the median step: a step that compiles (seconds) must not hide the steady-state cost
+    share = float(np.median([r[2] / r[0].host_busy_us for r in rows]))
     if share < ctx.threshold("share"):
         return []
-    per_call = float(trace.dur[lookups].mean()) if len(lookups) else 0.0
-    per_step = sum(r[2] for r in rows) / len(rows)
+    per_call = float(np.median(trace.dur[lookups])) if len(lookups) else 0.0
+    per_step = float(np.median([r[2] for r in rows]))
     evidence = [
         Evidence(
-            f"{len(lookups)} TorchDynamo Cache Lookup(s), {per_call:.1f} us each on average",
+            f"{len(lookups)} TorchDynamo Cache Lookup(s), median {per_call:.1f} us each",
             name="TorchDynamo Cache Lookup",
             ts_us=trace.rel(trace.ts[lookups[0]]) if len(lookups) else None,
             dur_us=float(trace.dur[lookups[0]]) if len(lookups) else None,
@@ -356,7 +411,8 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
         Finding(
             id="dynamo-guard-cost",
             severity="warn",
-            title=f"Dynamo guard checks cost {per_step:.1f} us per step ({share:.0%} of host time)",
+            title=f"Dynamo guard checks cost {per_step:.1f} us per step ({share:.0%} of host time, "
+            "median step)",
             explanation=(
                 "Every call of a compiled function first runs Dynamo's guards ('TorchDynamo Cache "
                 "Lookup': are shapes, dtypes and globals what the graph assumed?) and "
@@ -437,7 +493,11 @@ def compile_cpu_tax(ctx) -> list[Finding]:
         Finding(
             id="compile-cpu-tax",
             severity="info" if hidden else "warn",
-            title=f"the torch.compile wrapper costs {ratio:.1f}x the CPU time of the ops it runs",
+            title=(
+                f"the torch.compile wrapper costs {ratio:.1f}x the CPU time of the ops it runs"
+                if np.isfinite(ratio)
+                else f"the torch.compile wrapper costs {wrapper:.1f} us CPU around no measured ops"
+            ),
             explanation=(
                 "A compiled region runs a stack of wrappers (guard check, Dynamo's bytecode, "
                 "AOTAutograd's prologue, Inductor's Python wrapper) around the kernels it "
@@ -481,15 +541,7 @@ def compilation_in_window(ctx) -> list[Finding]:
     steps = step_numbers(trace, trace.ts[events])
     evidence = []
     for k, i in enumerate(events[:6].tolist()):
-        inner = trace.events_in(trace.ts[i], trace.end[i], trace.lane == trace.lane[i])
-        cid = next(
-            (
-                m.group(1)
-                for j in inner[:400].tolist()
-                if (m := COMPILE_ID_RE.search(trace.name(j)))
-            ),
-            None,
-        )
+        cid = compile_id_of(trace, i)
         evidence.append(
             Evidence(
                 f"{trace.name(i)}{f' (compile_id {cid})' if cid else ''}: "
@@ -519,7 +571,7 @@ def compilation_in_window(ctx) -> list[Finding]:
                 "Warm up before profiling: call the compiled function a few times with "
                 "representative inputs first, or use schedule(wait=1, warmup=2, active=3)."
             ),
-            impact_us=min(total / _n_steps(trace), _window_per_step(trace)),
+            impact_us=min(total / step_count(trace), mean_step_us(trace)),
             evidence=evidence,
             measured={
                 "compile_us": round(total, 3),
@@ -580,7 +632,7 @@ def fusion_opportunity(ctx) -> list[Finding]:
         saving = sum(float(trace.dur[run].sum() - trace.dur[run].max()) for run in members)
         saving_total += saving
         rows.append((saving, pattern, members, device))
-    per_step = saving_total / _n_steps(trace)
+    per_step = saving_total / step_count(trace)
     if per_step < ctx.threshold("min_saving_us"):
         return []
     rows.sort(key=lambda r: -r[0])

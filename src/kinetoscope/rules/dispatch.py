@@ -17,13 +17,12 @@ from ..analysis.dispatch import (
 )
 from ..analysis.gpu_lane import device_time_by_name
 from ..analysis.kernel_names import decode
-from ..analysis.stepmap import device_steps, step_numbers, step_or_none
+from ..analysis.stepmap import device_steps, step_count, step_numbers, step_or_none
 from ..analysis.steps import step_stats
+from ..trace import Cat
 from .base import Evidence, Finding, NotChecked, rule
 
-
-def _n_steps(trace) -> int:
-    return max(len(trace.steps), 1)
+CPU_OP = int(Cat.CPU_OP)
 
 
 @rule(
@@ -98,7 +97,7 @@ def _first_gemm_child(trace, children: Children, index: int) -> str | None:
                 name = trace.name(c)
                 if name in GEMM_OPS:
                     return name
-                if trace.cat[c] == 1:  # Cat.CPU_OP
+                if trace.cat[c] == CPU_OP:
                     nxt.append(c)
         frontier = nxt
     return None
@@ -189,7 +188,9 @@ def addmm_epilogue(ctx) -> list[Finding]:
         if p < 0:
             continue
         sib = [
-            c for c in children.of(p).tolist() if trace.cat[c] == 1 and trace.ts[c] < trace.ts[a]
+            c
+            for c in children.of(p).tolist()
+            if trace.cat[c] == CPU_OP and trace.ts[c] < trace.ts[a]
         ]
         if not sib:
             continue
@@ -208,9 +209,9 @@ def addmm_epilogue(ctx) -> list[Finding]:
     if pairs:
         add_idx = np.array([a for _, a in pairs])
         cost = work.device_us[add_idx] if on_device else trace.dur[add_idx]
-        impact = float(cost.sum()) / _n_steps(trace)
+        impact = float(cost.sum()) / step_count(trace)
         evidence = []
-        for mm, a in pairs[:3]:
+        for k, (mm, a) in enumerate(pairs[:3]):
             evidence.append(
                 Evidence(
                     f"{trace.name(mm)} at {trace.rel(trace.ts[mm]):.1f} us then {trace.name(a)} "
@@ -223,7 +224,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
                     ts_us=trace.rel(trace.ts[a]),
                     dur_us=float(trace.dur[a]),
                     step=step_or_none(int(step_numbers(trace, trace.ts[[a]])[0])),
-                    value=float(cost[pairs.index((mm, a))]),
+                    value=float(cost[k]),
                     unit="us",
                 )
             )
@@ -250,15 +251,21 @@ def addmm_epilogue(ctx) -> list[Finding]:
         ]
     evidence = []
     first = int(addmms[0])
-    kernels = work.device_events.get(first, [])
-    for d in kernels[:4]:
+    launched = [d for i in addmms.tolist() for d in work.device_events.get(i, [])]
+    copies = [d for d in launched if decode(trace.name(d)).kind == "copy"]
+    by_kernel = Counter(decode(trace.name(d)).short for d in launched)
+    for short, n in by_kernel.most_common(4):
+        d = next(d for d in launched if decode(trace.name(d)).short == short)
+        total = sum(float(trace.dur[x]) for x in launched if decode(trace.name(x)).short == short)
         evidence.append(
             Evidence(
-                f"aten::addmm launched {decode(trace.name(d)).short} ({trace.dur[d]:.1f} us)",
+                f"aten::addmm launched {short} {n} time(s), {total:.1f} us of device time",
                 name=trace.name(d),
                 ts_us=trace.rel(trace.ts[d]),
                 dur_us=float(trace.dur[d]),
                 step=step_or_none(int(device_steps(trace, np.array([d]))[0])),
+                value=total,
+                unit="us",
             )
         )
     evidence.append(
@@ -272,9 +279,6 @@ def addmm_epilogue(ctx) -> list[Finding]:
             unit="calls",
         )
     )
-    copies = [
-        d for d in kernels if "copy" in trace.name(d).lower() or "memcpy" in trace.name(d).lower()
-    ]
     return [
         Finding(
             id="addmm-epilogue",
@@ -296,7 +300,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
             ),
             impact_us=0.0,
             evidence=evidence,
-            measured={"addmm_calls": int(len(addmms)), "copies_before_gemm": len(copies)},
+            measured={"addmm_calls": int(len(addmms)), "bias_copies": len(copies)},
         )
     ]
 

@@ -6,9 +6,9 @@ from collections import Counter
 
 import numpy as np
 
-from ..analysis.gpu_lane import buffer_requests, kernel_gaps, kernel_spreads, launch_latency
+from ..analysis.gpu_lane import Gap, buffer_requests, kernel_gaps, kernel_spreads, launch_latency
 from ..analysis.kernel_names import decode
-from ..analysis.stepmap import device_steps, step_or_none
+from ..analysis.stepmap import device_steps, mean_step_us, step_count, step_or_none
 from .base import Evidence, Finding, NotChecked, rule
 
 
@@ -18,17 +18,6 @@ def _need_device(trace) -> None:
             "no device activity in the trace",
             "record with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] on a GPU run",
         )
-
-
-def _n_steps(trace) -> int:
-    return max(len(trace.steps), 1)
-
-
-def _window_per_step(trace) -> float:
-    """Mean step duration (the whole trace without steps): no per-step impact exceeds it."""
-    if trace.steps:
-        return float(np.mean([s.dur for s in trace.steps]))
-    return trace.end_time - trace.start_time
 
 
 @rule(
@@ -114,7 +103,7 @@ def launch_latency_rule(ctx) -> list[Finding]:
     evidence = [
         Evidence(
             f"launch -> start latency p50 {p50:.1f} us, p90 {p90:.1f} us, max {pmax:.1f} us "
-            f"over {len(values)} launches (threshold p50 {ctx.threshold('p50_us'):.0f} us)",
+            f"over {len(values)} launch calls (threshold p50 {ctx.threshold('p50_us'):.0f} us)",
             value=p50,
             unit="us",
         ),
@@ -167,8 +156,8 @@ def launch_latency_rule(ctx) -> list[Finding]:
             )
         ]
     idle = values[lat.queue_depth == 0]
-    excess = float(np.clip(idle - ctx.threshold("p50_us"), 0, None).sum()) / _n_steps(trace)
-    excess = min(excess, _window_per_step(trace))
+    excess = float(np.clip(idle - ctx.threshold("p50_us"), 0, None).sum()) / step_count(trace)
+    excess = min(excess, mean_step_us(trace))
     return [
         Finding(
             id="launch-latency",
@@ -177,7 +166,8 @@ def launch_latency_rule(ctx) -> list[Finding]:
             explanation=(
                 "Almost nothing is queued on the device when kernels are launched, yet they "
                 f"start a median {p50:.0f} us after the launch call. The device waits on the "
-                "launch path itself (driver, runtime, lazy module loading, or host contention)."
+                "launch path itself (driver, runtime, lazy module loading, host contention) or "
+                "on an event from another stream or process."
             ),
             suggestion=(
                 "Check for first-call costs (warm up before profiling), CPU contention and "
@@ -222,9 +212,13 @@ def kernel_gap(ctx) -> list[Finding]:
     if not flagged:
         return []
     pairs = Counter((int(trace.name_id[g.before]), int(trace.name_id[g.after])) for g, _ in flagged)
-    steps_with = {g.step for g, _ in flagged}
+
+    def recurs(g: Gap) -> bool:
+        return pairs[(int(trace.name_id[g.before]), int(trace.name_id[g.after]))] > 1
+
     reqs = buffer_requests(trace)
-    flagged.sort(key=lambda gm: -gm[0].dur)
+    # recurring gaps first (a steady cost), then the longest
+    flagged.sort(key=lambda gm: (not recurs(gm[0]), -gm[0].dur))
     evidence = []
     for g, median in flagged[:5]:
         pair = (int(trace.name_id[g.before]), int(trace.name_id[g.after]))
@@ -244,11 +238,8 @@ def kernel_gap(ctx) -> list[Finding]:
             )
         )
     total = sum(g.dur for g, _ in flagged)
-    recurring = sum(
-        1
-        for g, _ in flagged
-        if pairs[(int(trace.name_id[g.before]), int(trace.name_id[g.after]))] > 1
-    )
+    steady = [g for g, _ in flagged if recurs(g)]
+    recurring = len(steady)
     if recurring:
         explanation = (
             f"{len(flagged)} idle gap(s) longer than {min_gap:.0f} us and {ratio:.0f}x the step's "
@@ -275,12 +266,14 @@ def kernel_gap(ctx) -> list[Finding]:
             title=f"{len(flagged)} long idle gap(s) between kernels ({total:.0f} us)",
             explanation=explanation,
             suggestion=suggestion,
-            impact_us=total / max(len(steps_with), 1) if recurring else total / _n_steps(trace),
+            # only the recurring gaps are a per-step cost; one-time gaps rank below them
+            impact_us=sum(g.dur for g in steady) / step_count(trace),
             evidence=evidence,
             measured={
                 "gaps": len(flagged),
-                "longest_us": round(flagged[0][0].dur, 3),
+                "longest_us": round(max(g.dur for g, _ in flagged), 3),
                 "total_us": round(total, 3),
+                "recurring": recurring,
                 "threshold_min_gap_us": min_gap,
                 "threshold_ratio": ratio,
             },
@@ -352,7 +345,7 @@ def kernel_variance(ctx) -> list[Finding]:
                 "Read the distribution, not the mean: profile more steps, lock clocks for "
                 "benchmarks (nvidia-smi -lgc / rocm-smi), and check what else runs on the device."
             ),
-            impact_us=total_excess / _n_steps(trace),
+            impact_us=total_excess / step_count(trace),
             evidence=evidence,
             measured={
                 "kernels": len(hits),
