@@ -77,7 +77,7 @@ def test_trace_handler_with_plain_torch_profiler_uses_tensorboard_names(tmp_path
     ]
     first = kinetoscope.load(tmp_path / traces[0])
     assert step_numbers(first) == [1]
-    assert first.meta.kinetoscope["torch"] == torch.__version__
+    assert first.meta.kinetoscope["torch_version"] == torch.__version__
     assert first.meta.kinetoscope["activities"] == ["CPU"]
 
 

@@ -12,6 +12,7 @@ pytest.importorskip("torch")
 import kinetoscope  # noqa: E402
 from kinetoscope.capture.runner import CaptureOptions, run_workload  # noqa: E402
 from kinetoscope.capture.schedule import Schedule  # noqa: E402
+from kinetoscope.trace import Cat  # noqa: E402
 
 from .capture_helpers import step_numbers  # noqa: E402
 
@@ -36,7 +37,7 @@ def test_matmul_add_writes_tagged_trace_with_annotation_steps_and_metadata(tmp_p
     assert meta["workload"] == "matmul_add"
     assert meta["params"] == {"size": 16, "batched": False}
     assert meta["device"]["type"] == "cpu"
-    assert meta["torch"] == __import__("torch").__version__
+    assert meta["torch_version"] == __import__("torch").__version__
     assert meta["schedule"] == {"wait": 1, "warmup": 1, "active": 3, "repeat": 1}
     assert meta["warmup_iters"] == 0
     table = result.written[0].table.read_text()
@@ -82,7 +83,7 @@ def test_dataloader_without_workers_loads_inside_the_step(tmp_path):
     result, trace = capture(
         tmp_path, "dataloader", {"batch": 4, "image": 8, "blur": 1, "hidden": 8}
     )
-    assert result.tag == "w0_b4_i8_blur1_fp32_cold_eager"
+    assert result.tag == "w0_b4_i8_blur1_h8_fp32_cold_eager"
     assert "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__" in trace.names
     # the item preprocessing runs in the main process, so its ops are in the trace
     assert "aten::avg_pool2d" in trace.names
@@ -130,3 +131,19 @@ def test_schedule_repeat_warmup_iterations_and_gzip(tmp_path):
     assert step_numbers(second) == [4, 5]
     assert second.meta.kinetoscope["warmup_iters"] == 2
     assert second.meta.kinetoscope["cycle"] == 1
+
+
+def test_recording_options_reach_the_trace(tmp_path):
+    _, trace = capture(
+        tmp_path,
+        "linear",
+        {"batch": 4, "in_dim": 8, "out_dim": 8},
+        record_shapes=True,
+        profile_memory=True,
+        with_stack=True,
+    )
+    assert len(trace.memory.index) > 0  # [memory] allocation events
+    assert trace.input_dims  # shapes recorded
+    assert trace.mask(Cat.PYTHON).any()  # Python frames from with_stack
+    meta = trace.meta.kinetoscope
+    assert meta["record_shapes"] and meta["profile_memory"] and meta["with_stack"]

@@ -35,11 +35,10 @@ def resolve_device(torch: ModuleType, requested: str) -> DeviceChoice:
         raise UsageError(f"unknown device {requested!r} (choose auto, cuda or cpu)")
     gpu = torch.cuda.is_available()
     if requested == "cuda" and not gpu:
-        build = "CPU-only build" if torch.version.cuda is None and torch.version.hip is None else ""
-        detail = f" ({build})" if build else ""
+        cpu_only = torch.version.cuda is None and torch.version.hip is None
         raise UsageError(
-            f"--device cuda was requested but torch {torch.__version__}{detail} sees no GPU; "
-            "use --device cpu or auto"
+            f"--device cuda was requested but torch {torch.__version__}"
+            f"{' (a CPU-only build)' if cpu_only else ''} sees no GPU; use --device cpu or auto"
         )
     if requested == "cpu" or not gpu:
         return DeviceChoice("cpu", "cpu", "CPU")

@@ -71,15 +71,16 @@ class TraceHandler:
         on_device = torch.profiler.ProfilerActivity.CUDA in prof.activities
         trace_name, table_name = self.naming(len(self.written))
         meta = {**self._profiler_meta(torch, prof), **self.meta, "cycle": len(self.written)}
-        trace = write_trace(prof, self.dir / trace_name, meta, self.gzip)
+        # the table first: in torch 2.13 key_averages() after an export can read freed names
         table = write_table(prof, self.dir / table_name, on_device)
+        trace = write_trace(prof, self.dir / trace_name, meta, self.gzip)
         self.written.append(Artifacts(trace, table))
 
     @staticmethod
     def _profiler_meta(torch, prof) -> dict:
         return {
             "kinetoscope_version": __version__,
-            "torch": torch.__version__,
+            "torch_version": torch.__version__,
             "activities": sorted(str(a).rsplit(".", 1)[-1] for a in prof.activities),
             "record_shapes": bool(prof.record_shapes),
             "profile_memory": bool(prof.profile_memory),
@@ -117,7 +118,6 @@ class Profile:
         worker_name: str | None = None,
         meta: dict | None = None,
         naming: Naming | None = None,
-        schedule_fn: Callable | None = None,
     ) -> None:
         torch = require_torch()
         self.schedule = Schedule.of(steps)
@@ -130,7 +130,7 @@ class Profile:
         self.handler = TraceHandler(out, worker_name, gzip, run_meta, naming)
         self.profiler = torch.profiler.profile(
             activities=activities(torch, self.device),
-            schedule=schedule_fn or self.schedule.to_torch(torch),
+            schedule=self.schedule.to_torch(torch),
             on_trace_ready=self.handler,
             record_shapes=record_shapes,
             profile_memory=profile_memory,

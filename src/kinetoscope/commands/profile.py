@@ -188,18 +188,11 @@ def _report_artifacts(written) -> None:
 
 
 def _print_summary(path: Path) -> None:
-    """What the trace says, in a few lines (to become `kinetoscope.explain(path)` rendered)."""
-    import statistics
+    """What the trace says (to become `kinetoscope.explain(path)` rendered once it lands)."""
+    from rich.console import Console
 
-    from ..analysis.steps import step_stats
+    from ..analysis.summary import summarize
+    from ..report.summary_view import render_summary
     from ..trace import load
 
-    stats = step_stats(load(path))
-    median = statistics.median(s.dur for s in stats)
-    host = statistics.median(s.host_ratio for s in stats)
-    device = statistics.median(s.device_ratio for s in stats)
-    labels = f"{stats[0].label}..{stats[-1].label}" if len(stats) > 1 else stats[0].label
-    print(
-        f"steps {labels}: median step {median / 1000:.3f} ms, host busy {host:.0%}, "
-        f"device busy {device:.0%}"
-    )
+    render_summary(summarize(load(path)), Console(width=None if Console().is_terminal else 100))

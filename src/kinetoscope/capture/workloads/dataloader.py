@@ -39,7 +39,7 @@ class Params:
 
 def tag(p: Params) -> str:
     pin = "_pin" if p.pin_memory else ""
-    return f"w{p.num_workers}{pin}_b{p.batch}_i{p.image}_blur{p.blur}"
+    return f"w{p.num_workers}{pin}_b{p.batch}_i{p.image}_blur{p.blur}_h{p.hidden}"
 
 
 class SyntheticImages(Dataset):
@@ -72,6 +72,7 @@ def build(p: Params, ctx: Context):
         drop_last=True,
     )
     batches = iter(loader)
+    next(batches)  # wait for the workers to start, so their start-up is not profiled
     features = 3 * p.image * p.image
     model = torch.nn.Sequential(
         torch.nn.Flatten(),
