@@ -15,8 +15,11 @@ import numpy as np
 
 from ..analysis.steps import device_anchor, windows
 from ..trace import Cat, Trace
-from ..trace.categories import TABLE_HOST_CATS
 from ..trace.steps import STEP_RE
+
+#: Host events compared between runs: ops, annotations, runtime and driver calls
+#: (Python frames are left out: `with_stack` in one run only would swamp the diff).
+HOST_OP_CATS = (Cat.CPU_OP, Cat.USER_ANNOTATION, Cat.RUNTIME, Cat.DRIVER)
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ def op_groups(trace: Trace) -> dict[str, OpGroup]:
     """Host ops, annotations and runtime calls per name: calls, self and total CPU time."""
     step_ids = trace.name_ids_matching(lambda n: bool(STEP_RE.match(n)))
     mask = (
-        trace.mask(*TABLE_HOST_CATS)
+        trace.mask(*HOST_OP_CATS)
         & (trace.lane_kind == 1)
         & ~trace.is_instant
         & ~np.isin(trace.name_id, step_ids)
