@@ -36,7 +36,11 @@ def _device(d: TraceDiff) -> str:
     k = d.kernels
     dev = f"device busy {fmt_us(d.a.device_busy_us, 1)} -> {fmt_us(d.b.device_busy_us, 1)} per step"
     if not k.comparable:
-        return f"{k.reason[0].upper()}{k.reason[1:]} ({dev})."
+        kinds = ", ".join(
+            f"{r.key} {fmt_us(r.us_a, 1)} -> {fmt_us(r.us_b, 1)}" for r in k.by_kind[:3]
+        )
+        by_kind = f"; by kind of work: {kinds} per step" if kinds else ""
+        return f"{k.reason[0].upper()}{k.reason[1:]} ({dev}{by_kind})."
     if not k.rows:
         return "Neither trace recorded device kernels, so the comparison is all host time."
     new, gone, moved = k.by_status("new"), k.by_status("gone"), k.by_status("changed")

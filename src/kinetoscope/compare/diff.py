@@ -22,7 +22,7 @@ from ..analysis.steps import StepStats, step_stats
 from ..rules.base import SEVERITY_ORDER, Finding
 from ..trace import Trace
 from .aggregate import KernelGroup, OpGroup, kernel_groups, op_groups
-from .kernels import family, identify_kernel, variant_change
+from .kernels import family, identify_kernel, identify_kind, variant_change
 
 #: A per-step cost changed when it moved by more than this share of A's value ...
 RELATIVE_TOLERANCE = 0.10
@@ -84,7 +84,9 @@ class KernelDiff:
     comparable: bool
     reason: str  # why kernels cannot be matched, when they cannot
     rows: list[KernelRow] = field(default_factory=list)
-    #: top kernels of each side when rows cannot be matched
+    #: when names cannot be matched: device time by kind of work (gemm, attention, ...)
+    by_kind: list[KernelRow] = field(default_factory=list)
+    #: ... and the top kernels of each side
     top_a: list[KernelRow] = field(default_factory=list)
     top_b: list[KernelRow] = field(default_factory=list)
 
@@ -200,7 +202,7 @@ def cross_vendor_reason(a: Side, b: Side) -> str:
         f"A ran on {'/'.join(a.vendors)} ({', '.join(a.devices)}) and B on "
         f"{'/'.join(b.vendors)} ({', '.join(b.devices)}): kernel names come from each "
         "vendor's libraries and compilers, so kernels cannot be matched by name; "
-        "compare device time per step instead"
+        "they are compared by kind of work (gemm, attention, elementwise, ...) instead"
     )
 
 
@@ -234,7 +236,14 @@ def diff_kernels(run_a: Run, run_b: Run, a: Side, b: Side) -> KernelDiff:
             (_kernel_row(k, None, g, a.steps, b.steps) for k, g in groups_b.items()),
             key=lambda r: -r.us_b,
         )
-        return KernelDiff(False, reason, top_a=top_a[:5], top_b=top_b[:5])
+        kinds_a = kernel_groups(run_a.trace, identify_kind)
+        kinds_b = kernel_groups(run_b.trace, identify_kind)
+        by_kind = [
+            _kernel_row(k, kinds_a.get(k), kinds_b.get(k), a.steps, b.steps)
+            for k in kinds_a.keys() | kinds_b.keys()
+        ]
+        by_kind.sort(key=lambda r: (-max(r.us_a, r.us_b), r.key))
+        return KernelDiff(False, reason, by_kind=by_kind, top_a=top_a[:5], top_b=top_b[:5])
     rows = [
         _kernel_row(k, groups_a.get(k), groups_b.get(k), a.steps, b.steps)
         for k in groups_a.keys() | groups_b.keys()

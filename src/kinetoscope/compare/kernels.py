@@ -26,6 +26,12 @@ def identify_kernel(name: str) -> tuple[str, str]:
     return name, display
 
 
+def identify_kind(name: str) -> tuple[str, str]:
+    """(kind, kind) of a kernel: gemm, attention, elementwise, ... (comparable across vendors)."""
+    kind = decode(name).kind
+    return kind, kind
+
+
 def _show(value: object) -> str:
     if isinstance(value, tuple):
         return "+".join(value) or "-"

@@ -109,11 +109,26 @@ def _kernels(d: TraceDiff, limit: int) -> Section:
     sec = Section("Kernels (matched by name)")
     if not k.comparable:
         sec.text.append(k.reason + ".")
-        sec.headers = ["run", "top kernel", "calls/step", "time/step"]
+        sec.headers = ["kind / run", "kernel", "calls A", "calls B", "time/step A", "time/step B"]
+        sec.headers.append("change")
+        for r in k.by_kind:
+            sec.rows.append(
+                [
+                    r.display,
+                    "(all)",
+                    _count(r.calls_a),
+                    _count(r.calls_b),
+                    fmt_us(r.us_a, 1),
+                    fmt_us(r.us_b, 1),
+                    _delta(r.us_a, r.us_b),
+                ]
+            )
         for run, rows in (("A", k.top_a), ("B", k.top_b)):
             for r in rows:
-                calls, us = (r.calls_a, r.us_a) if run == "A" else (r.calls_b, r.us_b)
-                sec.rows.append([run, r.display, _count(calls), fmt_us(us, 1)])
+                a_cells = [_count(r.calls_a), "", fmt_us(r.us_a, 1), ""]
+                b_cells = ["", _count(r.calls_b), "", fmt_us(r.us_b, 1)]
+                sec.rows.append([f"top of {run}", r.display, *(a_cells if run == "A" else b_cells)])
+                sec.rows[-1].append("")
         return sec
     if not k.rows:
         sec.text.append("No kernels in either trace.")
