@@ -226,3 +226,16 @@ def test_vendor_from_launch_calls_when_devices_are_not_recorded(tmp_path):
     assert not d.kernels.comparable and "cannot be matched by name" in d.conclusion
     # and the launch calls meet under one name
     assert "cudaLaunchKernel | hipLaunchKernel" in _ops(d, "unchanged")
+
+
+def test_a_trace_against_itself_is_all_unchanged():
+    path = corpus("gpu/tiny_transformer_block_h100.pt.trace.json.gz")
+    d = _diff(path, path)
+    assert {r.status for r in d.kernels.rows} == {"unchanged"}
+    assert {r.status for r in d.ops} == {"unchanged"}
+    assert {r.status for r in d.findings} == {"unchanged"}
+    # 3 steps of 16 kernels: the same 16 launches per step on both sides
+    assert all(p.a.kernels == p.b.kernels == 16 for p in d.steps)
+    assert d.conclusion.startswith("B takes about as long as A per step")
+    assert "The device does the same work" in d.conclusion
+    assert "The host runs the same ops." in d.conclusion

@@ -118,3 +118,31 @@ def test_crossover_interpolates_between_points():
     assert 64 < cross.value < 70
     assert crossover([_point(16, 1, 10), _point(64, 2, 10)]).value is None
     assert "already exceeds" in crossover([_point(16, 20, 10), _point(64, 40, 10)]).note
+
+
+def test_device_mode_curves_table_and_crossover():
+    from kinetoscope.compare.sweep_table import table_rows
+
+    def gpu(value, host, device, flops):
+        return SweepPoint(
+            value,
+            has_device=True,
+            step_us=max(host, device),
+            host_us=host,
+            device_us=device,
+            busy_ratio=device / max(host, device),
+            regime="overhead-bound" if device < host else "compute-bound",
+            flops=flops,
+            tflops=flops / device * 1e-6,
+        )
+
+    points = [gpu(64, 100, 5, 2 * 64**3), gpu(1024, 100, 80, 2 * 1024**3), gpu(4096, 120, 900, 0)]
+    points.append(SweepPoint(8192, error="exit 1: CUDA out of memory"))
+    cross = crossover(points)
+    assert cross.mode == "device" and 1024 < cross.value < 4096
+    assert "device time exceeds host time" in cross.note
+    headers, rows = table_rows("size", points)
+    assert headers[3] == "device/step" and headers[-2:] == ["regime", "TFLOP/s"]
+    assert rows[0][:5] == ["64", "100.0 us", "100.0 us", "5.0 us", "5.0%"]
+    assert rows[1][-1] == f"{2 * 1024**3 / 80 * 1e-6:.3g}"
+    assert rows[3][:2] == ["8192", "failed"]
