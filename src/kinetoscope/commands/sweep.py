@@ -28,7 +28,11 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("traces"), "--out", help="Folder for traces and plots."),
         timeout: float = typer.Option(600, "--timeout", help="Seconds allowed per run."),
     ) -> None:
-        """Profile WORKLOAD at each value; print the table and write a PNG + SVG plot."""
+        """Profile WORKLOAD at each value; print the table and write a PNG + SVG plot.
+
+        Any other option (e.g. --device cpu --dtype fp32 --compile) is passed
+        unchanged to every `kinetoscope profile` run.
+        """
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
         from rich.table import Table
