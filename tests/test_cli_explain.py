@@ -116,21 +116,32 @@ def test_bad_trace_is_one_line_exit_2(tmp_path, kind):
     assert path.read_bytes() == BAD_INPUTS[kind]
 
 
+def test_output_never_overwrites_the_trace(tmp_path):
+    trace = tmp_path / "t.json.gz"
+    trace.write_bytes(corpus(BERT).read_bytes())
+    one_line_exit_2(run(trace, "-o", trace), "is an input trace")
+    assert trace.read_bytes() == corpus(BERT).read_bytes()
+
+
 def test_missing_trace_and_unwritable_output(tmp_path):
     one_line_exit_2(run(tmp_path / "missing.json"), "missing.json")
     one_line_exit_2(run(corpus(BERT), "-o", tmp_path / "no" / "dir" / "r.txt"), "cannot write")
 
 
 def test_several_traces_go_to_multirank(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    one_line_exit_2(run(empty), "no .json or .json.gz trace files")
     try:
         import kinetoscope.multirank  # noqa: F401
     except ImportError:
         one_line_exit_2(run(corpus(BERT), corpus(BERT)), "multi-rank analysis is not available")
-        empty = tmp_path / "empty"
-        empty.mkdir()
-        one_line_exit_2(run(empty), "no .json or .json.gz trace files")
-    else:
-        pytest.skip("kinetoscope.multirank is present: its own tests cover explain_ranks")
+        return
+    # with the multi-rank module merged, a directory of ranks gives one report for all of them
+    ranks = corpus("multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json").parent
+    done = run(ranks, "--format", "json", "--jobs", "2")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)
 
 
 def test_list_rules_shows_every_registered_rule():

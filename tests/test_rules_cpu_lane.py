@@ -207,3 +207,28 @@ def test_hidden_memcpy_silent_for_copies_the_user_wrote():
     findings, _ = run(corpus("gpu/resnet50_dataloader_workers0.pt.trace.json.gz"), "hidden-memcpy")
     assert findings == []
     assert run(corpus(TINY_BLOCK), "hidden-memcpy")[0] == []
+
+
+def test_dead_window_on_a_torch_trace_matches_the_recorded_gaps(torch_traces):  # noqa: F811
+    # timing-dependent like cold-start above: recompute the gaps independently from the
+    # events (first event starting inside each matmul_add annotation) and check the verdict
+    import numpy as np
+
+    trace = kinetoscope.load(torch_traces["cold"])
+    ann = [i for i in range(len(trace)) if trace.name(i) == "matmul_add"]
+    gaps = []
+    for i in sorted(ann, key=lambda i: trace.ts[i]):
+        inside = (
+            (trace.ts > trace.ts[i]) & (trace.ts < trace.end[i]) & (trace.lane == trace.lane[i])
+        )
+        gaps.append(float(trace.ts[inside].min() - trace.ts[i]))
+    assert len(gaps) == 3
+    # the first step whose gap is > 20 us and > 5x the median of the steps after it
+    dead = [
+        g for k, g in enumerate(gaps[:-1]) if g > 20.0 and g > 5 * float(np.median(gaps[k + 1 :]))
+    ]
+    findings, _ = run(torch_traces["cold"], "dispatch-dead-window")
+    mine = [f for f in findings if f.measured["annotation"] == "matmul_add"]
+    assert len(mine) == (1 if dead else 0)
+    if mine:
+        assert mine[0].measured["gap_us"] == pytest.approx(dead[0], abs=1e-3)

@@ -20,16 +20,17 @@ def matmul_add_trace(path, host_us: float, gemm_us: float, add_us: float, sync: 
     mm_us = host_us * 0.1 if sync else host_us / 2
     add_op_us = host_us - mm_us
     events = [
-        op("ProfilerStep#1", 0.0, host_us + 10.0, cat="user_annotation"),
-        op("aten::mm", 1.0, mm_us),
-        launch(2.0, 3.0, correlation=1),
-        op("aten::add", 1.0 + mm_us, add_op_us),
-        launch(2.0 + mm_us, 3.0, correlation=2),
-        kernel("ampere_bf16_s16816gemm_bf16_64x64_nn", 6.0, gemm_us, correlation=1),
-        kernel("elementwise_add", 6.0 + gemm_us + 1.0, add_us, correlation=2),
+        # the step is exactly its two ops, so Self CPU total (the table) = host busy time
+        op("ProfilerStep#1", 0.0, host_us, cat="user_annotation"),
+        op("aten::mm", 0.0, mm_us),
+        launch(1.0, 3.0, correlation=1),
+        op("aten::add", mm_us, add_op_us),
+        launch(1.0 + mm_us, 3.0, correlation=2),
+        kernel("ampere_bf16_s16816gemm_bf16_64x64_nn", 5.0, gemm_us, correlation=1),
+        kernel("elementwise_add", 5.0 + gemm_us + 1.0, add_us, correlation=2),
     ]
     if sync:
-        events.append(op("cudaDeviceSynchronize", 6.0 + mm_us, add_op_us - 6.0, cat="cuda_runtime"))
+        events.append(op("cudaDeviceSynchronize", 5.0 + mm_us, add_op_us - 6.0, cat="cuda_runtime"))
     return write_trace(path, events)
 
 
@@ -49,6 +50,10 @@ def test_series_small_matmul_is_overhead_bound(tmp_path):
     assert "1.0%" in report.verdict.summary  # GPU < 1% of CPU time, as the series says
     finding = report.findings[0]
     assert finding.measured["threshold"] == 0.25
+    # the two last lines of key_averages().table(), as the series quotes them
+    assert any(
+        "Self CPU total 2.314 ms vs Self device total 23.104 us" in e.text for e in finding.evidence
+    )
     assert finding.measured["device_to_host_ratio"] == pytest.approx(23.104 / 2314.0, rel=1e-3)
 
 
@@ -61,7 +66,7 @@ def test_series_large_matmul_is_compute_bound(tmp_path):
     assert report.verdict.regime == "compute-bound"
     assert fired(report) == ["compute-bound"]
     finding = next(f for f in report.findings if f.id == "compute-bound")
-    top = [e for e in finding.evidence if e.name]
+    top = [e for e in finding.evidence if e.name and e.step is None]  # kernels, not the step
     assert (
         top[0].name.startswith("ampere_bf16") and "97.9% of kernel time" in top[0].text
     )  # 4400 / 4495
@@ -100,3 +105,13 @@ def test_generated_cpu_trace_is_host_only(torch_traces):  # noqa: F811
     finding = next(f for f in report.findings if f.id == "host-only")
     assert any(e.name == "aten::mm" for e in finding.evidence)
     assert "ProfilerActivity.CUDA" in finding.suggestion
+
+
+def test_regime_evidence_points_at_a_step_in_perfetto():
+    # tiny transformer block: step #1 has the lowest device share (130 us of 1.240 ms host busy)
+    path = corpus("gpu/tiny_transformer_block_h100.pt.trace.json.gz")
+    report = kinetoscope.explain(path, rules=["overhead-bound"])
+    anchor = [e for e in report.findings[0].evidence if e.step is not None]
+    assert [(e.name, e.step) for e in anchor] == [("ProfilerStep#1", 1)]
+    assert anchor[0].ts_us == pytest.approx(report.steps[0].start_us)
+    assert anchor[0].dur_us == pytest.approx(1280.0)

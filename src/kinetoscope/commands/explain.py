@@ -54,6 +54,8 @@ def explain_command(
     thresholds = apply_sets(thresholds, sets)
     only = check_rule_ids(rules.split(",")) if rules is not None else None
     paths = _expand(traces)
+    if output is not None and any(_same_file(output, p) for p in paths):
+        raise UsageError(f"{output}: is an input trace; choose another -o file")
     if len(paths) > 1:
         text = _multirank(paths, jobs, thresholds, fmt.value)
     else:
@@ -75,6 +77,13 @@ def _print_rules() -> None:
         keys = ", ".join(f"{k}={v:g}" for k, v in rule.defaults.items()) or "-"
         print(f"{rule.id:24} {rule.family:16} {keys}\n{'':24} {rule.summary}")
     raise typer.Exit(0)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and a.samefile(b)
+    except OSError:
+        return False
 
 
 def _expand(traces: list[Path]) -> list[Path]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from ..units import fmt_us
+from .evidence import location, value_suffix
 from .model import Report
 from .text import short_name
 
@@ -31,6 +32,8 @@ def render_html(report: Report, standalone: bool = True) -> str:
     )
     env.filters["us"] = fmt_us
     env.filters["short"] = short_name
+    env.filters["where"] = location
+    env.filters["value_suffix"] = value_suffix
     return env.get_template("report.html.j2").render(
         report=report, timeline=_svg_geometry(report), standalone=standalone
     )
@@ -67,7 +70,7 @@ def _svg_geometry(report: Report) -> dict:
     ]
     return {
         "width": SVG_WIDTH,
-        "height": 110,
+        "height": 124,
         "lane_height": LANE_HEIGHT,
         "lanes": lanes,
         "steps": steps,

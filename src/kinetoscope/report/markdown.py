@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..rules.base import Evidence
 from ..units import fmt_us
+from .evidence import location, value_suffix
 from .model import Report
 
 
@@ -72,19 +73,9 @@ def _evidence(e: Evidence) -> str:
     if e.name:
         name = e.name.replace("`", "'")
         parts.append(f"`{name}`")
-    where = []
-    if e.step is not None:
-        where.append(f"step #{e.step}")
-    if e.ts_us is not None:
-        where.append(f"at +{fmt_us(e.ts_us)}")
-    if e.dur_us is not None:
-        where.append(f"for {fmt_us(e.dur_us)}")
-    if where:
-        parts.append("(" + ", ".join(where) + ")")
-    text = _escape(e.text)
-    if e.value is not None and e.unit == "us" and fmt_us(e.value) not in e.text:
-        text += f": {fmt_us(e.value)}"
-    parts.append(text)
+    if where := location(e):
+        parts.append(f"({where})")
+    parts.append(_escape(e.text + value_suffix(e)))
     return " ".join(parts)
 
 

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from ..rules.base import Evidence, Finding
 from ..units import fmt_us
+from .evidence import location, value_suffix
 from .model import Report
 
 #: Steps listed before the table is cut (outliers are always listed).
@@ -165,18 +166,9 @@ def _evidence(e: Evidence) -> Text:
     if e.name:
         text.append(short_name(e.name), style="bold")
         text.append(" ")
-    where = []
-    if e.step is not None:
-        where.append(f"step #{e.step}")
-    if e.ts_us is not None:
-        where.append(f"at +{fmt_us(e.ts_us)}")
-    if e.dur_us is not None:
-        where.append(f"for {fmt_us(e.dur_us)}")
-    if where:
-        text.append("(" + ", ".join(where) + ") ", style="dim")
-    text.append(e.text)
-    if e.value is not None and e.unit == "us" and fmt_us(e.value) not in e.text:
-        text.append(f": {fmt_us(e.value)}")
+    if where := location(e):
+        text.append(f"({where}) ", style="dim")
+    text.append(e.text + value_suffix(e))
     return text
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 
@@ -254,10 +254,16 @@ def heavyweight_launch(ctx) -> list[Finding]:
             )
         )
     mechanical = len(launches) - len(adaptive)
+    direct = Counter(
+        _short_kernel(trace.name(kernel_of[int(i)]))
+        for i in launches
+        if int(i) not in adaptive and int(i) in kernel_of
+    )
+    examples = ", ".join(name for name, _ in direct.most_common(3))
     evidence.append(
         Evidence(
             f"{len(adaptive)} adaptive launches (occupancy query first) vs {mechanical} "
-            "mechanical ones (launched directly)",
+            f"mechanical ones (launched directly{': ' + examples if examples else ''})",
             value=len(adaptive),
             unit="launches",
         )
@@ -443,6 +449,15 @@ def hidden_memcpy(ctx) -> list[Finding]:
             },
         )
     ]
+
+
+def _short_kernel(name: str) -> str:
+    """`void at::native::foo<...>(...)` -> `at::native::foo`: enough to tell kernels apart."""
+    name = name.removeprefix("void ").replace("(anonymous namespace)::", "")
+    for stop in ("<", "("):
+        if stop in name[1:]:
+            name = name[: name.index(stop, 1)]
+    return name
 
 
 def _plural(count: int, noun: str) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis.metrics import trace_metrics
-from ..analysis.steps import host_activity_mask
+from ..analysis.steps import host_activity_mask, step_stats
 from ..analysis.table import key_averages
 from ..analysis.window import (
     in_window,
@@ -107,6 +107,28 @@ def _numbers(call: RegimeCall) -> list[Evidence]:
     ]
 
 
+def _step_anchor(trace: Trace, lowest: bool = True) -> list[Evidence]:
+    """The step with the lowest (or highest) device share, to open in Perfetto."""
+    if not trace.steps:
+        return []
+    stats = [s for s in step_stats(trace) if s.host_busy_us > 0]
+    if not stats:
+        return []
+    pick = (min if lowest else max)(stats, key=lambda s: s.device_busy_us / s.host_busy_us)
+    share = pick.device_busy_us / pick.host_busy_us
+    which = "lowest" if lowest else "highest"
+    return [
+        Evidence(
+            f"{which} device share of the steps: device busy {fmt_us(pick.device_busy_us)} vs "
+            f"host busy {fmt_us(pick.host_busy_us)} ({fmt_pct(share)})",
+            name=trace.name(pick.index),
+            ts_us=trace.rel(pick.start),
+            dur_us=pick.dur,
+            step=pick.number,
+        )
+    ]
+
+
 def _measured(call: RegimeCall, **extra) -> dict:
     return {
         "host_time_us": round(call.host_time_us, 3),
@@ -171,6 +193,7 @@ def overhead_bound(ctx) -> list[Finding]:
     )
     if (launch := _mean_kernel_vs_launch(ctx.trace)) is not None:
         evidence.append(launch)
+    evidence.extend(_step_anchor(ctx.trace))
     return [
         Finding(
             id="overhead-bound",
@@ -226,7 +249,9 @@ def compute_bound(ctx) -> list[Finding]:
                 "device's peak), lower precision (bf16/fp16, TF32), or fusing memory-bound ops."
             ),
             impact_us=0.0,
-            evidence=_numbers(call) + _top_kernels(ctx.trace),
+            evidence=_numbers(call)
+            + _step_anchor(ctx.trace, lowest=False)
+            + _top_kernels(ctx.trace),
             measured=_measured(call, threshold=call.compute_min_ratio),
         )
     ]
@@ -257,7 +282,8 @@ def mixed(ctx) -> list[Finding]:
             ),
             impact_us=idle / call.step_count,
             evidence=_numbers(call)
-            + [Evidence("device idle time in the window", value=idle, unit="us")],
+            + [Evidence("device idle time in the window", value=idle, unit="us")]
+            + _step_anchor(ctx.trace),
             measured=_measured(
                 call,
                 overhead_threshold=call.overhead_max_ratio,
