@@ -194,3 +194,57 @@ def test_trtllm_gen_gemm():
         "tn",
     )
     assert k.epilogue == ("bias",)
+
+
+@pytest.mark.parametrize(
+    "name, fields",
+    [
+        # cuBLAS tensor-core GEMM names on Ampere
+        (
+            "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x4_tn",
+            {
+                "library": "cuBLAS",
+                "arch": "ampere",
+                "dtype": "bf16",
+                "mma": "s16816",
+                "tile": "128x64",
+                "stages": 4,
+                "layout": "tn",
+            },
+        ),
+        (
+            "ampere_h16816gemm_128x128_ldg8_stages_32x5_tn",
+            {"dtype": "f16", "mma": "h16816", "stages": 5},
+        ),
+        # CUTLASS 3 on Hopper (Inductor's CUTLASS backend)
+        (
+            "cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x256x64_1x2x1_0_tnn_align8_"
+            "warpspecialized_cooperative_epi_tma",
+            {
+                "library": "CUTLASS",
+                "arch": "sm90",
+                "dtype": "bf16",
+                "tile": "128x256x64",
+                "layout": "tn",
+            },
+        ),
+        # memory-efficient attention: the template list belongs to a parameter type
+        (
+            "void fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel"
+            "<float, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)",
+            {
+                "library": "FMHA",
+                "kind": "attention",
+                "arch": "sm80",
+                "short": "fmha_cutlassF_f32_aligned_64x64_rf_sm80",
+            },
+        ),
+        (
+            "triton_tem_fused_addmm_0",
+            {"library": "Triton", "kind": "gemm", "triton_kind": "template"},
+        ),
+    ],
+)
+def test_more_vendor_names(name, fields):
+    k = decode(name)
+    assert {f: getattr(k, f) for f in fields} == fields

@@ -139,7 +139,7 @@ def test_kernel_name_decodes_top_kernels(xdit):
 
 def test_kernel_name_not_checked_without_kernels():
     found, skipped = _run(corpus(CPU), "kernel-name")
-    assert found == [] and skipped[0].reason == "no kernels in the trace"
+    assert found == [] and skipped[0].reason == "no device activity recorded"
 
 
 def test_dispatch_chain_on_corpus():
@@ -154,7 +154,7 @@ def test_dispatch_chain_on_corpus():
 
 def test_dispatch_chain_not_checked_on_host_only():
     found, skipped = _run(corpus(CPU), "dispatch-chain")
-    assert found == [] and skipped and "no kernels" in skipped[0].reason
+    assert found == [] and skipped and skipped[0].reason == "no device activity recorded"
 
 
 def test_launch_latency_idle_device_is_a_warning(tmp_path):
@@ -208,3 +208,36 @@ def test_kernel_variance_silent_on_corpus():
     # BERT inference: no kernel of >= 10 us median varies by more than 1.3x / 10% CV
     trace = corpus("gpu/tracelens_h100__gaunernst_bert-small-uncased__1016001.json.gz")
     assert _run(trace, "kernel-variance")[0] == []
+
+
+def test_kernel_variance_shows_the_runs(tmp_path):
+    # one kernel per step, ~580 us normally, one slow step: the series' case in small
+    events, durs = [], [580, 578, 1100, 582, 579]
+    for s, dur in enumerate(durs, start=1):
+        start = (s - 1) * 2000
+        events += [
+            op(f"ProfilerStep#{s}", start, 1900, cat="user_annotation"),
+            launch(start + 10, 5, s),
+            kernel("gemm", start + 20, dur, s),
+        ]
+    (f,) = run_rules(
+        load(write_trace(tmp_path / "v.json", events)), only=["kernel-variance"]
+    ).findings
+    assert f.measured["worst_max_over_median"] == pytest.approx(1100 / 580, abs=1e-3)
+    assert (
+        f.evidence[1].text
+        == "gemm run by run (us): #1 580.0, #2 578.0, #3 1100.0, #4 582.0, #5 579.0"
+    )
+    assert f.evidence[0].step == 3
+
+
+def test_kernel_rules_not_checked_with_copies_only(tmp_path):
+    copy = kernel("Memcpy HtoD (Pageable -> Device)", 20, 5, 1)
+    copy["cat"] = "gpu_memcpy"
+    trace = load(
+        write_trace(tmp_path / "copy.json", [launch(10, 3, 1, name="cudaMemcpyAsync"), copy])
+    )
+    assert trace.has_device and not len(trace.kernels)
+    out = run_rules(trace, only=["kernel-name", "dispatch-chain", "fusion-opportunity"])
+    assert out.findings == []
+    assert {s.reason for s in out.not_checked} == {"no kernels in the trace"}

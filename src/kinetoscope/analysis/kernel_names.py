@@ -547,7 +547,9 @@ def _decode_prefixed_blas(name: str, library: str, kind: str) -> KernelName:
     low = name.lower()
     tokens = _tokens(name)
     tile = re.search(r"_(\d+x\d+)(?:_|$)", low)
-    stages = None
+    mma = re.search(r"_([shi]\d{3,6})gemm", low)
+    sm = re.search(r"stages_\d+x(\d+)", low)
+    stages = int(sm.group(1)) if sm else None
     layout = _layout(name)
     if low.startswith("nvjet"):
         m = re.search(r"_(\d+x\d+)_(\d+)x(\d+)_", low)
@@ -569,10 +571,34 @@ def _decode_prefixed_blas(name: str, library: str, kind: str) -> KernelName:
         kind=kind,
         arch=_arch(name),
         dtype=dtype,
+        mma=mma.group(1) if mma else None,
         tile=tile.group(1) if tile else None,
         stages=stages,
         layout=layout,
         epilogue=_epilogue(tokens),
+    )
+
+
+_CUTLASS3_RE = re.compile(r"cutlass3x_(sm\d+)_\w*?(gemm|conv)\w*?_(\d+x\d+x\d+)_(\d+x\d+x\d+)_")
+
+
+def _decode_cutlass3(name: str, m: re.Match) -> KernelName:
+    """CUTLASS 3 (Hopper+) names, e.g. from Inductor's CUTLASS backend:
+    `cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x256x64_1x2x1_0_tnn_align8_...`."""
+    low = name.lower()
+    kind = "conv" if m.group(2) == "conv" else "gemm"
+    lm = re.search(r"_([tn]{3})_align", low)
+    return KernelName(
+        raw=name,
+        short=strip_cpp(name) if "(" in name or "<" in name else name,
+        family=f"CUTLASS:{kind}",
+        library="CUTLASS",
+        kind=kind,
+        arch=m.group(1),
+        dtype=_dtype_from_tokens(_tokens(low.split(m.group(2), 1)[1])),
+        tile=m.group(3),
+        layout=lm.group(1)[:2] if lm else None,
+        epilogue=_epilogue(_tokens(name)),
     )
 
 
@@ -642,6 +668,9 @@ def decode(name: str) -> KernelName:
         return triton
     if name.startswith("Cijk_"):
         return _decode_tensile(name)
+    m3 = _CUTLASS3_RE.search(low)
+    if m3:
+        return _decode_cutlass3(name, m3)
     m = re.search(r"(cutlass_\d+_\w+)", name)
     if m and "cutlass" in low:
         return _decode_cutlass(name, m.group(1))
@@ -669,7 +698,10 @@ def decode(name: str) -> KernelName:
         text_for_kind = qualified
     else:
         base = strip_cpp(name)
-        op = _functor(_PREFIX_RE.sub("", name)) if "<" in name else None
+        head = _PREFIX_RE.sub("", name).replace("(anonymous namespace)::", "")
+        lt, paren = head.find("<"), head.find("(")
+        # template arguments of the kernel itself, not of its parameter types
+        op = _functor(head) if lt >= 0 and (paren < 0 or lt < paren) else None
         short = f"{base}<{op}>" if op else base
         kind = _kind_of(base + " " + (op or ""))
         dtype = _dtype_from_cpp(name) if "<" in name or "(" in name else None

@@ -14,10 +14,11 @@ from ..analysis.compile import (
     region_calls,
 )
 from ..analysis.dispatch import instances, op_work
-from ..analysis.kernel_names import decode
+from ..analysis.fusion import elementwise_chains
 from ..analysis.stepmap import mean_step_us, step_count, step_numbers, step_or_none
 from ..analysis.steps import step_stats
-from .base import Evidence, Finding, NotChecked, rule
+from .base import Evidence, Finding, rule
+from .requires import need_kernels
 
 
 def _regions(ctx):
@@ -35,7 +36,7 @@ def _step_label(step: int | None) -> str:
     return f"step #{step}" if step is not None else "the trace"
 
 
-@rule("compiled-region", "torch.compile", "Torch-Compiled Region rows: compiled code ran")
+@rule("compiled-region", "torch-compile", "Torch-Compiled Region rows: compiled code ran")
 def compiled_region(ctx) -> list[Finding]:
     trace = ctx.trace
     calls = _regions(ctx)
@@ -158,7 +159,7 @@ def _compiled_function_only(trace, forward, backward) -> Finding:
 
 @rule(
     "graph-break",
-    "torch.compile",
+    "torch-compile",
     "several distinct compiled regions in one step: the graph broke",
     regions=2,
 )
@@ -261,7 +262,7 @@ def graph_break(ctx) -> list[Finding]:
 
 @rule(
     "recompile",
-    "torch.compile",
+    "torch-compile",
     "a compiled frame was compiled again (new M index or new graph hash)",
 )
 def recompile(ctx) -> list[Finding]:
@@ -355,7 +356,7 @@ def recompile(ctx) -> list[Finding]:
 
 @rule(
     "dynamo-guard-cost",
-    "torch.compile",
+    "torch-compile",
     "TorchDynamo Cache Lookup + AOT prologue cost per call, as a share of the step's CPU time",
     share=0.05,
 )
@@ -407,25 +408,31 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
                 value=guard / st.host_busy_us,
             )
         )
+    # the host's time only costs the step when the device waits for it
+    hidden = sum(r[0].device_busy_us for r in rows) >= sum(r[0].host_busy_us for r in rows)
     return [
         Finding(
             id="dynamo-guard-cost",
-            severity="warn",
+            severity="info" if hidden else "warn",
             title=f"Dynamo guard checks cost {per_step:.1f} us per step ({share:.0%} of host time, "
             "median step)",
             explanation=(
                 "Every call of a compiled function first runs Dynamo's guards ('TorchDynamo Cache "
                 "Lookup': are shapes, dtypes and globals what the graph assumed?) and "
-                "AOTAutograd's "
-                "runtime prologue. This is paid on every call, even when nothing recompiles; with "
-                "small graphs it is a visible share of the CPU time."
+                "AOTAutograd's runtime prologue. This is paid on every call, even when nothing "
+                "recompiles; with small graphs it is a visible share of the CPU time."
+                + (
+                    " Here the device is busy longer than the host, so it is hidden."
+                    if hidden
+                    else ""
+                )
             ),
             suggestion=(
                 "Compile bigger regions (the whole model or training step, not small functions "
                 "called in a loop); mode='reduce-overhead' (CUDA graphs) cuts the per-call work; "
                 "avoid guards on Python values that change."
             ),
-            impact_us=per_step,
+            impact_us=0.0 if hidden else per_step,
             evidence=evidence,
             measured={
                 "guard_us_per_step": round(per_step, 3),
@@ -439,7 +446,7 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
 
 @rule(
     "compile-cpu-tax",
-    "torch.compile",
+    "torch-compile",
     "the compiled wrapper stack costs more CPU than the ops it runs",
     ratio=1.0,
 )
@@ -529,7 +536,7 @@ def compile_cpu_tax(ctx) -> list[Finding]:
 
 @rule(
     "compilation-in-window",
-    "torch.compile",
+    "torch-compile",
     "Dynamo/Inductor compilation work inside the profiled window",
 )
 def compilation_in_window(ctx) -> list[Finding]:
@@ -582,44 +589,27 @@ def compilation_in_window(ctx) -> list[Finding]:
     ]
 
 
-def _elementwise_runs(trace):
-    """Runs of consecutive eager elementwise kernels on one stream, launched by different ops."""
-    kernels = trace.kernels
-    op_of = trace.op_of
-    runs = []
-    by_lane: dict[int, list[int]] = defaultdict(list)
-    for k in kernels.tolist():
-        by_lane[int(trace.lane[k])].append(k)
-    for members in by_lane.values():
-        current: list[int] = []
-        for k in members:
-            d = decode(trace.name(k))
-            ok = d.kind == "elementwise" and d.library == "ATen" and op_of[k] >= 0
-            if ok and current and op_of[current[-1]] != op_of[k]:
-                current.append(k)
-                continue
-            if len(current) >= 2:
-                runs.append(current)
-            current = [k] if ok else []
-        if len(current) >= 2:
-            runs.append(current)
-    return runs
+def _pattern(names: tuple[str, ...]) -> str:
+    """`aten::add_ x2 -> aten::threshold_backward`: repeated neighbours collapsed."""
+    parts: list[list] = []
+    for n in names:
+        if parts and parts[-1][0] == n:
+            parts[-1][1] += 1
+        else:
+            parts.append([n, 1])
+    return " -> ".join(n if c == 1 else f"{n} x{c}" for n, c in parts)
 
 
 @rule(
     "fusion-opportunity",
-    "torch.compile",
+    "torch-compile",
     "consecutive eager elementwise kernels that round-trip through device memory",
     min_saving_us=10.0,
 )
 def fusion_opportunity(ctx) -> list[Finding]:
     trace = ctx.trace
-    if not len(trace.kernels):
-        raise NotChecked(
-            "no kernels in the trace",
-            "record a GPU run with ProfilerActivity.CUDA to see which kernels could be fused",
-        )
-    runs = _elementwise_runs(trace)
+    need_kernels(trace)
+    runs = elementwise_chains(trace)
     if not runs:
         return []
     patterns: dict[tuple, list] = defaultdict(list)
@@ -641,7 +631,7 @@ def fusion_opportunity(ctx) -> list[Finding]:
         first = members[0][0]
         evidence.append(
             Evidence(
-                f"{' -> '.join(pattern)}: {len(members)} time(s), {device:.1f} us of device time "
+                f"{_pattern(pattern)}: {len(members)} time(s), {device:.1f} us of device time "
                 f"in {sum(len(r) for r in members)} kernels (fused: ~{saving:.1f} us less)",
                 name=trace.name(first),
                 ts_us=trace.rel(trace.ts[first]),

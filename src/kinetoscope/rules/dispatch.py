@@ -21,28 +21,23 @@ from ..analysis.stepmap import device_steps, step_count, step_numbers, step_or_n
 from ..analysis.steps import step_stats
 from ..trace import Cat
 from .base import Evidence, Finding, NotChecked, rule
+from .requires import NO_LINKS, need_kernels
 
 CPU_OP = int(Cat.CPU_OP)
+MEMCPY = int(Cat.MEMCPY)
 
 
 @rule(
     "dispatch-chain",
-    "dispatch",
+    "dispatch-chain",
     "step -> annotation -> aten op -> runtime call -> kernel, for the top kernels",
     top=3,
 )
 def dispatch_chain(ctx) -> list[Finding]:
     trace = ctx.trace
-    if not len(trace.kernels):
-        raise NotChecked(
-            "no kernels in the trace: chains end at host ops",
-            "record a GPU run with ProfilerActivity.CUDA to see which ops launch which kernels",
-        )
+    need_kernels(trace)
     if not (trace.launch_of[trace.kernels] >= 0).any():
-        raise NotChecked(
-            "kernels are not linked to launch calls (no correlation ids)",
-            "record host and device activities in the same profiler session",
-        )
+        raise NotChecked(*NO_LINKS)
     top = device_time_by_name(trace)[: int(ctx.threshold("top"))]
     total = float(trace.dur[trace.kernels].sum())
     evidence = []
@@ -105,7 +100,7 @@ def _first_gemm_child(trace, children: Children, index: int) -> str | None:
 
 @rule(
     "matmul-dispatch",
-    "dispatch",
+    "dispatch-chain",
     "aten::matmul -> aten::mm (2D) or aten::bmm (batched, with extra ops)",
 )
 def matmul_dispatch(ctx) -> list[Finding]:
@@ -132,9 +127,10 @@ def matmul_dispatch(ctx) -> list[Finding]:
         evidence.append(
             Evidence(
                 f"aten::matmul -> {branch}: {len(idx)} calls, {trace.dur[idx].mean():.1f} us CPU "
-                f"per call, {work.launches[idx].mean():.1f} launches per call"
+                "per call"
                 + (
-                    f", {work.device_us[idx].mean():.1f} us device per call"
+                    f", {work.launches[idx].mean():.1f} launches and "
+                    f"{work.device_us[idx].mean():.1f} us device per call"
                     if trace.has_device
                     else ""
                 )
@@ -175,7 +171,7 @@ def matmul_dispatch(ctx) -> list[Finding]:
 
 @rule(
     "addmm-epilogue",
-    "dispatch",
+    "dispatch-chain",
     "aten::addmm instead of aten::mm + aten::add: the bias rides in the GEMM epilogue",
 )
 def addmm_epilogue(ctx) -> list[Finding]:
@@ -214,7 +210,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
         for k, (mm, a) in enumerate(pairs[:3]):
             evidence.append(
                 Evidence(
-                    f"{trace.name(mm)} at {trace.rel(trace.ts[mm]):.1f} us then {trace.name(a)} "
+                    f"{trace.name(mm)} then {trace.name(a)} "
                     + (
                         f"({work.device_us[a]:.1f} us of device time in its own kernel)"
                         if on_device
@@ -252,8 +248,14 @@ def addmm_epilogue(ctx) -> list[Finding]:
     evidence = []
     first = int(addmms[0])
     launched = [d for i in addmms.tolist() for d in work.device_events.get(i, [])]
-    copies = [d for d in launched if decode(trace.name(d)).kind == "copy"]
+    # the bias seeds the output: a memcpy or a copy kernel (not a memset: that zeroes)
+    copies = [
+        d
+        for d in launched
+        if trace.cat[d] == MEMCPY or "copy" in decode(trace.name(d)).short.lower()
+    ]
     by_kernel = Counter(decode(trace.name(d)).short for d in launched)
+    biased = [k.short for d in launched if "bias" in (k := decode(trace.name(d))).epilogue]
     for short, n in by_kernel.most_common(4):
         d = next(d for d in launched if decode(trace.name(d)).short == short)
         total = sum(float(trace.dur[x]) for x in launched if decode(trace.name(x)).short == short)
@@ -287,6 +289,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
             explanation=(
                 "aten::addmm is matmul plus bias fused at the dispatcher level: the GEMM kernel "
                 "is the same one aten::mm would run, the bias rides in its epilogue"
+                + (f" ({biased[0]} says so: epilogue bias)" if biased else "")
                 + (
                     ", after a device-to-device copy that seeds the output with the bias "
                     f"(seen here: {decode(trace.name(copies[0])).short})."
@@ -307,7 +310,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
 
 @rule(
     "metadata-only-ops",
-    "dispatch",
+    "dispatch-chain",
     "view/transpose/reshape ops: CPU cost only, zero device time",
     min_share=0.05,
 )
@@ -332,6 +335,7 @@ def metadata_only_ops(ctx) -> list[Finding]:
     per_step_n = sum(r[1] for r in rows) / len(rows)
     if share < ctx.threshold("min_share"):
         return []
+    hidden = sum(r[0].device_busy_us for r in rows) >= sum(r[0].host_busy_us for r in rows)
     names = Counter(trace.name(i) for i in pure.tolist())
     evidence = [
         Evidence(
@@ -370,7 +374,8 @@ def metadata_only_ops(ctx) -> list[Finding]:
                 "They add up when ops are small: torch.compile traces them away, CUDA graphs "
                 "skip the CPU side entirely; otherwise reshape once outside the loop."
             ),
-            impact_us=per_step_us,
+            # CPU time only costs the step when the device waits for the host
+            impact_us=0.0 if hidden else per_step_us,
             evidence=evidence,
             measured={
                 "calls_per_step": round(per_step_n, 2),

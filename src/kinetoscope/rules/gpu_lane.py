@@ -10,14 +10,7 @@ from ..analysis.gpu_lane import Gap, buffer_requests, kernel_gaps, kernel_spread
 from ..analysis.kernel_names import decode
 from ..analysis.stepmap import device_steps, mean_step_us, step_count, step_or_none
 from .base import Evidence, Finding, NotChecked, rule
-
-
-def _need_device(trace) -> None:
-    if not trace.has_device:
-        raise NotChecked(
-            "no device activity in the trace",
-            "record with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] on a GPU run",
-        )
+from .requires import NO_LINKS, need_device
 
 
 @rule(
@@ -81,13 +74,10 @@ def profiler_buffer_request(ctx) -> list[Finding]:
 )
 def launch_latency_rule(ctx) -> list[Finding]:
     trace = ctx.trace
-    _need_device(trace)
+    need_device(trace)
     lat = launch_latency(trace)
     if len(lat) < 2:
-        raise NotChecked(
-            "no launch call is linked to a device event (no correlation ids)",
-            "record host and device activities in the same profiler session",
-        )
+        raise NotChecked(*NO_LINKS)
     values = lat.latency
     p50, p90, pmax = (float(v) for v in np.percentile(values, [50, 90, 100]))
     tenth = max(len(values) // 5, 1)
@@ -198,7 +188,7 @@ def launch_latency_rule(ctx) -> list[Finding]:
 )
 def kernel_gap(ctx) -> list[Finding]:
     trace = ctx.trace
-    _need_device(trace)
+    need_device(trace)
     per_step = kernel_gaps(trace)
     min_gap, ratio = ctx.threshold("min_gap_us"), ctx.threshold("ratio")
     flagged = []
@@ -291,7 +281,7 @@ def kernel_gap(ctx) -> list[Finding]:
 )
 def kernel_variance(ctx) -> list[Finding]:
     trace = ctx.trace
-    _need_device(trace)
+    need_device(trace)
     spreads = kernel_spreads(trace, min_instances=3)
     ratio_t, cv_t, floor = (
         ctx.threshold("max_over_median"),
@@ -329,6 +319,24 @@ def kernel_variance(ctx) -> list[Finding]:
                 value=ratio,
             )
         )
+    _, sp, *_ = hits[0]
+    d = sp.durations(trace)
+    if len(d) <= 12:  # the whole distribution of the worst kernel, run by run
+        runs = ", ".join(
+            (f"#{int(st)} " if st >= 0 else "") + f"{v:.1f}"
+            for st, v in zip(sp.steps.tolist(), d.tolist(), strict=True)
+        )
+    else:
+        p10, p50, p90 = np.percentile(d, [10, 50, 90])
+        runs = f"p10 {p10:.1f}, p50 {p50:.1f}, p90 {p90:.1f}, max {d.max():.1f}"
+    how = "run by run" if len(d) <= 12 else "distribution"
+    evidence.insert(
+        1,
+        Evidence(
+            f"{decode(trace.names[sp.name_id]).short} {how} (us): {runs}",
+            name=trace.names[sp.name_id],
+        ),
+    )
     total_excess = sum(h[0] for h in hits)
     top = hits[0]
     return [

@@ -6,18 +6,15 @@ import numpy as np
 
 from ..analysis.gpu_lane import device_time_by_name
 from ..analysis.kernel_names import decode
-from .base import Evidence, Finding, NotChecked, rule
+from .base import Evidence, Finding, rule
+from .requires import need_kernels
 
 
 @rule("kernel-name", "kernel-names", "decode the top kernels' names", top=5)
 def kernel_name(ctx) -> list[Finding]:
     trace = ctx.trace
+    need_kernels(trace)
     rows = device_time_by_name(trace)
-    if not rows:
-        raise NotChecked(
-            "no kernels in the trace",
-            "record a GPU run with ProfilerActivity.CUDA to see which kernels ran",
-        )
     total = float(trace.dur[trace.kernels].sum())
     evidence = []
     libraries: dict[str, float] = {}
