@@ -72,6 +72,7 @@ def test_bad_parameter_values_are_typer_errors_exit_2(tmp_path, args, expected):
         (["resnet"], "unknown workload 'resnet'"),
         (["matmul_add", "--", "x"], "only a script takes them"),
         (["matmul_add", "--step-on", "m:f"], "--step-on applies to scripts"),
+        (["matmul_add", "--compile-mode", "max-autotune"], "--compile-mode needs --compile"),
         (["nowhere.py"], "nowhere.py: no such script"),
         (["train.py", "--size", "4"], "--size: workload options do not apply to a script"),
     ],
@@ -96,3 +97,15 @@ def test_profile_help_works(tmp_path):
     done = run_cli("profile", "--help", cwd=tmp_path)
     assert done.returncode == 0
     assert "--num-workers" in done.stdout and "--step-on" in done.stdout
+
+
+@needs_torch
+def test_an_unwritable_output_folder_is_a_usage_error(tmp_path):
+    from kinetoscope.capture.runner import CaptureOptions, run_workload
+    from kinetoscope.errors import UsageError
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(UsageError, match="cannot create the output folder"):
+        run_workload("matmul_add", {"size": 4}, CaptureOptions(device="cpu", out=blocker))
+    assert blocker.read_text() == "not a folder"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import shutil
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,10 @@ def test_transformer_forward_and_generate(tmp_path):
     assert step_numbers(trace) == [2, 3, 4]
 
 
+@pytest.mark.skipif(
+    not any(shutil.which(c) for c in ("g++", "c++", "clang++")),
+    reason="torch.compile on CPU needs a C++ compiler",
+)
 def test_compiled_run_shows_compiled_region(tmp_path):
     result, trace = capture(tmp_path, "matmul_add", {"size": 8}, compile=True)
     assert result.tag == "8_fp32_cold_compiled"

@@ -17,7 +17,20 @@ from pathlib import Path
 
 from isal import igzip
 
+from ..errors import UsageError
+
 _CHUNK = 1 << 20
+
+
+def output_dir(path: Path) -> Path:
+    """Create the output folder up front, so an unwritable --out fails before any work."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"{path}: cannot create the output folder ({exc.strerror or exc})"
+        ) from None
+    return path
 
 
 def write_trace(prof, path: Path, meta: dict, gzip: bool = False) -> Path:

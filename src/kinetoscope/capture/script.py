@@ -8,6 +8,10 @@ counts those steps. Because we cannot know in advance whether the script will
 ever step, recording starts at once: if a first step arrives, that opening
 recording (imports, set-up, the first iteration) is dropped and the schedule
 proceeds as usual; if none arrives, the whole run is the trace.
+
+A step boundary at `optimizer.step()` falls inside any `record_function` the
+script opens around its whole iteration; `--step-on` the loop-body function
+puts the boundaries exactly between iterations.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 from ..errors import UsageError
 from .deps import require_torch
 from .device import DeviceChoice, activities, resolve_device
+from .optimizer_steps import OptimizerSteps
 from .schedule import Schedule
 from .session import Artifacts, TraceHandler, tensorboard_naming
 
@@ -148,10 +153,7 @@ def run_script(
 def _install_step_source(torch, step, step_on: str | None):
     """Hook `step` after each optimizer step or each call of `step_on`; returns the undo."""
     if step_on is None:
-        from torch.optim.optimizer import register_optimizer_step_post_hook
-
-        handle = register_optimizer_step_post_hook(lambda _optimizer, _args, _kwargs: step())
-        return handle.remove
+        return OptimizerSteps(torch, step).remove
     owner, attr = _resolve_step_on(step_on)
     original = getattr(owner, attr)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
-from .artifacts import write_table, write_trace
+from .artifacts import output_dir, write_table, write_trace
 from .deps import require_torch
 from .device import DeviceChoice, activities, resolve_device
 from .schedule import Schedule
@@ -60,7 +60,7 @@ class TraceHandler:
         meta: dict | None = None,
         naming: Naming | None = None,
     ) -> None:
-        self.dir = Path(dir_name)
+        self.dir = output_dir(Path(dir_name))
         self.gzip = gzip
         self.meta = dict(meta or {})
         self.naming = naming or tensorboard_naming(worker_name)

@@ -40,7 +40,8 @@ class ImplOpt(str, Enum):
     sdpa = "sdpa"
 
 
-_WORKLOAD_HELP = "Workload option"
+_WORKLOAD = "Workload options (each applies to the workloads named)"
+_SCHEDULE = "Schedule (torch.profiler.schedule)"
 
 
 def register(app: typer.Typer) -> None:
@@ -64,10 +65,14 @@ def profile_command(
     compile: bool = typer.Option(False, "--compile", help="torch.compile the workload."),
     compile_mode: CompileModeOpt = typer.Option(CompileModeOpt.default, help="torch.compile mode."),
     warmup: int = typer.Option(0, min=0, help="Iterations before the profiler starts (0: cold)."),
-    wait: int = typer.Option(1, min=0, help="Schedule: steps skipped first."),
-    warmup_steps: int = typer.Option(1, min=0, help="Schedule: profiler warm-up steps."),
-    active: int = typer.Option(3, min=1, help="Schedule: steps recorded."),
-    repeat: int = typer.Option(1, min=1, help="Schedule: cycles (one trace each)."),
+    wait: int = typer.Option(1, min=0, help="Steps skipped first.", rich_help_panel=_SCHEDULE),
+    warmup_steps: int = typer.Option(
+        1, min=0, help="Profiler warm-up steps.", rich_help_panel=_SCHEDULE
+    ),
+    active: int = typer.Option(3, min=1, help="Steps recorded.", rich_help_panel=_SCHEDULE),
+    repeat: int = typer.Option(
+        1, min=1, help="Cycles (one trace each).", rich_help_panel=_SCHEDULE
+    ),
     record_shapes: bool = typer.Option(False, "--record-shapes", help="Record input shapes."),
     profile_memory: bool = typer.Option(False, "--profile-memory", help="Record allocations."),
     with_stack: bool = typer.Option(False, "--with-stack", help="Record Python stacks."),
@@ -76,23 +81,57 @@ def profile_command(
     step_on: str | None = typer.Option(
         None, help="Script only: module:function whose every call is one step."
     ),
-    size: int | None = typer.Option(None, min=1, help="matmul_add: matrix size."),
-    batched: bool = typer.Option(False, "--batched", help="matmul_add: 3-D inputs (aten::bmm)."),
-    batch: int | None = typer.Option(None, min=1, help="linear, mlp, attention, dataloader."),
-    in_dim: int | None = typer.Option(None, min=1, help="linear: input features."),
-    out_dim: int | None = typer.Option(None, min=1, help="linear: output features."),
-    seq: int | None = typer.Option(None, min=1, help="mlp, attention, transformer: tokens."),
-    dim: int | None = typer.Option(None, min=1, help="mlp: model width."),
-    hidden: int | None = typer.Option(None, min=1, help="mlp, transformer, dataloader: width."),
-    impl: ImplOpt | None = typer.Option(None, help="attention: naive or sdpa."),
-    heads: int | None = typer.Option(None, min=1, help="attention: heads."),
-    head_dim: int | None = typer.Option(None, min=1, help="attention: head size."),
-    layers: int | None = typer.Option(None, min=1, help="transformer: decoder layers."),
-    new_tokens: int | None = typer.Option(None, min=1, help="transformer: tokens generated."),
-    image: int | None = typer.Option(None, min=1, help="dataloader: image side in pixels."),
-    blur: int | None = typer.Option(None, min=0, help="dataloader: blur passes per item."),
-    num_workers: int | None = typer.Option(None, min=0, help="dataloader: loader processes."),
-    pin_memory: bool = typer.Option(False, "--pin-memory", help="dataloader: pinned buffers."),
+    size: int | None = typer.Option(
+        None, min=1, help="matmul_add: matrix size.", rich_help_panel=_WORKLOAD
+    ),
+    batched: bool = typer.Option(
+        False, "--batched", help="matmul_add: 3-D inputs (aten::bmm).", rich_help_panel=_WORKLOAD
+    ),
+    batch: int | None = typer.Option(
+        None, min=1, help="linear, mlp, attention, dataloader.", rich_help_panel=_WORKLOAD
+    ),
+    in_dim: int | None = typer.Option(
+        None, min=1, help="linear: input features.", rich_help_panel=_WORKLOAD
+    ),
+    out_dim: int | None = typer.Option(
+        None, min=1, help="linear: output features.", rich_help_panel=_WORKLOAD
+    ),
+    seq: int | None = typer.Option(
+        None, min=1, help="mlp, attention, transformer: tokens.", rich_help_panel=_WORKLOAD
+    ),
+    dim: int | None = typer.Option(
+        None, min=1, help="mlp: model width.", rich_help_panel=_WORKLOAD
+    ),
+    hidden: int | None = typer.Option(
+        None, min=1, help="mlp, transformer, dataloader: width.", rich_help_panel=_WORKLOAD
+    ),
+    impl: ImplOpt | None = typer.Option(
+        None, help="attention: naive or sdpa.", rich_help_panel=_WORKLOAD
+    ),
+    heads: int | None = typer.Option(
+        None, min=1, help="attention: heads.", rich_help_panel=_WORKLOAD
+    ),
+    head_dim: int | None = typer.Option(
+        None, min=1, help="attention: head size.", rich_help_panel=_WORKLOAD
+    ),
+    layers: int | None = typer.Option(
+        None, min=1, help="transformer: decoder layers.", rich_help_panel=_WORKLOAD
+    ),
+    new_tokens: int | None = typer.Option(
+        None, min=1, help="transformer: tokens generated.", rich_help_panel=_WORKLOAD
+    ),
+    image: int | None = typer.Option(
+        None, min=1, help="dataloader: image side in pixels.", rich_help_panel=_WORKLOAD
+    ),
+    blur: int | None = typer.Option(
+        None, min=0, help="dataloader: blur passes per item.", rich_help_panel=_WORKLOAD
+    ),
+    num_workers: int | None = typer.Option(
+        None, min=0, help="dataloader: loader processes.", rich_help_panel=_WORKLOAD
+    ),
+    pin_memory: bool = typer.Option(
+        False, "--pin-memory", help="dataloader: pinned buffers.", rich_help_panel=_WORKLOAD
+    ),
 ) -> None:
     """Run a built-in workload or your script under torch.profiler, write the trace and the
     profiler table, then summarise the trace."""
@@ -141,6 +180,8 @@ def profile_command(
         raise UsageError(f"extra arguments {' '.join(script_args)!r}: only a script takes them")
     if step_on is not None:
         raise UsageError("--step-on applies to scripts, not built-in workloads")
+    if compile_mode is not CompileModeOpt.default and not compile:
+        raise UsageError("--compile-mode needs --compile")
     from ..capture.runner import CaptureOptions, run_workload
 
     options = CaptureOptions(
@@ -165,6 +206,12 @@ def _profile_script(target, args, schedule, step_on, device, common) -> None:
         f"profiled {result.script} on {result.device.name}: "
         f"{result.steps} steps ({result.step_source})"
     )
+    if not result.written:
+        first = schedule.active_steps()[0]
+        raise UsageError(
+            f"the script stepped {result.steps} time(s), too few to reach the schedule's first "
+            f"recorded step (#{first}): lower --wait / --warmup-steps"
+        )
     if result.whole_run:
         print("the script never stepped: the trace covers the whole run (as ProfilerStep#0)")
     elif result.steps < schedule.total_steps:
