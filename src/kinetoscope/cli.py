@@ -23,7 +23,17 @@ app = typer.Typer(
 )
 
 #: Command modules, each defines `register(app)`.
-COMMANDS = ["summary", "table", "profile", "explain", "chain", "memory"]
+COMMANDS: list[str] = [
+    "summary",
+    "table",
+    "profile",
+    "explain",
+    "chain",
+    "memory",
+    "diff",
+    "check",
+    "sweep",
+]
 
 _DEBUG = {"on": False}
 
