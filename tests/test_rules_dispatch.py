@@ -147,3 +147,25 @@ def test_addmm_bias_copy_on_gpu_corpus():
     assert f.severity == "info" and f.measured == {"addmm_calls": 1, "bias_copies": 1}
     assert "direct_copy_kernel_cuda" in f.explanation
     assert f.evidence[0].step == 1
+
+
+def test_metadata_only_counts_outermost_views_and_skips_copying_reshapes(tmp_path):
+    from kinetoscope.analysis.dispatch import metadata_only
+
+    from .conftest import op, write_trace
+
+    events = [
+        op("ProfilerStep#1", 0, 100, cat="user_annotation"),
+        op("aten::transpose", 1, 10),  # pure: counted once, with its as_strided inside
+        op("aten::as_strided", 2, 3),
+        op("aten::reshape", 20, 20),  # copies: not metadata-only
+        op("aten::clone", 22, 15),
+        op("aten::_unsafe_view", 38, 1),  # a view after the copy: pure on its own
+        op("aten::view", 50, 2),
+    ]
+    trace = load(write_trace(tmp_path / "views.json", events))
+    assert sorted(trace.name(i) for i in metadata_only(trace)) == [
+        "aten::_unsafe_view",
+        "aten::transpose",
+        "aten::view",
+    ]

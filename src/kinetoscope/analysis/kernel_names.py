@@ -684,8 +684,7 @@ def decode(name: str) -> KernelName:
     if m:
         return _decode_trtllm_gen(name, m)
     if re.search(r"(?:^|_)scudnn", low):
-        kind = "conv"
-        return _decode_prefixed_blas(name, "cuDNN", kind)
+        return _decode_prefixed_blas(name, "cuDNN", "conv")
 
     library = _library_of(name)
     if name.startswith("_Z"):
@@ -695,7 +694,7 @@ def decode(name: str) -> KernelName:
         kind = _kind_of(qualified or base)
         short = base
         dtype = _dtype_from_cpp(name)
-        text_for_kind = qualified
+        arch_text = qualified
     else:
         base = strip_cpp(name)
         head = _PREFIX_RE.sub("", name).replace("(anonymous namespace)::", "")
@@ -707,7 +706,7 @@ def decode(name: str) -> KernelName:
         dtype = _dtype_from_cpp(name) if "<" in name or "(" in name else None
         if dtype is None:
             dtype = _dtype_from_tokens(_tokens(base))
-        text_for_kind = base
+        arch_text = base
     if library == "MIOpen":
         if name.startswith("igemm_"):  # implicit-GEMM convolutions (fwd, bwd data, wrw)
             kind = "conv"
@@ -729,7 +728,7 @@ def decode(name: str) -> KernelName:
         family=f"{library}:{kind if coarse else short}",
         library=library,
         kind=kind,
-        arch=_arch(text_for_kind),
+        arch=_arch(arch_text),
         dtype=dtype,
         epilogue=_epilogue(_tokens(base)) if kind in ("gemm", "conv") else (),
     )
