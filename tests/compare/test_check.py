@@ -86,12 +86,20 @@ def test_baseline_regression(tmp_path):
     fast_json.write_text(kinetoscope.explain(fast).to_json())
     slow_json.write_text(kinetoscope.explain(slow).to_json())
     # workers=4 (median step 126.5 ms) against the workers=0 baseline (176.3 ms): faster
-    res = _check(fast, "--baseline", slow_json, "--max-regression", "10%")
+    res = _check(
+        fast, "-e", "not dataloader-bound", "--baseline", slow_json, "--max-regression", "10%"
+    )
     assert res.returncode == 0, res.stdout
+    assert "PASS  not dataloader-bound  (measured: dataloader-bound absent)" in res.stdout
     assert "step_time_us within 10% of baseline" in res.stdout and "(-28.2%)" in res.stdout
     # the other way round it is 39% slower per step: a regression
-    res = _check(slow, "--baseline", fast_json, "--max-regression", "10%")
+    res = _check(
+        slow, "-e", "not dataloader-bound", "--baseline", fast_json, "--max-regression", "10%"
+    )
     assert res.returncode == 1
+    assert "FAIL  not dataloader-bound  (measured: dataloader-bound present (critical))" in (
+        res.stdout
+    )
     assert "FAIL  step_time_us within 10% of baseline" in res.stdout
     # ... that a 50% allowance tolerates
     now, before = load_baseline(slow_json), load_baseline(fast_json)

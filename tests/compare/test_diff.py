@@ -69,6 +69,9 @@ def test_resnet_dataloader_workers_pair():
     # the verdict moved: device busy 57% -> 81% of the window
     findings = {r.id: r.status for r in d.findings}
     assert findings["mixed"] == "disappeared" and findings["compute-bound"] == "appeared"
+    # ~40% of each workers=0 step waits in the single-process loader's __next__
+    assert findings["dataloader-bound"] == "disappeared"
+    assert "resolved: dataloader-bound" in d.conclusion
     assert "The verdict moved from mixed to compute-bound" in d.conclusion
 
 
