@@ -159,7 +159,7 @@ class EventStream:
         self.count = 0
         self._clean = False  # control characters seen: clean every later piece
 
-    def batches(self, chunks: Iterable[bytes]) -> Iterator[list[Any]]:
+    def batches(self, chunks: Iterable[bytes | memoryview]) -> Iterator[list[Any]]:
         chunks = iter(chunks)
         buf = bytearray()
         started = False
@@ -175,7 +175,8 @@ class EventStream:
             raise TraceError(self.path, "is empty")
         head = bytes(buf[: match.end()]) if match else b""
         if not match or not self._head_is_top_level(head):
-            buf += b"".join(chunks)
+            for chunk in chunks:  # copy each piece before the next overwrites it
+                buf += chunk
             yield from self._whole(bytes(buf))
             return
         rest = buf[match.end() :]
