@@ -42,6 +42,12 @@ TRACES = [
     "gpu/tracelens_mi300__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
     "gpu/tracelens_mi210__gpu_only_trace.json.gz",
     "gpu/switch_transformer_moe_a100.json.gz",
+    "gpu/tracelens_h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+    "gpu/ncompass_train_with_stack_h100nvl.pt.trace.json.gz",
+    "gpu/tracelens_b200__eager_trace.json.gz",
+    "gpu/tracelens_sglang_decode__sglang_Qwen3-8B_decode.json.gz",
+    "gpu/simple_add_a100.json.gz",
+    "multirank/dlrm_8ranks/worker7_step_12.1694128201553.pt.trace.json",
 ]
 
 
