@@ -2,9 +2,10 @@
 
 Runs only where HTA is installed (a separate environment: HTA pulls pandas,
 plotly, jupyter). Per stream, the three shares (host wait, kernel wait, other)
-must agree within 5 percentage points; measured: within 0.4 points (0.0 on all
-but resnet_train_ns 0.40 and the Qwen H100 trace 0.23), idle totals within 0.1%. Two HTA defaults are switched
-off so both tools look at the same events, and the test says why:
+must agree within 5 percentage points; measured: 0.0 points on all but
+resnet_train_ns (0.40) and the Qwen H100 trace (0.23), idle totals within 0.1%.
+Two HTA defaults are switched off so both tools look at the same events, and
+the test says why:
 - `include_last_profiler_step=True`: by default HTA drops the last
   ProfilerStep and every device event not launched before it; kinetoscope keeps
   the whole window.
