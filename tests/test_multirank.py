@@ -61,7 +61,7 @@ def test_text_and_markdown(dlrm):
     assert "ranks 0-7: [warn] host-sync" in text
     assert "overlap" in text.splitlines()[2]
     md = explain_ranks(sorted(dlrm.iterdir()), jobs=2, config={}, fmt="md")
-    assert "| rank | step ms |" in md and "| 7 * |" in md
+    assert "| rank | steps | step ms |" in md and "| 7 * | 1 | 12.51 |" in md
 
 
 def test_jobs_do_not_change_results(dlrm):

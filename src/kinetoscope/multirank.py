@@ -352,13 +352,14 @@ class MultiRankReport:
         }
 
     def render(self, markdown: bool) -> str:
-        head = ["rank", "step ms", "busy ms", "compute ms", "coll. ms", "coll. share",
+        head = ["rank", "steps", "step ms", "busy ms", "compute ms", "coll. ms", "coll. share",
                 "coll. wait ms", "overlap"]  # fmt: skip
         rows = []
         for r, s in self.ranks.items():
             rows.append(
                 [
                     str(r) + (" *" if r in self.stragglers else ""),
+                    str(len(s.steps)) if s.steps else "-",
                     f"{s.step_us / 1e3:.2f}",
                     f"{s.device_busy_us / 1e3:.2f}",
                     f"{s.compute_us / 1e3:.2f}",
@@ -373,6 +374,7 @@ class MultiRankReport:
         lines.extend(_table(head, rows, markdown))
         lines += [
             "",
+            "step ms: median over the rank's steps (the window without steps); "
             "coll.: collective (NCCL/RCCL) kernels; coll. share: of device busy time; coll. "
             "wait: time in collectives waiting for the last rank; overlap: share of collective "
             "time during which compute kernels ran on other streams; *: straggler",

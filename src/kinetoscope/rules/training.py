@@ -322,6 +322,10 @@ def gpu_idle_breakdown(ctx) -> list[Finding]:
             )
         )
     main = max(per_stream, key=lambda p: p[1].busy)[1]
+    # a breakdown, not a cause: it ranks by the host-wait time on the busiest stream only
+    # when that dominates and the streams idle most of the time (else causes rank first)
+    severity = "warn" if dominant == "host_wait" and share >= 0.5 else "info"
+    impact = main.host_wait / n_steps if severity == "warn" else 0.0
     by_step = _idle_by_step(streams)
     for number, split in sorted(by_step.items(), key=lambda kv: -kv[1].idle)[:5]:
         text = ", ".join(f"{c} {split.share(c):.0%}" for c in CATEGORIES)
@@ -340,7 +344,7 @@ def gpu_idle_breakdown(ctx) -> list[Finding]:
     return [
         Finding(
             id="gpu-idle-breakdown",
-            severity="warn" if dominant == "host_wait" and share >= 0.5 else "info",
+            severity=severity,
             title=(
                 f"Device streams idle {share:.0%} of the time between their events; "
                 f"mostly {dominant.replace('_', ' ')} ({in_steps.share(dominant):.0%})"
@@ -360,7 +364,7 @@ def gpu_idle_breakdown(ctx) -> list[Finding]:
                 "other": "Look at cross-stream dependencies (event waits, collectives, copies "
                 "on side streams) in Perfetto around the longest gaps.",
             }[dominant],
-            impact_us=getattr(main, dominant) / n_steps,
+            impact_us=impact,
             evidence=evidence,
             measured={
                 "idle_share": round(share, 4),
