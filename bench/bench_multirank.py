@@ -3,9 +3,10 @@
 Times `kinetoscope.multirank.summarize_ranks` (each worker loads one rank's
 trace, measures it and runs the rules, returning small summaries) and, apart,
 the bare loading of the files, with `jobs` 1 (in-process) and 2 (process
-pool). Median of `--repeat` runs, fresh pool each run (what one CLI call pays).
+pool). Median of `--repeat` runs, the two modes alternating, a fresh pool each
+run (what one CLI call pays).
 
-    PYTHONPATH=src python bench/bench_multirank.py [DIR] [--repeat 7]
+    PYTHONPATH=src python bench/bench_multirank.py [DIR] [--repeat 15]
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def load_only(files: list[str], jobs: int) -> None:
             _load(f)
     else:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            list(pool.map(_load, files))
+            list(pool.map(_load, files, chunksize=-(-len(files) // jobs)))
 
 
 def _cpu_seconds() -> float:
@@ -45,21 +46,27 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def timed(fn, repeat: int) -> tuple[float, float]:
-    """Median wall seconds and median CPU seconds of `repeat` calls."""
-    wall, cpu = [], []
+def timed(fn, repeat: int) -> dict[int, tuple[float, float]]:
+    """Per jobs value (1, 2): median wall and CPU seconds of `repeat` calls.
+
+    The two modes alternate within each repetition, so a change in the machine's
+    load during the run hits both alike.
+    """
+    wall: dict[int, list[float]] = {1: [], 2: []}
+    cpu: dict[int, list[float]] = {1: [], 2: []}
     for _ in range(repeat):
-        cpu0, start = _cpu_seconds(), time.perf_counter()
-        fn()
-        wall.append(time.perf_counter() - start)
-        cpu.append(_cpu_seconds() - cpu0)
-    return statistics.median(wall), statistics.median(cpu)
+        for jobs in (1, 2):
+            cpu0, start = _cpu_seconds(), time.perf_counter()
+            fn(jobs)
+            wall[jobs].append(time.perf_counter() - start)
+            cpu[jobs].append(_cpu_seconds() - cpu0)
+    return {j: (statistics.median(wall[j]), statistics.median(cpu[j])) for j in (1, 2)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dir", nargs="?", type=Path, default=DEFAULT)
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args()
     files = [str(p) for p in trace_files([args.dir])]
     size = sum(os.path.getsize(f) for f in files) / 2**20
@@ -74,8 +81,8 @@ def main() -> None:
         ("load only", lambda j: load_only(files, j)),
         ("load + measure + rules", lambda j: summarize_ranks([args.dir], jobs=j)),
     ):
-        one, one_cpu = timed(lambda fn=fn: fn(1), args.repeat)
-        two, two_cpu = timed(lambda fn=fn: fn(2), args.repeat)
+        result = timed(fn, args.repeat)
+        (one, one_cpu), (two, two_cpu) = result[1], result[2]
         cells = [label, f"{one:.3f}", f"{two:.3f}", f"{one / two:.2f}x"]
         print("| " + " | ".join([*cells, f"{one_cpu:.3f}", f"{two_cpu:.3f}"]) + " |")
     print(f"load average after: {os.getloadavg()[0]:.1f}")

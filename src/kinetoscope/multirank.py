@@ -184,8 +184,12 @@ def summarize_ranks(
         from .rules.engine import load_rules
 
         load_rules()  # import the rule modules once, before the workers fork
-        with ProcessPoolExecutor(max_workers=min(jobs, len(files))) as pool:
-            summaries = list(pool.map(summarize_rank, files, [config] * len(files)))
+        workers = min(jobs, len(files))
+        chunk = -(-len(files) // workers)  # one batch of files per worker: fewer round trips
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            summaries = list(
+                pool.map(summarize_rank, files, [config] * len(files), chunksize=chunk)
+            )
     for s in summaries:
         if s.error:
             raise TraceError(s.path, s.error)
