@@ -20,7 +20,7 @@ def test_main_job_profiles_matmul_add_on_this_machine(tmp_path):
     [trace] = folder.glob("16_*_cold_eager.json")  # fp32 on CPU, bf16 on a GPU
     assert trace.with_suffix(".txt").is_file()
     assert "trace: traces/01_matmul_add/16_" in done.stdout
-    assert "3 step(s)" in done.stdout  # the summary of the trace just written
+    assert "Verdict" in done.stdout and "(3 steps)" in done.stdout  # explain of the new trace
 
 
 def test_missing_torch_is_one_line_naming_the_extra(tmp_path):

@@ -2,7 +2,7 @@
 
 Built-in workloads write `traces/<NN_workload>/<tag>.json` and `<tag>.txt`; a
 script writes TensorBoard-named files under `traces/<script stem>/`. Then the
-trace is read back and summarised. torch is imported only when a capture runs,
+trace is read back and explained. torch is imported only when a capture runs,
 so `--help` works without it.
 """
 
@@ -134,7 +134,7 @@ def profile_command(
     ),
 ) -> None:
     """Run a built-in workload or your script under torch.profiler, write the trace and the
-    profiler table, then summarise the trace."""
+    profiler table, then explain the trace."""
     from ..capture.schedule import Schedule
 
     schedule = Schedule(wait, warmup_steps, active, repeat)
@@ -226,20 +226,20 @@ def _profile_script(target, args, schedule, step_on, device, common) -> None:
 
 
 def _report_artifacts(written) -> None:
+    """Read each trace just written like `kinetoscope explain`, then list the files."""
     if not written:
         raise UsageError("the profiler produced no trace (no recorded step completed)")
     for artifacts in written:
+        _print_explanation(artifacts.trace)
+    for artifacts in written:
         print(f"trace: {artifacts.trace}")
         print(f"table: {artifacts.table}")
-        _print_summary(artifacts.trace)
 
 
-def _print_summary(path: Path) -> None:
-    """What the trace says (to become `kinetoscope.explain(path)` rendered once it lands)."""
-    from rich.console import Console
+def _print_explanation(path: Path) -> None:
+    """Verdict, steps and ranked findings of the trace, as `kinetoscope explain` prints them."""
+    from ..api import explain
+    from ..report.text import render_text
+    from .explain import _width
 
-    from ..analysis.summary import summarize
-    from ..report.summary_view import render_summary
-    from ..trace import load
-
-    render_summary(summarize(load(path)), Console(width=None if Console().is_terminal else 100))
+    sys.stdout.write(render_text(explain(path), width=_width(), color=sys.stdout.isatty()))
