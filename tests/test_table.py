@@ -40,6 +40,9 @@ def _profile_cpu_run(tmp_path, with_stack: bool):
             with record_function("matmul_add"):
                 torch.add(torch.matmul(x, w), b)
                 torch.nn.functional.linear(x, w, b).relu_()
+                # aten::mean calls aten::mean: the profiler drops the inner one
+                # (EventList._remove_dup_nodes); the rebuilt table must too
+                x.mean(dim=0)
             prof.step()
     return tmp_path / "run.json", parse_profiler_table(out["txt"])
 

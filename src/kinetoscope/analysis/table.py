@@ -86,7 +86,11 @@ def key_averages(trace: Trace, sort_by: str = "self_cpu_time_total") -> KeyAvera
     on_device = (trace.lane_kind == 2).astype(np.int64)
     group = group_of_name[trace.name_id] * 2 + on_device if len(trace) else np.zeros(0, np.int64)
 
-    host = np.flatnonzero(trace.host_tree_mask)
+    kept, parent = _collapse_repeated_names(trace)
+    host = np.flatnonzero(kept)
+    self_time = trace.dur.copy()
+    child = host[parent[host] >= 0]
+    np.subtract.at(self_time, parent[child], trace.dur[child])
     device = np.flatnonzero(trace.mask(*DEVICE_CATS) & (trace.lane_kind == 2))
     counted_device = device[trace.cat[device] != int(Cat.GPU_ANNOTATION)]
 
@@ -96,18 +100,21 @@ def key_averages(trace: Trace, sort_by: str = "self_cpu_time_total") -> KeyAvera
     calls = np.bincount(group[host], minlength=n_groups) + np.bincount(
         group[device], minlength=n_groups
     )
-    self_cpu = per_group(host, trace.self_time[host])
+    self_cpu = per_group(host, self_time[host])
     cpu_total = per_group(host, trace.dur[host])
     self_device = per_group(device, trace.dur[device])
     device_total = self_device.copy()
 
     # charge each device event to the op that launched it, and to that op's ancestors
     launched_by = trace.op_of[device]
+    dropped = launched_by >= 0
+    dropped[dropped] = ~kept[launched_by[dropped]]
+    launched_by[dropped] = parent[launched_by[dropped]]  # kernels lift to the kept parent
     linked = launched_by >= 0
     dev_linked = device[linked]
     owners = launched_by[linked]
     self_device += _sum_by_group(group, owners, trace.dur[dev_linked], n_groups)
-    device_total += _charge_ancestors(trace, group, owners, trace.dur[dev_linked], n_groups)
+    device_total += _charge_ancestors(parent, group, owners, trace.dur[dev_linked], n_groups)
 
     is_device_group = np.arange(n_groups) % 2 == 1
     rows = [
@@ -126,7 +133,7 @@ def key_averages(trace: Trace, sort_by: str = "self_cpu_time_total") -> KeyAvera
     rows.sort(key=lambda r: (-key(r), r.name))
     return KeyAverages(
         rows=rows,
-        self_cpu_total_us=float(trace.self_time[host].sum()),
+        self_cpu_total_us=float(self_time[host].sum()),
         self_device_total_us=float(trace.dur[counted_device].sum()),
         has_device=len(device) > 0,
     )
@@ -136,7 +143,31 @@ def _sum_by_group(group: np.ndarray, index: np.ndarray, values: np.ndarray, n: i
     return np.bincount(group[index], weights=values, minlength=n) if len(index) else np.zeros(n)
 
 
-def _charge_ancestors(trace, group, owners, durations, n_groups) -> np.ndarray:
+def _collapse_repeated_names(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """The profiler's `EventList._remove_dup_nodes`: an event that is the only child
+    of a parent with the same name (e.g. `aten::mean` calling `aten::mean`) is
+    dropped and its children hang from that parent. Returns the kept host events
+    and the parent of every event in the collapsed tree."""
+    kept = trace.host_tree_mask.copy()
+    parent = trace.parent.copy()
+    name = trace.name_id
+    while True:
+        idx = np.flatnonzero(kept & (parent >= 0))
+        up = parent[idx]
+        only_child = np.bincount(up, minlength=len(trace))[up] == 1
+        dup = idx[(name[up] == name[idx]) & only_child]
+        if not len(dup):
+            return kept, parent
+        kept[dup] = False
+        while True:  # re-hang children of dropped events on the nearest kept ancestor
+            hanging = np.flatnonzero(parent >= 0)
+            hanging = hanging[~kept[parent[hanging]]]
+            if not len(hanging):
+                break
+            parent[hanging] = parent[parent[hanging]]
+
+
+def _charge_ancestors(parent, group, owners, durations, n_groups) -> np.ndarray:
     """Device total of a row: device time launched inside any of its events.
 
     Walks each launching op up the host tree; an ancestor with the same row
@@ -144,7 +175,6 @@ def _charge_ancestors(trace, group, owners, durations, n_groups) -> np.ndarray:
     per event.
     """
     totals = np.zeros(n_groups)
-    parent = trace.parent
     current = owners.copy()
     for _ in range(512):
         alive = current >= 0
