@@ -1,8 +1,32 @@
 """kinetoscope: profile PyTorch programs and read Kineto traces like an expert."""
 
-from .errors import KinetoscopeError, TraceError
+from .api import explain
+from .errors import KinetoscopeError, TraceError, UsageError
+from .report.model import Report
 from .trace import Trace, load
 
 __version__ = "0.1.0"
 
-__all__ = ["KinetoscopeError", "Trace", "TraceError", "__version__", "load"]
+__all__ = [
+    "KinetoscopeError",
+    "Report",
+    "Trace",
+    "TraceError",
+    "UsageError",
+    "__version__",
+    "explain",
+    "load",
+    "profile",
+    "trace_handler",
+]
+
+#: Capture entry points, imported on first use so that `import kinetoscope` never imports torch.
+_CAPTURE = ("profile", "trace_handler")
+
+
+def __getattr__(name: str):
+    if name in _CAPTURE:
+        from .capture import session
+
+        return getattr(session, name)
+    raise AttributeError(f"module 'kinetoscope' has no attribute {name!r}")

@@ -23,7 +23,17 @@ app = typer.Typer(
 )
 
 #: Command modules, each defines `register(app)`.
-COMMANDS = ["summary", "table"]
+COMMANDS: list[str] = [
+    "summary",
+    "table",
+    "profile",
+    "explain",
+    "chain",
+    "memory",
+    "diff",
+    "check",
+    "sweep",
+]
 
 _DEBUG = {"on": False}
 
@@ -57,11 +67,12 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - the one place where any bug becomes one line
         import click
 
-        if isinstance(exc, click.exceptions.ClickException):
+        # typer >= 0.24 raises its own vendored click exceptions, not click's
+        if isinstance(exc, (click.exceptions.Abort, typer.Abort)):
+            sys.exit(1)
+        if isinstance(exc, (click.exceptions.ClickException, typer.TyperException)):
             exc.show()
             sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(1)
         if _DEBUG["on"]:
             raise
         print(

@@ -11,7 +11,17 @@ from ..trace import Trace
 from .base import REGISTRY, SEVERITY_ORDER, Finding, NotChecked, Rule
 
 #: Rule family modules under `kinetoscope.rules`; importing one registers its rules.
-RULE_MODULES: list[str] = []
+RULE_MODULES: list[str] = [
+    "regime",
+    "profiler_table",
+    "cpu_lane",
+    "gpu_lane",
+    "dispatch",
+    "kernel_names",
+    "compile",
+    "training",
+    "memory",
+]
 
 T = TypeVar("T")
 

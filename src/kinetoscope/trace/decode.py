@@ -49,6 +49,7 @@ _ARG_FIELDS: list[tuple[str, str, Any, Any]] = [
     ("python_id", "Python id", int | None, None),
     ("python_parent_id", "Python parent id", int | None, None),
     ("flops", "flops", int | float | None, None),
+    ("copy_bytes", "bytes", int | None, None),  # device copies and memsets
     ("meta_name", "name", str | None, None),
 ]
 #: args read as columns: (attribute, default when absent)

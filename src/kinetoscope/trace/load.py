@@ -30,8 +30,9 @@ _PH, _NAME, _CAT, _TS, _DUR, _PID, _TID, _ID, _ARGS = (
 _EXTERNAL_ID, _EXTERNAL_ID_OLD, _CORRELATION, _STREAM, _DEVICE = (
     attrgetter(a) for a in ("external_id", "external_id_old", "correlation", "stream", "device")
 )
-_GRID, _REGISTERS, _ALLOC, _DIMS, _TYPES, _FLOPS = (
-    attrgetter(a) for a in ("grid", "registers", "alloc_bytes", "input_dims", "input_type", "flops")
+_GRID, _REGISTERS, _ALLOC, _DIMS, _TYPES, _FLOPS, _COPY_BYTES = (
+    attrgetter(a)
+    for a in ("grid", "registers", "alloc_bytes", "input_dims", "input_type", "flops", "copy_bytes")
 )
 
 
@@ -217,6 +218,7 @@ class _Builder:
         self.input_dims: dict[int, str] = {}
         self.input_types: dict[int, str] = {}
         self.flops: dict[int, float] = {}
+        self.copy_bytes: dict[int, int] = {}
         self.flows: dict[str, list[np.ndarray]] = {"id": [], "lane": [], "ts": []}
         self.process_names: dict[Any, str] = {}
         self.thread_names: dict[tuple[Any, Any], str] = {}
@@ -340,10 +342,14 @@ class _Builder:
                 at = _present(values)
                 texts = [_json_text(values[i]) for i in at.tolist()]
                 out.update(zip((at + base).tolist(), texts, strict=True))
-        flops = list(map(_FLOPS, args))
-        if flops.count(None) < len(flops):
-            for i in _present(flops).tolist():
-                self.flops[base + i] = _float(flops[i])
+        for getter, out, convert in (
+            (_FLOPS, self.flops, _float),
+            (_COPY_BYTES, self.copy_bytes, _int),
+        ):
+            values = list(map(getter, args))
+            if values.count(None) < len(values):
+                for i in _present(values).tolist():
+                    out[base + i] = convert(values[i])
 
     def _untimed(self, events: list[Any]) -> None:
         """Flow events (launch -> device links) and metadata (thread names)."""
@@ -413,6 +419,7 @@ class _Builder:
             input_dims=self.input_dims,
             input_types=self.input_types,
             flops=self.flops,
+            copy_bytes=self.copy_bytes,
             warnings=warnings,
         )
 

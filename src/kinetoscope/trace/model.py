@@ -130,6 +130,8 @@ class Trace:
     input_types: dict[int, str]
     flops: dict[int, float]
     warnings: list[str] = field(default_factory=list)
+    #: `bytes` of device copies and memsets, by event index (sparse)
+    copy_bytes: dict[int, int] = field(default_factory=dict)
 
     # ---- basic views -------------------------------------------------
     def __len__(self) -> int:

@@ -1,0 +1,167 @@
+"""Measurements on the device lanes: launch latency, idle gaps, per-kernel spread.
+
+Pure functions of a Trace; the rules in `rules/gpu_lane.py` decide what is
+worth saying. Device work is placed in the step whose window holds its launch
+call, the same convention as `analysis.steps`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..trace import Trace
+from .stepmap import device_steps
+from .steps import windows
+
+BUFFER_REQUEST = "Activity Buffer Request"
+_MIN_GAP_US = 0.01  # below this a "gap" is timestamp rounding, not idle time
+
+
+def buffer_requests(trace: Trace) -> np.ndarray:
+    """Indices of the profiler's own CUPTI buffer refills, in time order."""
+    nid = trace.name_index.get(BUFFER_REQUEST)
+    if nid is None:
+        return np.zeros(0, dtype=np.int64)
+    idx = np.flatnonzero((trace.name_id == nid) & ~trace.is_instant)
+    return idx[np.argsort(trace.ts[idx], kind="stable")]
+
+
+@dataclass(frozen=True)
+class LaunchLatency:
+    """Per launch call: its start -> the start of the first device work it enqueued.
+
+    A graph launch (cudaGraphLaunch/hipGraphLaunch) enqueues many kernels at
+    once; only its first kernel measures the launch, the rest wait on each other.
+    """
+
+    device: np.ndarray  # first device event of each launch, in launch order
+    launch: np.ndarray  # host launch call indices
+    latency: np.ndarray  # us
+    queue_depth: np.ndarray  # device events launched earlier and not finished at launch time
+
+    def __len__(self) -> int:
+        return len(self.device)
+
+
+def launch_latency(trace: Trace) -> LaunchLatency:
+    work = np.flatnonzero(trace.device_work & (trace.launch_of >= 0))
+    work = work[np.argsort(trace.ts[work], kind="stable")]
+    launch_all = trace.launch_of[work]
+    # outstanding at time t = launched before t - finished by t (a finish implies a launch)
+    launch_ts_all = np.sort(trace.ts[launch_all])
+    ends = np.sort(trace.end[work])
+    _, first = np.unique(launch_all, return_index=True)  # earliest device event per launch
+    work, launch = work[first], launch_all[first]
+    order = np.argsort(trace.ts[launch], kind="stable")
+    work, launch = work[order], launch[order]
+    launch_ts = trace.ts[launch]
+    latency = trace.ts[work] - launch_ts
+    depth = np.searchsorted(launch_ts_all, launch_ts, side="left") - np.searchsorted(
+        ends, launch_ts, side="right"
+    )
+    return LaunchLatency(work, launch, latency, np.maximum(depth, 0))
+
+
+@dataclass(frozen=True)
+class Gap:
+    step: int | None
+    start: float
+    end: float
+    before: int  # device event that ends the busy period
+    after: int  # device event that starts the next one
+
+    @property
+    def dur(self) -> float:
+        return self.end - self.start
+
+
+def kernel_gaps(trace: Trace) -> dict[int | None, list[Gap]]:
+    """Idle gaps of the whole device (all streams merged) between two pieces of work of one step.
+
+    Busy time is the union over every stream, so a kernel still running on
+    another stream (an NCCL collective launched in the previous step) closes a
+    gap. A gap belongs to a step when the work on both sides was launched in it.
+    """
+    work = np.flatnonzero(trace.device_work)
+    out: dict[int | None, list[Gap]] = {number: [] for number, *_ in windows(trace)}
+    if len(work) < 2:
+        return out
+    work = work[np.argsort(trace.ts[work], kind="stable")]
+    steps = device_steps(trace, work) if trace.steps else np.full(len(work), -1)
+    starts, ends = trace.ts[work], trace.end[work]
+    run_end = np.maximum.accumulate(ends)
+    # the event holding the running maximum end: what the device was busy with before the gap
+    holder = np.zeros(len(work), dtype=np.int64)
+    best = 0
+    for k, end in enumerate(ends.tolist()):
+        if end >= ends[best]:
+            best = k
+        holder[k] = best
+    gap = starts[1:] - run_end[:-1]
+    for k in np.flatnonzero(gap > _MIN_GAP_US).tolist():
+        step = int(steps[k + 1])
+        if step != int(steps[holder[k]]) or (trace.steps and step < 0):
+            continue
+        number = None if step < 0 else step
+        out.setdefault(number, []).append(
+            Gap(
+                number,
+                float(run_end[k]),
+                float(starts[k + 1]),
+                int(work[holder[k]]),
+                int(work[k + 1]),
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class KernelSpread:
+    """Durations of one kernel (same name and grid) across the window."""
+
+    name_id: int
+    grid: tuple[int, int, int] | None
+    indices: np.ndarray  # instances in time order
+    steps: np.ndarray  # step number per instance (-1 without steps)
+
+    def durations(self, trace: Trace) -> np.ndarray:
+        return trace.dur[self.indices]
+
+
+def kernel_spreads(trace: Trace, min_instances: int = 3) -> list[KernelSpread]:
+    """Instances of each (kernel name, grid) that occurs at least `min_instances` times."""
+    kernels = trace.kernels
+    if not len(kernels):
+        return []
+    grid_of: dict[int, tuple[int, int, int]] = {}
+    args = trace.kernel_args
+    for pos, event in enumerate(args.index.tolist()):
+        g = tuple(int(v) for v in args.grid[pos])
+        if g[0] >= 0:
+            grid_of[event] = g  # type: ignore[assignment]
+    steps = device_steps(trace, kernels) if trace.steps else np.full(len(kernels), -1)
+    groups: dict[tuple[int, tuple | None], list[int]] = {}
+    for k, event in enumerate(kernels.tolist()):
+        groups.setdefault((int(trace.name_id[event]), grid_of.get(event)), []).append(k)
+    out = []
+    for (nid, grid), members in groups.items():
+        if len(members) < min_instances:
+            continue
+        pos = np.array(members, dtype=np.int64)
+        out.append(KernelSpread(nid, grid, kernels[pos], steps[pos]))
+    return out
+
+
+def device_time_by_name(trace: Trace) -> list[tuple[int, float, int]]:
+    """(name id, total device us, calls) of kernels, largest first."""
+    kernels = trace.kernels
+    if not len(kernels):
+        return []
+    ids = trace.name_id[kernels]
+    total = np.bincount(ids, weights=trace.dur[kernels], minlength=len(trace.names))
+    calls = np.bincount(ids, minlength=len(trace.names))
+    used = np.flatnonzero(calls)
+    used = used[np.argsort(-total[used], kind="stable")]
+    return [(int(i), float(total[i]), int(calls[i])) for i in used]

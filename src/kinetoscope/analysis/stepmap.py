@@ -1,0 +1,47 @@
+"""Which `ProfilerStep#N` a timestamp falls in: evidence names the step, rules group by it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..trace import Trace
+from .steps import device_anchor
+
+
+def step_numbers(trace: Trace, ts: np.ndarray) -> np.ndarray:
+    """Step number containing each host timestamp, -1 outside every step (or no steps)."""
+    ts = np.asarray(ts, dtype=np.float64)
+    out = np.full(len(ts), -1, dtype=np.int64)
+    steps = sorted(trace.steps, key=lambda s: s.start)
+    if not steps or not len(ts):
+        return out
+    starts = np.array([s.start for s in steps])
+    ends = np.array([s.end for s in steps])
+    numbers = np.array([s.number for s in steps], dtype=np.int64)
+    pos = np.searchsorted(starts, ts, side="right") - 1
+    ok = pos >= 0
+    inside = np.zeros(len(ts), dtype=bool)
+    inside[ok] = ts[ok] < ends[pos[ok]]
+    out[inside] = numbers[pos[inside]]
+    return out
+
+
+def device_steps(trace: Trace, indices: np.ndarray) -> np.ndarray:
+    """Step of device events, placed by the launch call that enqueued them (as step_stats does)."""
+    return step_numbers(trace, device_anchor(trace)[indices])
+
+
+def step_or_none(value: int) -> int | None:
+    return None if value < 0 else int(value)
+
+
+def step_count(trace: Trace) -> int:
+    """Steps in the trace, 1 without ProfilerSteps: the divisor of every per-step impact."""
+    return max(len(trace.steps), 1)
+
+
+def mean_step_us(trace: Trace) -> float:
+    """Mean step duration (the whole trace without steps): no per-step impact can exceed it."""
+    if trace.steps:
+        return float(np.mean([s.dur for s in trace.steps]))
+    return trace.end_time - trace.start_time

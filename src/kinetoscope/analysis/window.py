@@ -1,0 +1,49 @@
+"""Which events belong to the active window (the profiled steps).
+
+Device work belongs to the step whose host window contains its launch call, as
+in `step_stats`; host events belong to a step when they start inside it.
+Without `ProfilerStep#N` the window is the whole trace.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..trace import Trace
+from .steps import device_anchor, windows
+
+
+def in_window(trace: Trace, times: np.ndarray) -> np.ndarray:
+    """Mask: which of `times` fall inside one of the step windows."""
+    if not trace.steps:
+        return np.ones(len(times), dtype=bool)
+    hit = np.zeros(len(times), dtype=bool)
+    for _, _, start, end in windows(trace):
+        hit |= (times >= start) & (times < end)
+    return hit
+
+
+def window_kernels(trace: Trace) -> np.ndarray:
+    """Kernel indices (time order) launched inside the active window."""
+    kernels = trace.kernels
+    return kernels[in_window(trace, device_anchor(trace)[kernels])]
+
+
+def window_device_work(trace: Trace) -> np.ndarray:
+    """Kernels, copies and memsets launched inside the active window."""
+    work = np.flatnonzero(trace.device_work)
+    return work[in_window(trace, device_anchor(trace)[work])]
+
+
+def window_launches(trace: Trace) -> np.ndarray:
+    launches = trace.launches
+    return launches[in_window(trace, trace.ts[launches])]
+
+
+def time_by_name(trace: Trace, indices: np.ndarray, weights: np.ndarray) -> list[tuple[str, float]]:
+    """(name, summed weight) for the given events, largest first."""
+    if not len(indices):
+        return []
+    totals = np.bincount(trace.name_id[indices], weights=weights, minlength=len(trace.names))
+    order = np.argsort(-totals, kind="stable")
+    return [(trace.names[i], float(totals[i])) for i in order if totals[i] > 0]

@@ -1,0 +1,27 @@
+"""`kinetoscope.explain(path_or_trace) -> Report`: the main job, from Python."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from .config import Config, check_rule_ids, validate_config
+from .report.build import build_report
+from .report.model import Report
+from .trace import Trace, load
+
+
+def explain(
+    path_or_trace: str | os.PathLike | Trace,
+    config: Config | None = None,
+    rules: Iterable[str] | None = None,
+) -> Report:
+    """Read a trace like an expert: verdict, steps, metrics, ranked findings.
+
+    `config` maps rule ids to threshold overrides (`{"hotspot": {"min_share": 0.6}}`);
+    `rules` limits the run to those rule ids. Unknown ids or keys raise `UsageError`.
+    """
+    trace = path_or_trace if isinstance(path_or_trace, Trace) else load(path_or_trace)
+    config = validate_config(dict(config or {}), source="config")
+    only = check_rule_ids(rules) if rules is not None else None
+    return build_report(trace, config, only)

@@ -1,0 +1,125 @@
+"""Run one built-in workload under the profiler and write its artifacts.
+
+`traces/<NN_workload>/<tag>.json[.gz]` and `<tag>.txt`, where the tag encodes
+the parameters (`64_fp32_cold_eager`) so runs with different settings
+accumulate side by side instead of overwriting each other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import UsageError
+from .deps import require_torch
+from .device import DeviceChoice, resolve_device, resolve_dtype, synchronize
+from .schedule import Schedule
+from .session import Artifacts, Profile
+from .workloads import Context, check_workload, load_workload
+
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    """How to profile, independent of the workload."""
+
+    device: str = "auto"
+    dtype: str | None = None  # None: bf16 on GPU, fp32 on CPU
+    compile: bool = False
+    compile_mode: str = "default"
+    warmup: int = 0  # iterations before the profiler starts
+    schedule: Schedule = field(default_factory=Schedule)
+    record_shapes: bool = False
+    profile_memory: bool = False
+    with_stack: bool = False
+    out: Path = Path("traces")
+    gzip: bool = False
+
+
+@dataclass(frozen=True)
+class CaptureResult:
+    workload: str
+    tag: str
+    device: DeviceChoice
+    written: list[Artifacts]
+
+
+def workload_params(module, overrides: dict):
+    """The workload's Params with the given fields set; UsageError for options it lacks."""
+    names = [f.name for f in dataclasses.fields(module.Params)]
+    unknown = sorted(set(overrides) - set(names))
+    if unknown:
+        given = ", ".join("--" + n.replace("_", "-") for n in unknown)
+        own = ", ".join("--" + n.replace("_", "-") for n in names)
+        raise UsageError(f"{given} does not apply to workload {module.NAME} (its options: {own})")
+    return module.Params(**overrides)
+
+
+def run_tag(module, params, dtype: str, options: CaptureOptions) -> str:
+    warm = "cold" if options.warmup == 0 else f"warm{options.warmup}"
+    if not options.compile:
+        mode = "eager"
+    else:
+        mode = (
+            "compiled" if options.compile_mode == "default" else f"compiled-{options.compile_mode}"
+        )
+    return f"{module.tag(params)}_{dtype}_{warm}_{mode}"
+
+
+def run_workload(name: str, overrides: dict, options: CaptureOptions) -> CaptureResult:
+    """Profile workload `name` with its Params overridden by `overrides`."""
+    check_workload(name)
+    if options.warmup < 0:
+        raise UsageError(f"--warmup must be >= 0, not {options.warmup}")
+    if options.compile_mode not in COMPILE_MODES:
+        raise UsageError(f"--compile-mode must be one of {', '.join(COMPILE_MODES)}")
+    torch = require_torch()
+    module = load_workload(name)
+    params = workload_params(module, overrides)
+    device = resolve_device(torch, options.device)
+    dtype_name, dtype = resolve_dtype(torch, options.dtype, device)
+    tag = run_tag(module, params, dtype_name, options)
+    step = module.build(params, Context(torch, device.type, dtype, _compiler(torch, options)))
+    for _ in range(options.warmup):
+        step()
+    synchronize(torch, device)
+    meta = {
+        "workload": module.NAME,
+        "params": dataclasses.asdict(params),
+        "dtype": dtype_name,
+        "compile": options.compile_mode if options.compile else None,
+        "warmup_iters": options.warmup,
+        "tag": tag,
+    }
+    schedule = options.schedule
+    with Profile(
+        Path(options.out) / module.FOLDER,
+        schedule,
+        device=device,
+        record_shapes=options.record_shapes,
+        profile_memory=options.profile_memory,
+        with_stack=options.with_stack,
+        gzip=options.gzip,
+        meta=meta,
+        naming=_tag_naming(tag, schedule),
+    ) as prof:
+        for _ in range(schedule.total_steps):
+            step()
+            prof.step()
+    return CaptureResult(module.NAME, tag, device, prof.written)
+
+
+def _compiler(torch, options: CaptureOptions):
+    if not options.compile:
+        return lambda fn: fn
+    return lambda fn: torch.compile(fn, mode=options.compile_mode)
+
+
+def _tag_naming(tag: str, schedule: Schedule):
+    def name(cycle: int) -> tuple[str, str]:
+        stem = tag if schedule.repeat == 1 else f"{tag}.cycle{cycle + 1}"
+        return f"{stem}.json", f"{stem}.txt"
+
+    return name

@@ -1,0 +1,181 @@
+"""Profile a user's script without editing it: `kinetoscope profile train.py -- ARGS`.
+
+The script runs in this process as `__main__` (runpy, with `sys.argv` set to
+the script and its arguments). Step boundaries come from every
+`torch.optim.Optimizer.step()` (a global post-step hook) or, with
+`--step-on module:function`, from every call of that function; the schedule
+counts those steps. Because we cannot know in advance whether the script will
+ever step, recording starts at once: if a first step arrives, that opening
+recording (imports, set-up, the first iteration) is dropped and the schedule
+proceeds as usual; if none arrives, the whole run is the trace.
+
+A step boundary at `optimizer.step()` falls inside any `record_function` the
+script opens around its whole iteration; `--step-on` the loop-body function
+puts the boundaries exactly between iterations.
+"""
+
+from __future__ import annotations
+
+import importlib
+import runpy
+import sys
+import traceback
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UsageError
+from .deps import require_torch
+from .device import DeviceChoice, activities, resolve_device
+from .optimizer_steps import OptimizerSteps
+from .schedule import Schedule
+from .session import Artifacts, TraceHandler, tensorboard_naming
+
+
+@dataclass(frozen=True)
+class ScriptResult:
+    script: Path
+    device: DeviceChoice
+    written: list[Artifacts]
+    steps: int  # step boundaries seen
+    step_source: str
+    whole_run: bool  # the script never stepped: the trace covers the whole run
+    exit_code: int  # the script's own exit status (1 if it raised)
+
+
+class _DropOpeningRecording:
+    """on_trace_ready gate: the first cycle is the opening recording; keep it only
+    when the script never stepped (then it is the whole run)."""
+
+    def __init__(self, handler: TraceHandler) -> None:
+        self.handler = handler
+        self.first = True
+        self.whole_run = False
+
+    def __call__(self, prof) -> None:
+        if self.first:
+            self.first = False
+            if prof.step_num > 0:
+                return
+            self.whole_run = True
+        self.handler(prof)
+
+
+def _record_from_start(torch, base):
+    record = torch.profiler.ProfilerAction.RECORD_AND_SAVE
+    return lambda step: record if step == 0 else base(step)
+
+
+def _resolve_step_on(spec: str):
+    """`module:function` (or `module:Class.method`) -> (owner object, attribute name)."""
+    module_name, sep, attr_path = spec.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise UsageError(f"--step-on {spec!r}: expected module:function")
+    try:
+        owner = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"--step-on {spec!r}: cannot import {module_name} ({exc})") from None
+    *parents, attr = attr_path.split(".")
+    for part in parents:
+        owner = getattr(owner, part, None)
+    if owner is None or not callable(getattr(owner, attr, None)):
+        raise UsageError(f"--step-on {spec!r}: {attr_path} is not a function of {module_name}")
+    return owner, attr
+
+
+def run_script(
+    script: str | Path,
+    args: list[str],
+    *,
+    out: Path = Path("traces"),
+    schedule: Schedule | None = None,
+    step_on: str | None = None,
+    device: str = "auto",
+    record_shapes: bool = False,
+    profile_memory: bool = False,
+    with_stack: bool = False,
+    gzip: bool = False,
+) -> ScriptResult:
+    script = Path(script)
+    if not script.is_file():
+        raise UsageError(f"{script}: no such script")
+    torch = require_torch()
+    schedule = schedule or Schedule()
+    choice = resolve_device(torch, device)
+    step_source = f"calls of {step_on}" if step_on else "optimizer.step() calls"
+    handler = TraceHandler(
+        Path(out) / script.stem,
+        gzip=gzip,
+        meta={
+            "workload": "script",
+            "script": str(script),
+            "args": list(args),
+            "step_source": step_source,
+            "device": choice.as_meta(),
+            "schedule": schedule.as_meta(),
+        },
+        naming=tensorboard_naming(),
+    )
+    gate = _DropOpeningRecording(handler)
+    prof = torch.profiler.profile(
+        activities=activities(torch, choice),
+        schedule=_record_from_start(torch, schedule.to_torch(torch)),
+        on_trace_ready=gate,
+        record_shapes=record_shapes,
+        profile_memory=profile_memory,
+        with_stack=with_stack,
+    )
+    steps = [0]
+
+    def step() -> None:
+        steps[0] += 1
+        prof.step()
+
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [str(script), *args]
+    sys.path.insert(0, str(script.resolve().parent))
+    undo = None
+    try:
+        undo = _install_step_source(torch, step, step_on)
+        with warnings.catch_warnings(), prof:
+            # our opening recording ends a cycle, which makes torch warn about clearing events
+            warnings.filterwarnings("ignore", message=".*Profiler clears events")
+            exit_code = _run(script)
+    finally:
+        if undo is not None:
+            undo()
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    return ScriptResult(
+        script, choice, handler.written, steps[0], step_source, gate.whole_run, exit_code
+    )
+
+
+def _install_step_source(torch, step, step_on: str | None):
+    """Hook `step` after each optimizer step or each call of `step_on`; returns the undo."""
+    if step_on is None:
+        return OptimizerSteps(torch, step).remove
+    owner, attr = _resolve_step_on(step_on)
+    original = getattr(owner, attr)
+
+    def stepping(*a, **kw):
+        try:
+            return original(*a, **kw)
+        finally:
+            step()
+
+    setattr(owner, attr, stepping)
+    return lambda: setattr(owner, attr, original)
+
+
+def _run(script: Path) -> int:
+    """Run the script as __main__; its exit status (a raised exception is printed, status 1)."""
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as exc:
+        if exc.code is None:
+            return 0
+        return exc.code if isinstance(exc.code, int) else 1
+    except Exception:  # noqa: BLE001 - the user's script failing is reported, not our crash
+        traceback.print_exc()
+        return 1
+    return 0

@@ -1,0 +1,162 @@
+"""Profile any loop: `kinetoscope.profile(...)` and `kinetoscope.trace_handler(dir)`.
+
+Both produce the same artifacts as `kinetoscope profile`: per profiling cycle a
+trace carrying the run's metadata and the profiler's table as text. Default file
+names follow TensorBoard's `tensorboard_trace_handler`
+(`<worker>.<time_ns>.pt.trace.json[.gz]`), so one folder opens in TensorBoard's
+profiler plugin, Perfetto and `kinetoscope` alike.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import __version__
+from .artifacts import output_dir, write_table, write_trace
+from .deps import require_torch
+from .device import DeviceChoice, activities, resolve_device
+from .schedule import Schedule
+
+#: cycle index -> (trace file name without `.gz`, table file name)
+Naming = Callable[[int], tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    """The files one profiling cycle produced."""
+
+    trace: Path
+    table: Path
+
+
+def tensorboard_naming(worker_name: str | None = None) -> Naming:
+    """TensorBoard's names: `<worker>.<time_ns>.pt.trace.json`, worker = `<host>_<pid>`."""
+    worker = worker_name or f"{socket.gethostname()}_{os.getpid()}"
+
+    def name(_cycle: int) -> tuple[str, str]:
+        stem = f"{worker}.{time.time_ns()}"
+        return f"{stem}.pt.trace.json", f"{stem}.txt"
+
+    return name
+
+
+class TraceHandler:
+    """An `on_trace_ready=` callback writing the trace (metadata spliced in) and the table.
+
+    `written` lists the `Artifacts` of every cycle handled so far.
+    """
+
+    def __init__(
+        self,
+        dir_name: str | os.PathLike,
+        worker_name: str | None = None,
+        gzip: bool = False,
+        meta: dict | None = None,
+        naming: Naming | None = None,
+    ) -> None:
+        self.dir = output_dir(Path(dir_name))
+        self.gzip = gzip
+        self.meta = dict(meta or {})
+        self.naming = naming or tensorboard_naming(worker_name)
+        self.written: list[Artifacts] = []
+
+    def __call__(self, prof) -> None:
+        torch = require_torch()
+        on_device = torch.profiler.ProfilerActivity.CUDA in prof.activities
+        trace_name, table_name = self.naming(len(self.written))
+        meta = {**self._profiler_meta(torch, prof), **self.meta, "cycle": len(self.written)}
+        # the table first: in torch 2.13 key_averages() after an export can read freed names
+        table = write_table(prof, self.dir / table_name, on_device)
+        trace = write_trace(prof, self.dir / trace_name, meta, self.gzip)
+        self.written.append(Artifacts(trace, table))
+
+    @staticmethod
+    def _profiler_meta(torch, prof) -> dict:
+        return {
+            "kinetoscope_version": __version__,
+            "torch_version": torch.__version__,
+            "activities": sorted(str(a).rsplit(".", 1)[-1] for a in prof.activities),
+            "record_shapes": bool(prof.record_shapes),
+            "profile_memory": bool(prof.profile_memory),
+            "with_stack": bool(prof.with_stack),
+            "written_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        }
+
+
+def trace_handler(
+    dir_name: str | os.PathLike,
+    worker_name: str | None = None,
+    gzip: bool = False,
+    meta: dict | None = None,
+) -> TraceHandler:
+    """`on_trace_ready=kinetoscope.trace_handler("traces/run")` for a plain torch.profiler."""
+    return TraceHandler(dir_name, worker_name=worker_name, gzip=gzip, meta=meta)
+
+
+class Profile:
+    """`with kinetoscope.profile(out=...) as prof: ... prof.step()`: torch.profiler with
+    kinetoscope's defaults (schedule 1/1/3/1, CPU + GPU activities when a GPU is used)
+    writing kinetoscope's artifacts. `prof.written` lists them after each cycle;
+    `prof.profiler` is the underlying `torch.profiler.profile`."""
+
+    def __init__(
+        self,
+        out: str | os.PathLike = "traces/run",
+        steps: int | tuple | Schedule | None = None,
+        *,
+        device: str | DeviceChoice = "auto",
+        record_shapes: bool = False,
+        profile_memory: bool = False,
+        with_stack: bool = False,
+        gzip: bool = False,
+        worker_name: str | None = None,
+        meta: dict | None = None,
+        naming: Naming | None = None,
+    ) -> None:
+        torch = require_torch()
+        self.schedule = Schedule.of(steps)
+        self.device = device if isinstance(device, DeviceChoice) else resolve_device(torch, device)
+        run_meta = {
+            "device": self.device.as_meta(),
+            "schedule": self.schedule.as_meta(),
+            **(meta or {}),
+        }
+        self.handler = TraceHandler(out, worker_name, gzip, run_meta, naming)
+        self.profiler = torch.profiler.profile(
+            activities=activities(torch, self.device),
+            schedule=self.schedule.to_torch(torch),
+            on_trace_ready=self.handler,
+            record_shapes=record_shapes,
+            profile_memory=profile_memory,
+            with_stack=with_stack,
+        )
+
+    @property
+    def written(self) -> list[Artifacts]:
+        return self.handler.written
+
+    def step(self) -> None:
+        """Mark the end of one iteration (the schedule counts these)."""
+        self.profiler.step()
+
+    def __enter__(self) -> Profile:
+        self.profiler.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.profiler.__exit__(*exc)
+
+
+def profile(out: str | os.PathLike = "traces/run", steps=None, **options) -> Profile:
+    """Profile a loop with kinetoscope's defaults; see `Profile` for the options.
+
+    `steps` is the number of active steps, a `(wait, warmup, active[, repeat])`
+    tuple or a `Schedule`; the default is 1/1/3/1.
+    """
+    return Profile(out, steps, **options)

@@ -1,0 +1,96 @@
+"""`dataloader` (06): a training loop fed by a DataLoader whose items cost real CPU work.
+
+Each item is an image synthesised on demand and preprocessed (a few blur passes,
+normalisation, a flip), as an augmentation pipeline would; the model is a tiny
+two-layer MLP trained with SGD. What it teaches: the data-bound case. With
+`--num-workers 0` the main process builds every batch inside
+`enumerate(DataLoader)#...__next__`, so a large share of each step is loading
+and the device (or the training math on CPU) waits; with workers the batches are
+prepared in parallel and `__next__` only hands over a finished one.
+`--pin-memory` pins host buffers so copies to a GPU can be asynchronous.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+from . import Context
+
+NAME = "dataloader"
+FOLDER = "06_dataloader"
+CLASSES = 10
+#: map-style length; batches are made on demand, so this only bounds how long the loop may run
+LENGTH = 1 << 30
+
+
+@dataclass(frozen=True)
+class Params:
+    batch: int = 32
+    image: int = 32
+    blur: int = 8
+    hidden: int = 256
+    num_workers: int = 0
+    pin_memory: bool = False
+
+
+def tag(p: Params) -> str:
+    pin = "_pin" if p.pin_memory else ""
+    return f"w{p.num_workers}{pin}_b{p.batch}_i{p.image}_blur{p.blur}_h{p.hidden}"
+
+
+class SyntheticImages(Dataset):
+    """Images made on demand, deterministic per index, preprocessed on the CPU."""
+
+    def __init__(self, image: int, blur: int) -> None:
+        self.image = image
+        self.blur = blur
+
+    def __len__(self) -> int:
+        return LENGTH
+
+    def __getitem__(self, index: int):
+        generator = torch.Generator().manual_seed(index)
+        x = torch.rand(1, 3, self.image, self.image, generator=generator)
+        for _ in range(self.blur):
+            x = F.avg_pool2d(x, 3, stride=1, padding=1)
+        x = (x - x.mean()) / (x.std() + 1e-6)
+        if index % 2:
+            x = x.flip(-1)
+        return x[0], index % CLASSES
+
+
+def build(p: Params, ctx: Context):
+    loader = DataLoader(
+        SyntheticImages(p.image, p.blur),
+        batch_size=p.batch,
+        num_workers=p.num_workers,
+        pin_memory=p.pin_memory,
+        drop_last=True,
+    )
+    batches = iter(loader)
+    next(batches)  # wait for the workers to start, so their start-up is not profiled
+    features = 3 * p.image * p.image
+    model = torch.nn.Sequential(
+        torch.nn.Flatten(),
+        torch.nn.Linear(features, p.hidden),
+        torch.nn.ReLU(),
+        torch.nn.Linear(p.hidden, CLASSES),
+    ).to(device=ctx.device, dtype=ctx.dtype)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    forward = ctx.compile(model)
+
+    def step() -> None:
+        images, labels = next(batches)
+        with torch.profiler.record_function("train_step"):
+            images = images.to(ctx.device, ctx.dtype, non_blocking=p.pin_memory)
+            labels = labels.to(ctx.device, non_blocking=p.pin_memory)
+            loss = F.cross_entropy(forward(images), labels)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+
+    return step

@@ -1,0 +1,110 @@
+"""`kinetoscope chain TRACE [--kernel PATTERN | --op PATTERN] [--step N]`.
+
+Prints the dispatch chain as a tree: ProfilerStep#N -> annotations -> aten ops
+-> runtime calls -> the kernels they launched, with device time per node. The
+chain itself is rebuilt in `analysis.chain`; this module only selects and prints.
+"""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.tree import Tree
+
+from ..analysis.chain import ChainNode, build_tree, select_device_events
+from ..analysis.kernel_names import decode
+from ..errors import UsageError
+from ..trace import Cat, Trace, load
+
+
+def _us(value: float) -> str:
+    if value >= 1e6:
+        return f"{value / 1e6:.2f} s"
+    if value >= 1e3:
+        return f"{value / 1e3:.2f} ms"
+    return f"{value:.1f} us"
+
+
+def _label(trace: Trace, node: ChainNode, full_names: bool) -> str:
+    i = node.index
+    cat = int(trace.cat[i])
+    name = trace.name(i)
+    at = f"@ {_us(trace.rel(trace.ts[i]))}"
+    if trace.lane_kind[i] == 2:  # device event: a leaf
+        shown = name if full_names else decode(name).short
+        return f"[bold green]{escape(shown)}[/] [dim]{at}[/] device {_us(float(trace.dur[i]))}"
+    style = {
+        int(Cat.USER_ANNOTATION): "magenta",
+        int(Cat.RUNTIME): "yellow",
+        int(Cat.DRIVER): "yellow",
+    }.get(cat, "cyan")
+    if name.startswith("ProfilerStep#"):
+        style = "bold blue"
+    kernels = f"{node.kernels} kernel{'s' if node.kernels != 1 else ''}"
+    return (
+        f"[{style}]{escape(name)}[/] [dim]{at}, host {_us(float(trace.dur[i]))}[/] "
+        f"-> {kernels}, device {_us(node.device_us)}"
+    )
+
+
+def _add(tree: Tree, trace: Trace, node: ChainNode, full_names: bool) -> None:
+    for child in node.children.values():
+        branch = tree.add(_label(trace, child, full_names))
+        _add(branch, trace, child, full_names)
+
+
+def render_chain(
+    trace: Trace,
+    kernel: str | None,
+    op: str | None,
+    step: int | None,
+    limit: int,
+    full_names: bool = False,
+) -> tuple[Tree, int, int]:
+    """The tree for the selection, with (kernels shown, kernels matched)."""
+    if kernel is not None and op is not None:
+        raise UsageError("give --kernel or --op, not both")
+    if not trace.device_work.any():
+        raise UsageError(
+            f"{trace.path}: no device activity in the trace, so no kernels to trace back"
+        )
+    selected = select_device_events(trace, kernel=kernel, op=op, step=step)
+    if not len(selected):
+        what = (
+            f"kernel matching {kernel!r}"
+            if kernel
+            else f"op matching {op!r}"
+            if op
+            else "device work"
+        )
+        where = f" in ProfilerStep#{step}" if step is not None else ""
+        raise UsageError(f"no {what}{where} in {trace.path}")
+    shown = selected[:limit]
+    root = build_tree(trace, shown)
+    title = (
+        f"[bold]dispatch chain[/] of {len(shown)} of {len(selected)} matching device event(s), "
+        f"device {_us(root.device_us)}"
+    )
+    tree = Tree(title)
+    _add(tree, trace, root, full_names)
+    return tree, len(shown), len(selected)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("chain")
+    def chain(
+        trace_path: str = typer.Argument(..., metavar="TRACE", help="Kineto trace (.json[.gz])."),
+        kernel: str = typer.Option(None, "--kernel", help="Regex on kernel names."),
+        op: str = typer.Option(None, "--op", help="Regex on host op / annotation names."),
+        step: int = typer.Option(None, "--step", help="Only work launched in ProfilerStep#N."),
+        limit: int = typer.Option(20, "--limit", min=1, help="Kernels to show (first in time)."),
+        full_names: bool = typer.Option(False, "--full-names", help="Do not shorten kernel names."),
+    ) -> None:
+        """Show how kernels were dispatched: step -> annotation -> aten op -> launch -> kernel."""
+        trace = load(trace_path)
+        tree, shown, matched = render_chain(trace, kernel, op, step, limit, full_names)
+        console = Console()
+        console.print(tree)
+        if matched > shown:
+            console.print(f"[dim]{matched - shown} more not shown (use --limit or --step)[/]")

@@ -1,0 +1,45 @@
+"""`kinetoscope check TRACE --expect EXPR ...`: assertions on a trace, for CI.
+
+Each expectation prints its measured value and PASS/FAIL; exit 1 when any
+fails, 2 when an expression (or the baseline) is bad.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ..errors import UsageError
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("check")
+    def check(
+        trace: Path = typer.Argument(..., help="Trace file to check."),
+        expect: list[str] = typer.Option(
+            [],
+            "--expect",
+            "-e",
+            help="Expectation, e.g. 'kernels_per_step <= 5', 'regime == compute-bound', "
+            "'not dataloader-bound', 'step_time_ms <= 12'. Repeatable.",
+        ),
+        baseline: Path | None = typer.Option(
+            None, "--baseline", help="A saved `explain --format json` report to compare with."
+        ),
+        max_regression: str = typer.Option(
+            "10%", "--max-regression", help="Allowed slowdown per step against --baseline."
+        ),
+    ) -> None:
+        """Check expectations (and a baseline) against a trace; exit 1 when one fails."""
+        from ..compare.check import run_check
+
+        if not expect and baseline is None:
+            raise UsageError("nothing to check: give --expect EXPR and/or --baseline REPORT")
+        outcomes = run_check(trace, expect, baseline, max_regression)
+        for outcome in outcomes:
+            typer.echo(outcome.line())
+        failed = sum(not o.passed for o in outcomes)
+        typer.echo(f"{len(outcomes) - failed} passed, {failed} failed")
+        if failed:
+            raise typer.Exit(1)

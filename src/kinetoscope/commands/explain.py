@@ -1,0 +1,141 @@
+"""`kinetoscope explain TRACE`: verdict, steps, ranked findings, what was not checked.
+
+Several files or a directory go to the multi-rank analysis instead.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from ..errors import UsageError
+
+
+class Format(str, Enum):
+    text = "text"
+    md = "md"
+    json = "json"
+    html = "html"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("explain")(explain_command)
+
+
+def explain_command(
+    traces: list[Path] = typer.Argument(
+        ..., metavar="TRACE", help="A trace file; several files or a directory for ranks."
+    ),
+    fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write to FILE."),
+    rules: str | None = typer.Option(
+        None, "--rules", help="Comma-separated rule ids to run (default: all)."
+    ),
+    config: Path | None = typer.Option(None, "--config", help="TOML file of rule thresholds."),
+    sets: list[str] = typer.Option(
+        [], "--set", help="Override a threshold: rule.key=value (repeatable)."
+    ),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Processes for multi-rank traces."),
+    list_rules: bool = typer.Option(
+        False,
+        "--list-rules",
+        is_eager=True,
+        callback=lambda value: _print_rules() if value else None,
+        help="List the rules, their families and thresholds, and exit.",
+    ),
+) -> None:
+    """Read a trace like an expert: regime, per-step table, findings with evidence."""
+    from ..config import apply_sets, check_rule_ids, load_config
+
+    thresholds = load_config(config) if config is not None else {}
+    thresholds = apply_sets(thresholds, sets)
+    only = check_rule_ids(rules.split(",")) if rules is not None else None
+    paths = _expand(traces)
+    if output is not None and any(_same_file(output, p) for p in paths):
+        raise UsageError(f"{output}: is an input trace; choose another -o file")
+    if len(paths) > 1:
+        text = _multirank(paths, jobs, thresholds, fmt.value)
+    else:
+        text = _single(paths[0], thresholds, only, fmt, color=output is None)
+    if output is not None:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"{output}: cannot write: {exc.strerror or exc}") from None
+        print(f"wrote {output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+
+
+def _print_rules() -> None:
+    from ..rules.engine import load_rules
+
+    for rule in load_rules().values():
+        keys = ", ".join(f"{k}={v:g}" for k, v in rule.defaults.items()) or "-"
+        print(f"{rule.id:24} {rule.family:16} {keys}\n{'':24} {rule.summary}")
+    raise typer.Exit(0)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and a.samefile(b)
+    except OSError:
+        return False
+
+
+def _expand(traces: list[Path]) -> list[Path]:
+    """Files as given; a directory becomes the trace files directly inside it."""
+    paths: list[Path] = []
+    for path in traces:
+        if path.is_dir():
+            found = sorted(
+                p for p in path.iterdir() if p.is_file() and p.name.endswith((".json", ".json.gz"))
+            )
+            if not found:
+                raise UsageError(f"{path}: directory holds no .json or .json.gz trace files")
+            paths.extend(found)
+        else:
+            paths.append(path)
+    return paths
+
+
+def _single(path: Path, thresholds, only, fmt: Format, color: bool) -> str:
+    from ..api import explain
+
+    report = explain(path, thresholds, only)
+    if fmt is Format.json:
+        return report.to_json() + "\n"
+    if fmt is Format.md:
+        from ..report.markdown import render_markdown
+
+        return render_markdown(report)
+    if fmt is Format.html:
+        from ..report.html import render_html
+
+        return render_html(report)
+    from ..report.text import render_text
+
+    return render_text(report, width=_width(), color=color and sys.stdout.isatty())
+
+
+def _width() -> int:
+    """The terminal's width when printing to one (at most 120), else 100 columns."""
+    import shutil
+
+    if not sys.stdout.isatty():
+        return 100
+    return min(shutil.get_terminal_size((100, 24)).columns, 120)
+
+
+def _multirank(paths: list[Path], jobs: int, thresholds, fmt: str) -> str:
+    try:
+        from ..multirank import explain_ranks
+    except ImportError:
+        raise UsageError(
+            f"multi-rank analysis is not available ({len(paths)} traces given; "
+            "explain one file at a time)"
+        ) from None
+    return explain_ranks(paths, jobs=jobs, config=thresholds, fmt=fmt)

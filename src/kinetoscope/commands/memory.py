@@ -1,0 +1,127 @@
+"""`kinetoscope memory TRACE [-o memory.png]`: the allocator's story, per device.
+
+Allocated and reserved bytes over time from `[memory]` events, the peak and the
+op at it, the largest allocations, and per-step churn; `-o` draws the timeline
+with steps marked (matplotlib, the optional `plot` extra, imported only then).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ..analysis.memory import DeviceMemory, memory_timeline, op_label
+from ..errors import UsageError
+from ..rules.memory import RECORD_ADVICE, fmt_bytes
+from ..trace import Trace, load
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("memory")
+    def memory(
+        trace_path: Path = typer.Argument(..., metavar="TRACE", help="Kineto trace (.json/.gz)."),
+        output: Path | None = typer.Option(
+            None, "-o", "--output", help="Write a plot of the timeline (PNG/SVG/PDF)."
+        ),
+        top: int = typer.Option(10, "--top", help="How many of the largest allocations to list."),
+    ) -> None:
+        """Allocated/reserved memory over time, the peak and its op, largest allocations."""
+        trace = load(trace_path)
+        devices = memory_timeline(trace, top=top)
+        if not devices:
+            raise UsageError(f"{trace_path}: no [memory] events in the trace; {RECORD_ADVICE}")
+        if output is not None:
+            plot(trace, devices, output)  # before printing: a missing extra fails fast
+        typer.echo(render(trace, devices))
+        if output is not None:
+            typer.echo(f"plot written to {output}")
+
+
+def render(trace: Trace, devices: list[DeviceMemory]) -> str:
+    lines = [f"{trace.path}: {sum(d.events for d in devices)} [memory] events"]
+    for d in devices:
+        lines.append("")
+        note = " (allocated rebuilt from the byte counts: relative to recording start)"
+        lines.append(f"{d.device}: {d.events} events{note if d.relative else ''}")
+        lines.append(
+            f"  peak allocated {fmt_bytes(d.peak_bytes)} at {_ms(trace.rel(d.peak.ts))}"
+            f"{_step(d.peak.step)}, right after {fmt_bytes(d.peak.nbytes)} for "
+            f"{op_label(trace, d.peak.op)}"
+        )
+        if d.reserved is not None:
+            lines.append(f"  peak reserved  {fmt_bytes(float(d.reserved.max()))}")
+        if d.largest:
+            lines.append("  largest allocations:")
+            for a in d.largest:
+                lines.append(
+                    f"    {fmt_bytes(a.nbytes):>11}  at {_ms(trace.rel(a.ts)):>12}"
+                    f"{_step(a.step):<12}  {op_label(trace, a.op)}"
+                )
+        if d.churn:
+            lines.append("  per-step churn:")
+            lines.append(
+                f"    {'step':>6} {'allocated':>12} {'freed':>12} {'net':>12} {'peak':>12}"
+                f"{'  reserved +/-' if d.reserved is not None else ''}"
+            )
+            for c in d.churn:
+                reserved = ""
+                if d.reserved is not None:
+                    grown, released = c.reserved_grown_bytes, c.reserved_released_bytes
+                    reserved = f"  +{fmt_bytes(grown)} / -{fmt_bytes(released)}"
+                lines.append(
+                    f"    {'#' + str(c.step):>6} {fmt_bytes(c.allocated_bytes):>12} "
+                    f"{fmt_bytes(c.freed_bytes):>12} {fmt_bytes(c.net_bytes):>12} "
+                    f"{fmt_bytes(c.peak_bytes):>12}{reserved}"
+                )
+    return "\n".join(lines)
+
+
+def plot(trace: Trace, devices: list[DeviceMemory], output: Path) -> None:
+    try:
+        import matplotlib
+    except ImportError:
+        raise UsageError("-o needs matplotlib: pip install 'kinetoscope[plot]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(devices), 1, figsize=(11, 3.2 * len(devices)), squeeze=False)
+    for ax, d in zip(axes[:, 0], devices, strict=True):
+        t_ms = (d.ts - trace.start_time) / 1e3
+        ax.step(t_ms, d.allocated / 2**20, where="post", label="allocated", lw=1)
+        if d.reserved is not None:
+            ax.step(t_ms, d.reserved / 2**20, where="post", label="reserved", lw=1)
+        for k, s in enumerate(trace.steps):
+            ax.axvspan(
+                trace.rel(s.start) / 1e3,
+                trace.rel(s.end) / 1e3,
+                color="0.9" if k % 2 == 0 else "0.95",
+                zorder=0,
+            )
+            x = trace.rel(s.start) / 1e3
+            ax.text(x, 1.0, f"#{s.number}", transform=ax.get_xaxis_transform(), fontsize=7)
+        peak_ms = trace.rel(d.peak.ts) / 1e3
+        ax.plot([peak_ms], [d.peak_bytes / 2**20], "v", color="C3")
+        ax.annotate(
+            f"peak {fmt_bytes(d.peak_bytes)}: {op_label(trace, d.peak.op)}",
+            (peak_ms, d.peak_bytes / 2**20),
+            textcoords="offset points",
+            xytext=(5, -12),
+            fontsize=8,
+        )
+        rel = " (relative)" if d.relative else ""
+        ax.set_ylabel(f"{d.device} MiB{rel}")
+        ax.legend(loc="lower right", fontsize=8)
+    axes[-1, 0].set_xlabel("time since trace start (ms)")
+    fig.suptitle(Path(trace.path).name, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(output, dpi=110)
+    plt.close(fig)
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1e3:.3f} ms"
+
+
+def _step(step: int | None) -> str:
+    return f" (step #{step})" if step is not None else ""

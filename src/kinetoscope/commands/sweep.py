@@ -1,0 +1,94 @@
+"""`kinetoscope sweep WORKLOAD --vary size=16,32,...`: profile each value, tabulate, plot.
+
+Every value runs `kinetoscope profile` in its own subprocess, so a crash at one
+size is a failed row, not a failed sweep. Options after the known ones are
+passed to every `profile` run unchanged (e.g. `--device cpu --dtype fp32`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from ..errors import UsageError
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(
+        "sweep",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    )
+    def sweep(
+        ctx: typer.Context,
+        workload: str = typer.Argument(..., help="Built-in workload, e.g. matmul_add."),
+        vary: str = typer.Option(..., "--vary", help="NAME=V1,V2,... e.g. size=64,128,256."),
+        out: Path = typer.Option(Path("traces"), "--out", help="Folder for traces and plots."),
+        timeout: float = typer.Option(600, "--timeout", help="Seconds allowed per run."),
+    ) -> None:
+        """Profile WORKLOAD at each value; print the table and write a PNG + SVG plot.
+
+        Any other option (e.g. --device cpu --dtype fp32 --compile) is passed
+        unchanged to every `kinetoscope profile` run.
+        """
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.table import Table
+        from rich.text import Text
+
+        from ..capture.workloads import check_workload
+        from ..compare.sweep import (
+            check_fixed,
+            crossover,
+            format_value,
+            parse_vary,
+            profile_argv,
+            run_point,
+            sweep_dict,
+        )
+        from ..compare.sweep_plot import plot_sweep
+        from ..compare.sweep_table import table_rows
+
+        check_workload(workload)
+        param, values = parse_vary(vary)
+        fixed = list(ctx.args)
+        check_fixed(param, fixed)
+        console = Console() if sys.stdout.isatty() else Console(width=120)
+        points = []
+        columns = [
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(),
+        ]
+        with Progress(*columns, console=console, transient=True) as progress:
+            task = progress.add_task(f"{workload}", total=len(values))
+            for value in values:
+                progress.update(task, description=f"{workload} {param}={format_value(value)}")
+                argv = profile_argv(workload, param, value, fixed, out)
+                points.append(run_point(argv, value, timeout))
+                progress.advance(task)
+        if not any(p.ok for p in points):
+            errors = "; ".join(f"{format_value(p.value)}: {p.error}" for p in points)
+            raise UsageError(f"every run of the sweep failed ({errors})")
+        cross = crossover(points)
+        headers, rows = table_rows(param, points)
+        table = Table(*headers, title=f"{workload}: sweep over {param}", show_edge=False)
+        for row in rows:
+            table.add_row(*(Text(cell) for cell in row))
+        console.print(table)
+        for p in points:
+            if not p.ok:
+                console.print(Text(f"{param}={format_value(p.value)} failed: {p.error}"))
+        console.print(Text(f"crossover: {cross.note}"))
+        stem = out / "sweeps" / f"{workload}_{param}"
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        written = plot_sweep(points, cross, f"{workload}: time per step vs {param}", param, stem)
+        data_path = stem.with_suffix(".json")
+        data_path.write_text(json.dumps(sweep_dict(workload, param, points, cross), indent=2))
+        for path in [*written, data_path]:
+            console.print(Text(f"wrote {path}"))
+        if not all(p.ok for p in points):
+            raise typer.Exit(1)

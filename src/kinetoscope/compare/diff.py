@@ -1,0 +1,389 @@
+"""The diff of two runs of one program: what changed per step, on the device and the host.
+
+Two traces (eager vs compiled, before vs after a change) are compared step by
+step (medians, and each step side by side), then kernel by kernel (matched by
+decoded identity: an unchanged name means identical device work, a changed one
+means the dispatcher took another branch), then host op by host op (what
+appeared, vanished or changed cost), then finding by finding. `conclusion`
+turns that into one paragraph. Kernels on different vendors' devices cannot be
+matched by name; the diff says so instead of listing every kernel as new.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from difflib import SequenceMatcher
+from statistics import median
+from typing import Any
+
+import numpy as np
+
+from ..analysis.steps import StepStats, step_stats
+from ..rules.base import SEVERITY_ORDER, Finding
+from ..trace import Trace
+from .aggregate import KernelGroup, OpGroup, kernel_groups, op_groups
+from .kernels import family, identify_kernel, identify_kind, variant_change
+
+#: A per-step cost changed when it moved by more than this share of A's value ...
+RELATIVE_TOLERANCE = 0.10
+#: ... and by more than this many microseconds per step (timer noise on tiny events).
+ABSOLUTE_TOLERANCE_US = 1.0
+
+
+@dataclass
+class Run:
+    """One side of a diff: the trace and what the rules said about it."""
+
+    trace: Trace
+    findings: list[Finding] = field(default_factory=list)
+    regime: str | None = None
+
+
+@dataclass
+class Side:
+    """Medians over the steps of one run, and what it ran on."""
+
+    path: str
+    steps: int
+    has_steps: bool
+    devices: list[str]
+    vendors: list[str]
+    regime: str | None
+    step_time_us: float
+    host_time_us: float
+    device_busy_us: float
+    device_busy_ratio: float
+    kernels_per_step: float
+    launches_per_step: float
+
+
+@dataclass
+class StepPair:
+    position: int
+    a: StepStats | None
+    b: StepStats | None
+
+
+@dataclass
+class KernelRow:
+    key: str
+    display: str
+    status: str  # unchanged | changed | new | gone | replaced
+    calls_a: float  # per step
+    calls_b: float
+    us_a: float  # device time per step
+    us_b: float
+    example: str  # a raw name (A's where both runs have it)
+    #: for `replaced`: B's kernel and what the dispatcher changed (layout nn -> tn, ...)
+    replacement: str = ""
+    change: str = ""
+
+
+@dataclass
+class KernelDiff:
+    comparable: bool
+    reason: str  # why kernels cannot be matched, when they cannot
+    rows: list[KernelRow] = field(default_factory=list)
+    #: when names cannot be matched: device time by kind of work (gemm, attention, ...)
+    by_kind: list[KernelRow] = field(default_factory=list)
+    #: ... and the top kernels of each side
+    top_a: list[KernelRow] = field(default_factory=list)
+    top_b: list[KernelRow] = field(default_factory=list)
+
+    def by_status(self, status: str) -> list[KernelRow]:
+        return [r for r in self.rows if r.status == status]
+
+
+@dataclass
+class OpRow:
+    name: str
+    status: str  # unchanged | changed | appeared | vanished
+    calls_a: float  # per step
+    calls_b: float
+    self_us_a: float  # self CPU time per step
+    self_us_b: float
+    total_us_a: float
+    total_us_b: float
+
+
+@dataclass
+class FindingRow:
+    id: str
+    status: str  # appeared | disappeared | severity changed | unchanged
+    severity_a: str | None
+    severity_b: str | None
+    title: str
+    impact_us_a: float
+    impact_us_b: float
+
+
+@dataclass
+class TraceDiff:
+    a: Side
+    b: Side
+    steps: list[StepPair]
+    kernels: KernelDiff
+    ops: list[OpRow]
+    findings: list[FindingRow]
+    conclusion: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["steps"] = [
+            {
+                "position": p.position,
+                "a": _step_dict(p.a),
+                "b": _step_dict(p.b),
+            }
+            for p in self.steps
+        ]
+        return out
+
+
+def _step_dict(s: StepStats | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    return {
+        "step": s.number,
+        "step_time_us": s.dur,
+        "host_time_us": s.host_busy_us,
+        "device_busy_us": s.device_busy_us,
+        "kernels": s.kernels,
+        "launches": s.launches,
+    }
+
+
+def changed(a: float, b: float) -> bool:
+    """Whether a per-step cost moved beyond timer noise."""
+    return abs(b - a) > max(RELATIVE_TOLERANCE * abs(a), ABSOLUTE_TOLERANCE_US)
+
+
+def vendors(trace: Trace) -> list[str]:
+    """GPU vendors of a trace: from its device properties, else from its launch calls."""
+    named = {d.vendor for d in trace.devices if d.vendor}
+    if named:
+        return sorted(named)
+    launches = {trace.names[i] for i in np.unique(trace.name_id[trace.launches])}
+    inferred = {"AMD" if n.startswith("hip") else "NVIDIA" for n in launches}
+    return sorted(inferred)
+
+
+def side(run: Run, stats: list[StepStats]) -> Side:
+    trace = run.trace
+    return Side(
+        path=trace.path,
+        steps=len(stats),
+        has_steps=bool(trace.steps),
+        devices=[d.name for d in trace.devices],
+        vendors=vendors(trace),
+        regime=run.regime,
+        step_time_us=median(s.dur for s in stats),
+        host_time_us=median(s.host_busy_us for s in stats),
+        device_busy_us=median(s.device_busy_us for s in stats),
+        device_busy_ratio=median(s.device_ratio for s in stats),
+        kernels_per_step=median(s.kernels for s in stats),
+        launches_per_step=median(s.launches for s in stats),
+    )
+
+
+def pair_steps(a: list[StepStats], b: list[StepStats]) -> list[StepPair]:
+    """Steps side by side in order (step numbers differ between runs)."""
+    return [
+        StepPair(i, a[i] if i < len(a) else None, b[i] if i < len(b) else None)
+        for i in range(max(len(a), len(b)))
+    ]
+
+
+def cross_vendor_reason(a: Side, b: Side) -> str:
+    """Non-empty when the two runs use different vendors' devices."""
+    if not a.vendors or not b.vendors or set(a.vendors) & set(b.vendors):
+        return ""
+    return (
+        f"A ran on {'/'.join(a.vendors)} ({', '.join(a.devices)}) and B on "
+        f"{'/'.join(b.vendors)} ({', '.join(b.devices)}): kernel names come from each "
+        "vendor's libraries and compilers, so kernels cannot be matched by name; "
+        "they are compared by kind of work (gemm, attention, elementwise, ...) instead"
+    )
+
+
+def _kernel_row(key: str, ga: KernelGroup | None, gb: KernelGroup | None, na: int, nb: int):
+    calls_a = ga.calls / na if ga else 0.0
+    calls_b = gb.calls / nb if gb else 0.0
+    us_a = ga.total_us / na if ga else 0.0
+    us_b = gb.total_us / nb if gb else 0.0
+    if ga is None:
+        status = "new"
+    elif gb is None:
+        status = "gone"
+    elif abs(calls_a - calls_b) >= 0.5 or changed(us_a, us_b):
+        status = "changed"
+    else:
+        status = "unchanged"
+    some = ga or gb
+    return KernelRow(key, some.display, status, calls_a, calls_b, us_a, us_b, some.example)
+
+
+def diff_kernels(run_a: Run, run_b: Run, a: Side, b: Side) -> KernelDiff:
+    groups_a = kernel_groups(run_a.trace, identify_kernel)
+    groups_b = kernel_groups(run_b.trace, identify_kernel)
+    reason = cross_vendor_reason(a, b)
+    if reason:
+        top_a = sorted(
+            (_kernel_row(k, g, None, a.steps, b.steps) for k, g in groups_a.items()),
+            key=lambda r: -r.us_a,
+        )
+        top_b = sorted(
+            (_kernel_row(k, None, g, a.steps, b.steps) for k, g in groups_b.items()),
+            key=lambda r: -r.us_b,
+        )
+        kinds_a = kernel_groups(run_a.trace, identify_kind)
+        kinds_b = kernel_groups(run_b.trace, identify_kind)
+        by_kind = [
+            _kernel_row(k, kinds_a.get(k), kinds_b.get(k), a.steps, b.steps)
+            for k in kinds_a.keys() | kinds_b.keys()
+        ]
+        by_kind.sort(key=lambda r: (-max(r.us_a, r.us_b), r.key))
+        return KernelDiff(False, reason, by_kind=by_kind, top_a=top_a[:5], top_b=top_b[:5])
+    rows = [
+        _kernel_row(k, groups_a.get(k), groups_b.get(k), a.steps, b.steps)
+        for k in groups_a.keys() | groups_b.keys()
+    ]
+    rows.sort(key=lambda r: (-max(r.us_a, r.us_b), r.key))
+    disambiguate(rows)
+    return KernelDiff(True, "", pair_variants(rows))
+
+
+def pair_variants(rows: list[KernelRow]) -> list[KernelRow]:
+    """Fold a gone kernel and a new one of the same family into one `replaced` row.
+
+    Each new kernel pairs with the gone kernel of its family whose name is the
+    most alike (difflib ratio); what is left over stays gone or new.
+    """
+    gone_by_family: dict[str, list[KernelRow]] = {}
+    for r in rows:
+        if r.status == "gone":
+            gone_by_family.setdefault(family(r.example), []).append(r)
+    dropped = set()
+    for n in [r for r in rows if r.status == "new"]:
+        candidates = gone_by_family.get(family(n.example))
+        if not candidates:
+            continue
+        g = max(candidates, key=lambda c: SequenceMatcher(None, c.example, n.example).ratio())
+        candidates.remove(g)
+        g.status = "replaced"
+        g.calls_b, g.us_b = n.calls_b, n.us_b
+        g.replacement = n.display
+        g.change = variant_change(g.example, n.example)
+        dropped.add(id(n))
+    return [r for r in rows if id(r) not in dropped]
+
+
+def disambiguate(rows: list[KernelRow], width: int = 90) -> None:
+    """Rows whose short names collide (template variants) show their raw name instead."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.display] = counts.get(r.display, 0) + 1
+    for r in rows:
+        if counts[r.display] > 1:
+            r.display = r.example if len(r.example) <= width else r.example[: width - 3] + "..."
+
+
+def _op_row(name: str, ga: OpGroup | None, gb: OpGroup | None, na: int, nb: int) -> OpRow:
+    row = OpRow(
+        name,
+        "",
+        ga.calls / na if ga else 0.0,
+        gb.calls / nb if gb else 0.0,
+        ga.self_us / na if ga else 0.0,
+        gb.self_us / nb if gb else 0.0,
+        ga.total_us / na if ga else 0.0,
+        gb.total_us / nb if gb else 0.0,
+    )
+    if ga is None:
+        row.status = "appeared"
+    elif gb is None:
+        row.status = "vanished"
+    elif abs(row.calls_a - row.calls_b) >= 0.5 or changed(row.self_us_a, row.self_us_b):
+        row.status = "changed"
+    else:
+        row.status = "unchanged"
+    return row
+
+
+def vendor_neutral(name: str) -> str:
+    """HIP runtime calls under their CUDA names, so hipLaunchKernel meets cudaLaunchKernel."""
+    return "cuda" + name[3:] if name.startswith("hip") else name
+
+
+def diff_ops(run_a: Run, run_b: Run, a: Side, b: Side, cross_vendor: bool) -> list[OpRow]:
+    groups_a, groups_b = op_groups(run_a.trace), op_groups(run_b.trace)
+    if cross_vendor:
+        groups_a = {vendor_neutral(n): g for n, g in groups_a.items()}
+        groups_b = {vendor_neutral(n): g for n, g in groups_b.items()}
+    rows = []
+    for key in groups_a.keys() | groups_b.keys():
+        ga, gb = groups_a.get(key), groups_b.get(key)
+        row = _op_row(key, ga, gb, a.steps, b.steps)
+        names = dict.fromkeys(g.name for g in (ga, gb) if g)
+        row.name = " | ".join(names)
+        rows.append(row)
+    rows.sort(key=lambda r: (-abs(r.self_us_b - r.self_us_a), r.name))
+    return rows
+
+
+def _worst(findings: list[Finding]) -> dict[str, tuple[str, str, float]]:
+    """finding id -> (worst severity, title, summed impact)."""
+    out: dict[str, tuple[str, str, float]] = {}
+    for f in findings:
+        sev, title, impact = out.get(f.id, (f.severity, f.title, 0.0))
+        if SEVERITY_ORDER[f.severity] < SEVERITY_ORDER[sev]:
+            sev, title = f.severity, f.title
+        out[f.id] = (sev, title, impact + float(f.impact_us))
+    return out
+
+
+def diff_findings(a: list[Finding], b: list[Finding]) -> list[FindingRow]:
+    worst_a, worst_b = _worst(a), _worst(b)
+    rows = []
+    for fid in sorted(worst_a.keys() | worst_b.keys()):
+        sa, sb = worst_a.get(fid), worst_b.get(fid)
+        if sa is None:
+            status = "appeared"
+        elif sb is None:
+            status = "disappeared"
+        elif sa[0] != sb[0]:
+            status = "severity changed"
+        else:
+            status = "unchanged"
+        rows.append(
+            FindingRow(
+                fid,
+                status,
+                sa[0] if sa else None,
+                sb[0] if sb else None,
+                (sb or sa)[1],
+                sa[2] if sa else 0.0,
+                sb[2] if sb else 0.0,
+            )
+        )
+    order = {"appeared": 0, "disappeared": 1, "severity changed": 2, "unchanged": 3}
+    rows.sort(key=lambda r: (order[r.status], r.id))
+    return rows
+
+
+def diff_runs(run_a: Run, run_b: Run) -> TraceDiff:
+    """Compare two runs; `conclusion` holds the plain-words summary."""
+    from .conclusion import conclude
+
+    stats_a, stats_b = step_stats(run_a.trace), step_stats(run_b.trace)
+    a, b = side(run_a, stats_a), side(run_b, stats_b)
+    result = TraceDiff(
+        a=a,
+        b=b,
+        steps=pair_steps(stats_a, stats_b),
+        kernels=diff_kernels(run_a, run_b, a, b),
+        ops=diff_ops(run_a, run_b, a, b, cross_vendor=bool(cross_vendor_reason(a, b))),
+        findings=diff_findings(run_a.findings, run_b.findings),
+    )
+    result.conclusion = conclude(result)
+    return result

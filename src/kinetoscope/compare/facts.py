@@ -1,0 +1,67 @@
+"""What expectations are measured against: a `Report` (or its saved JSON) as `Facts`.
+
+Report metrics are kept as they are; per-step forms of the window totals are
+added (`host_time_per_step_us`, `device_busy_per_step_us`) because totals of
+runs with different step counts do not compare. Known ids are every
+registered rule (regimes are rules too), so `not dataloder-bound` is a typo
+(exit 2), not a silently passing expectation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..report.model import Report
+from ..rules.base import SEVERITY_ORDER
+from ..rules.engine import load_rules
+from .expect import Facts
+
+
+def per_step(metrics: dict[str, Any]) -> dict[str, float | None]:
+    """The report metrics plus per-step forms of the window totals."""
+    out: dict[str, float | None] = {
+        k: float(v) if isinstance(v, int | float) else None for k, v in metrics.items()
+    }
+    steps = max(int(metrics.get("steps") or 0), 1)
+    for total, name in (
+        ("host_time_us", "host_time_per_step_us"),
+        ("device_busy_us", "device_busy_per_step_us"),
+    ):
+        if out.get(total) is not None:
+            out[name] = out[total] / steps
+    return out
+
+
+def _worst(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    worst: dict[str, str] = {}
+    for fid, severity in pairs:
+        if fid not in worst or SEVERITY_ORDER[severity] < SEVERITY_ORDER[worst[fid]]:
+            worst[fid] = severity
+    return worst
+
+
+def facts_from_report(report: Report) -> Facts:
+    return Facts(
+        metrics=per_step(report.metrics),
+        regime=report.verdict.regime,
+        findings=_worst([(f.id, f.severity) for f in report.findings]),
+        known_ids=frozenset(load_rules()),
+    )
+
+
+def facts_from_json(data: dict[str, Any]) -> Facts:
+    """Facts of a saved `explain --format json` report (a baseline)."""
+    metrics = data.get("metrics")
+    if not isinstance(metrics, dict):
+        raise ValueError("no 'metrics' object (expected `kinetoscope explain --format json`)")
+    findings = [
+        (f["id"], f.get("severity", "info"))
+        for f in data.get("findings", [])
+        if isinstance(f, dict) and "id" in f and f.get("severity", "info") in SEVERITY_ORDER
+    ]
+    return Facts(
+        metrics=per_step(metrics),
+        regime=(data.get("verdict") or {}).get("regime"),
+        findings=_worst(findings),
+        known_ids=frozenset(load_rules()),
+    )

@@ -1,0 +1,56 @@
+"""Kernel identity for matching across runs, from the decoded kernel name.
+
+The match key is the full name: a different layout (`_nn_` vs `_tn_`), dtype
+or tile is a different kernel, the dispatcher took another branch. Inductor's
+Triton kernels are the exception: their trailing graph-order index changes
+between compilations of the same code, so they match by kind and fused ops
+(the decoder's `family`). A kernel gone and one new of the same family are one
+decision changed (`variant_change` says what changed: layout nn -> tn, ...).
+"""
+
+from __future__ import annotations
+
+from ..analysis.kernel_names import decode
+
+#: Decoded fields that name a dispatch choice, in the order they are reported.
+VARIANT_FIELDS = ("library", "arch", "dtype", "mma", "tile", "stages", "layout", "epilogue")
+
+
+def identify_kernel(name: str) -> tuple[str, str]:
+    """(match key, display name) of a raw kernel name."""
+    decoded = decode(name)
+    extras = [v for v in (decoded.dtype, decoded.layout, decoded.tile) if v]
+    display = decoded.short + (f" [{' '.join(extras)}]" if extras else "")
+    if decoded.library == "Triton":
+        return decoded.family, display
+    return name, display
+
+
+def identify_kind(name: str) -> tuple[str, str]:
+    """(kind, kind) of a kernel: gemm, attention, elementwise, ... (comparable across vendors)."""
+    kind = decode(name).kind
+    return kind, kind
+
+
+def _show(value: object) -> str:
+    if isinstance(value, tuple):
+        return "+".join(value) or "-"
+    return "-" if value is None else str(value)
+
+
+def family(name: str) -> str:
+    return decode(name).family
+
+
+def variant_change(before: str, after: str) -> str:
+    """Decoded fields that differ between two kernels of one family ("" when only the name does).
+
+    E.g. `layout nn -> tn, tile 128x128 -> 128x32`.
+    """
+    a, b = decode(before), decode(after)
+    changes = []
+    for field_name in VARIANT_FIELDS:
+        x, y = getattr(a, field_name), getattr(b, field_name)
+        if x != y:
+            changes.append(f"{field_name} {_show(x)} -> {_show(y)}")
+    return ", ".join(changes)

@@ -1,0 +1,282 @@
+"""Renderers for a `TraceDiff`: text (terminal), markdown, json and a self-contained html page.
+
+All four show the same sections built once by `sections()`; the renderers only
+lay them out, they compute nothing.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..units import fmt_us
+from .diff import TraceDiff
+
+#: Rows per table in text/markdown/html; json carries every row.
+ROW_LIMIT = 25
+
+
+@dataclass
+class Section:
+    title: str
+    text: list[str] = field(default_factory=list)
+    headers: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+    more: int = 0  # rows left out
+
+
+def _count(x: float) -> str:
+    return f"{x:.0f}" if float(x).is_integer() else f"{x:.1f}"
+
+
+def _delta(a: float, b: float) -> str:
+    if a == b:
+        return "="
+    if a == 0:
+        return "new"
+    if b == 0:
+        return "gone"
+    pct = (b - a) / a * 100
+    return "=" if abs(pct) < 0.5 else f"{pct:+.0f}%"
+
+
+def _devices(names: list[str]) -> str:
+    counts = {n: names.count(n) for n in names}
+    return ", ".join(n if c == 1 else f"{c}x {n}" for n, c in counts.items()) or "none"
+
+
+def _runs(d: TraceDiff) -> Section:
+    a, b = d.a, d.b
+    rows = [
+        ["trace", Path(a.path).name, Path(b.path).name, ""],
+        ["device", _devices(a.devices), _devices(b.devices), ""],
+        ["steps", str(a.steps), str(b.steps), ""],
+        ["regime", a.regime or "-", b.regime or "-", ""],
+    ]
+    for label, x, y in [
+        ("step time", a.step_time_us, b.step_time_us),
+        ("host time", a.host_time_us, b.host_time_us),
+        ("device busy", a.device_busy_us, b.device_busy_us),
+    ]:
+        rows.append([label + " (median/step)", fmt_us(x, 1), fmt_us(y, 1), _delta(x, y)])
+    rows.append(
+        [
+            "device busy ratio",
+            f"{a.device_busy_ratio:.1%}",
+            f"{b.device_busy_ratio:.1%}",
+            "",
+        ]
+    )
+    for label, x, y in [
+        ("kernels/step", a.kernels_per_step, b.kernels_per_step),
+        ("launches/step", a.launches_per_step, b.launches_per_step),
+    ]:
+        rows.append([label, _count(x), _count(y), _delta(x, y)])
+    return Section("Runs (A -> B)", headers=["", "A", "B", "change"], rows=rows)
+
+
+def _steps(d: TraceDiff, limit: int) -> Section:
+    rows = []
+    for pair in d.steps[:limit]:
+        cells = [str(pair.position)]
+        for s in (pair.a, pair.b):
+            cells.append(s.label if s else "-")
+        for attr in ("dur", "host_busy_us", "device_busy_us"):
+            for s in (pair.a, pair.b):
+                cells.append(fmt_us(getattr(s, attr), 1) if s else "-")
+        for attr in ("kernels", "launches"):
+            for s in (pair.a, pair.b):
+                cells.append(str(getattr(s, attr)) if s else "-")
+        rows.append(cells)
+    headers = ["#", "step A", "step B", "time A", "time B", "host A", "host B"]
+    headers += ["device A", "device B", "kernels A", "kernels B", "launches A", "launches B"]
+    return Section(
+        "Steps side by side", headers=headers, rows=rows, more=max(0, len(d.steps) - limit)
+    )
+
+
+def _kernel_name(r) -> str:
+    if not r.replacement:
+        return r.display
+    return f"{r.display} -> {r.replacement}" + (f" ({r.change})" if r.change else "")
+
+
+def _kernels(d: TraceDiff, limit: int) -> Section:
+    k = d.kernels
+    sec = Section("Kernels (matched by name)")
+    if not k.comparable:
+        sec.text.append(k.reason + ".")
+        sec.headers = ["kind / run", "kernel", "calls A", "calls B", "time/step A", "time/step B"]
+        sec.headers.append("change")
+        for r in k.by_kind:
+            sec.rows.append(
+                [
+                    r.display,
+                    "(all)",
+                    _count(r.calls_a),
+                    _count(r.calls_b),
+                    fmt_us(r.us_a, 1),
+                    fmt_us(r.us_b, 1),
+                    _delta(r.us_a, r.us_b),
+                ]
+            )
+        for run, rows in (("A", k.top_a), ("B", k.top_b)):
+            for r in rows:
+                a_cells = [_count(r.calls_a), "", fmt_us(r.us_a, 1), ""]
+                b_cells = ["", _count(r.calls_b), "", fmt_us(r.us_b, 1)]
+                sec.rows.append([f"top of {run}", r.display, *(a_cells if run == "A" else b_cells)])
+                sec.rows[-1].append("")
+        return sec
+    if not k.rows:
+        sec.text.append("No kernels in either trace.")
+        return sec
+    statuses = ("unchanged", "changed", "replaced", "new", "gone")
+    counts = {s: len(k.by_status(s)) for s in statuses}
+    sec.text.append(", ".join(f"{n} {s}" for s, n in counts.items()) + ".")
+    order = {"replaced": 0, "changed": 1, "new": 2, "gone": 3, "unchanged": 4}
+    rows = sorted(k.rows, key=lambda r: order[r.status])
+    sec.headers = ["status", "kernel", "calls A", "calls B", "time/step A", "time/step B", "change"]
+    for r in rows[:limit]:
+        sec.rows.append(
+            [
+                r.status,
+                _kernel_name(r),
+                _count(r.calls_a),
+                _count(r.calls_b),
+                fmt_us(r.us_a, 1),
+                fmt_us(r.us_b, 1),
+                _delta(r.us_a, r.us_b),
+            ]
+        )
+    sec.more = max(0, len(rows) - limit)
+    return sec
+
+
+def _ops(d: TraceDiff, limit: int) -> Section:
+    moved = [r for r in d.ops if r.status != "unchanged"]
+    sec = Section("Host ops that appeared, vanished or changed (self CPU per step)")
+    if not moved:
+        sec.text.append(f"The same {len(d.ops)} host ops with the same cost.")
+        return sec
+    sec.headers = ["status", "op", "calls A", "calls B", "self A", "self B", "change"]
+    for r in moved[:limit]:
+        sec.rows.append(
+            [
+                r.status,
+                r.name,
+                _count(r.calls_a),
+                _count(r.calls_b),
+                fmt_us(r.self_us_a, 1),
+                fmt_us(r.self_us_b, 1),
+                _delta(r.self_us_a, r.self_us_b),
+            ]
+        )
+    sec.more = max(0, len(moved) - limit)
+    return sec
+
+
+def _findings(d: TraceDiff) -> Section:
+    sec = Section("Findings")
+    if not d.findings:
+        sec.text.append("No findings in either run.")
+        return sec
+    sec.headers = ["status", "id", "A", "B", "title"]
+    for r in d.findings:
+        sec.rows.append([r.status, r.id, r.severity_a or "-", r.severity_b or "-", r.title])
+    return sec
+
+
+def sections(d: TraceDiff, limit: int = ROW_LIMIT) -> list[Section]:
+    return [
+        Section("Conclusion", text=[d.conclusion]),
+        _runs(d),
+        _steps(d, limit),
+        _kernels(d, limit),
+        _ops(d, limit),
+        _findings(d),
+    ]
+
+
+def _more_line(sec: Section) -> str:
+    return f"... {sec.more} more rows (--format json lists all)"
+
+
+def to_text(d: TraceDiff, width: int = 140) -> str:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=False, highlight=False)
+    for sec in sections(d):
+        console.rule(sec.title, align="left")
+        for line in sec.text:
+            console.print(line, markup=False)
+        if sec.headers:
+            table = Table(*sec.headers, show_edge=False, header_style="bold")
+            for row in sec.rows:
+                table.add_row(*(Text(cell) for cell in row))
+            console.print(table)
+        if sec.more:
+            console.print(_more_line(sec), markup=False)
+        console.print()
+    return buf.getvalue()
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(d: TraceDiff) -> str:
+    out = ["# kinetoscope diff", ""]
+    for sec in sections(d):
+        out += [f"## {sec.title}", ""]
+        out += [line + "\n" for line in sec.text]
+        if sec.headers:
+            out.append("| " + " | ".join(_md_cell(h) for h in sec.headers) + " |")
+            out.append("|" + "---|" * len(sec.headers))
+            out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in sec.rows]
+            out.append("")
+        if sec.more:
+            out += [_more_line(sec), ""]
+    return "\n".join(out)
+
+
+def to_json(d: TraceDiff) -> str:
+    return json.dumps(d.to_dict(), indent=2)
+
+
+_STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
+    "table{border-collapse:collapse;margin:.5em 0 1.5em}"
+    "th,td{border:1px solid #ccc;padding:2px 8px;text-align:left;font-size:13px}"
+    "th{background:#f3f3f3}td{max-width:600px;overflow-wrap:anywhere}"
+)
+
+
+def to_html(d: TraceDiff) -> str:
+    """One self-contained page (no scripts, no external assets)."""
+    esc = html.escape
+    out = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>kinetoscope diff</title>",
+        f"<style>{_STYLE}</style></head><body><h1>kinetoscope diff</h1>",
+    ]
+    for sec in sections(d):
+        out.append(f"<h2>{esc(sec.title)}</h2>")
+        out += [f"<p>{esc(line)}</p>" for line in sec.text]
+        if sec.headers:
+            out.append("<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in sec.headers))
+            out.append("</tr>")
+            for row in sec.rows:
+                out.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>")
+            out.append("</table>")
+        if sec.more:
+            out.append(f"<p>{esc(_more_line(sec))}</p>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+RENDERERS = {"text": to_text, "md": to_markdown, "json": to_json, "html": to_html}

@@ -1,0 +1,193 @@
+"""`sweep`: one workload profiled across values of one parameter, read as a curve.
+
+Each value runs `kinetoscope profile` in its own subprocess (a crash or an
+out-of-memory at one size ends that point, not the sweep). Each trace is then
+measured per step: host and device busy time, busy ratio, regime, achieved
+TFLOP/s from the recorded matmul shapes. The crossover is the value where the
+work overtakes the overhead: device time exceeds host time on a GPU run (the
+overhead-bound to compute-bound turn); on a host-only run, compute-op time
+(self time of aten::mm and friends) exceeds the framework dispatch around it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from ..analysis.compute_ops import compute_steps
+from ..analysis.steps import step_stats
+from ..api import explain
+from ..errors import KinetoscopeError, UsageError
+from ..trace import Trace, load
+
+
+@dataclass
+class SweepPoint:
+    value: float
+    trace: str | None = None
+    error: str | None = None
+    has_device: bool = False
+    step_us: float | None = None
+    host_us: float | None = None  # host busy per step
+    device_us: float | None = None  # device busy per step
+    busy_ratio: float | None = None
+    regime: str | None = None
+    compute_us: float | None = None  # self time of compute ops per step
+    dispatch_us: float | None = None  # step time outside compute ops (dispatch, Python)
+    flops: float | None = None  # per step, from matmul shapes
+    tflops: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def compute_share(self) -> float | None:
+        """Share of the step spent inside compute ops (the host analog of device busy)."""
+        if self.compute_us is None or not self.step_us:
+            return None
+        return self.compute_us / self.step_us
+
+
+@dataclass
+class Crossover:
+    mode: str  # "device" (device vs host time) or "host" (compute vs dispatch)
+    value: float | None  # interpolated parameter value, None when the curves never cross
+    note: str
+
+
+def parse_vary(text: str) -> tuple[str, list[float]]:
+    """`size=16,32,64` -> ("size", [16, 32, 64]); at least two increasing numbers."""
+    m = re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*(.+)", text)
+    if not m:
+        raise UsageError(f"--vary {text!r}: expected NAME=V1,V2,... (e.g. size=16,32,64)")
+    try:
+        values = [float(v) for v in m[2].split(",") if v.strip()]
+    except ValueError:
+        raise UsageError(f"--vary {text!r}: values must be numbers") from None
+    if len(values) < 2 or any(b <= a for a, b in zip(values, values[1:], strict=False)):
+        raise UsageError(f"--vary {text!r}: give at least two increasing values")
+    return m[1], values
+
+
+def measure(trace: Trace, value: float) -> SweepPoint:
+    """Per-step medians of one trace of the sweep."""
+    stats = step_stats(trace)
+    report = explain(trace)
+    compute = compute_steps(trace)
+    host = median(s.host_busy_us for s in stats)
+    device = median(s.device_busy_us for s in stats)
+    compute_us = median(c.compute_us for c in compute)
+    flops = median(c.flops for c in compute)
+    has_device = trace.has_device
+    busy = device if has_device else compute_us
+    return SweepPoint(
+        value=value,
+        trace=trace.path,
+        has_device=has_device,
+        step_us=median(s.dur for s in stats),
+        host_us=host,
+        device_us=device,
+        busy_ratio=float(report.metrics.get("device_busy_ratio", 0.0)),
+        regime=report.verdict.regime,
+        compute_us=compute_us,
+        dispatch_us=max(median(s.dur for s in stats) - compute_us, 0.0),
+        flops=flops or None,
+        tflops=flops / busy * 1e-6 if flops and busy > 0 else None,
+    )
+
+
+def curves(points: list[SweepPoint]) -> tuple[str, list[tuple[float, float, float]]]:
+    """(mode, [(value, work, overhead)]) over the successful points."""
+    ok = [p for p in points if p.ok]
+    if any(p.has_device for p in ok):
+        return "device", [(p.value, p.device_us, p.host_us) for p in ok]
+    return "host", [(p.value, p.compute_us, p.dispatch_us) for p in ok]
+
+
+def crossover(points: list[SweepPoint]) -> Crossover:
+    """Where work overtakes overhead, interpolated on log scales between two points."""
+    mode, rows = curves(points)
+    work, over = ("device time", "host time") if mode == "device" else ("compute", "dispatch")
+    if not rows:
+        return Crossover(mode, None, "no successful run")
+    if rows[0][1] >= rows[0][2]:
+        return Crossover(mode, None, f"{work} already exceeds {over} at the smallest value")
+    for (x0, w0, o0), (x1, w1, o1) in zip(rows, rows[1:], strict=False):
+        if w1 >= o1:
+            r0 = math.log(max(w0, 1e-9) / max(o0, 1e-9))
+            r1 = math.log(max(w1, 1e-9) / max(o1, 1e-9))
+            t = -r0 / (r1 - r0) if r1 != r0 else 1.0
+            x = math.exp(math.log(x0) + t * (math.log(x1) - math.log(x0)))
+            return Crossover(mode, x, f"{work} exceeds {over} from about {x:.3g}")
+    return Crossover(mode, None, f"{work} stays below {over} over the whole range")
+
+
+def sweep_dict(
+    workload: str, param: str, points: list[SweepPoint], cross: Crossover
+) -> dict[str, Any]:
+    return {
+        "workload": workload,
+        "parameter": param,
+        "crossover": asdict(cross),
+        "points": [{**asdict(p), "compute_share": p.compute_share} for p in points],
+    }
+
+
+# ---- running the points ----------------------------------------------------
+#: `kinetoscope profile` options the sweep sets itself, unless given as fixed options.
+SWEEP_DEFAULTS = {"--record-shapes": [], "--warmup": ["3"]}
+
+
+def format_value(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def profile_argv(workload: str, param: str, value: float, fixed: list[str], out: Path) -> list[str]:
+    """The `kinetoscope profile` command line of one point of the sweep.
+
+    Shapes are recorded (achieved FLOP/s needs them) and a few warm-up
+    iterations run first, so one-time costs do not bend the curve; fixed
+    options may override both.
+    """
+    argv = [sys.executable, "-m", "kinetoscope", "profile", workload]
+    argv += ["--" + param.replace("_", "-"), format_value(value), "--out", str(out)]
+    for option, args in SWEEP_DEFAULTS.items():
+        if not any(f == option or f.startswith(option + "=") for f in fixed):
+            argv += [option, *args]
+    return argv + fixed
+
+
+def check_fixed(param: str, fixed: list[str]) -> None:
+    """Fixed options must not set what the sweep varies or where it writes."""
+    for option in ("--" + param.replace("_", "-"), "--out"):
+        if any(f == option or f.startswith(option + "=") for f in fixed):
+            raise UsageError(f"{option} is set by the sweep; drop it from the fixed options")
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else "no output"
+
+
+def run_point(argv: list[str], value: float, timeout: float) -> SweepPoint:
+    """Profile one value in a subprocess and measure its trace (a failure is the point's error)."""
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return SweepPoint(value, error=f"timed out after {timeout:g} s")
+    if res.returncode != 0:
+        return SweepPoint(value, error=f"exit {res.returncode}: {_last_line(res.stderr)}")
+    traces = re.findall(r"^trace: (.+)$", res.stdout, re.M)
+    if not traces:
+        return SweepPoint(value, error="profile wrote no trace")
+    try:
+        return measure(load(traces[-1].strip()), value)
+    except KinetoscopeError as exc:
+        return SweepPoint(value, trace=traces[-1], error=str(exc))

@@ -1,0 +1,58 @@
+"""The sweep plot: host vs device (or dispatch vs compute) time per step against the parameter.
+
+matplotlib is imported lazily with the Agg backend, so the rest of the tool
+runs without it and no display is needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .sweep import Crossover, SweepPoint, curves
+
+
+def plot_sweep(
+    points: list[SweepPoint], cross: Crossover, title: str, param: str, stem: Path
+) -> list[Path]:
+    """Write `stem`.png and `stem`.svg; returns their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    mode, rows = curves(points)
+    xs = [r[0] for r in rows]
+    labels = (
+        ("device busy / step", "host busy / step")
+        if mode == "device"
+        else ("compute ops (self time) / step", "rest of the step (dispatch, other ops) / step")
+    )
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    ax.plot(xs, [r[1] for r in rows], "o-", label=labels[0], color="tab:orange")
+    ax.plot(xs, [r[2] for r in rows], "s-", label=labels[1], color="tab:blue")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(param)
+    ax.set_ylabel("time per step (us)")
+    ax.set_title(title)
+    if cross.value is not None:
+        ax.axvline(cross.value, color="gray", linestyle="--")
+        ax.annotate(
+            f"crossover ~{cross.value:.3g}",
+            (cross.value, 0.95),
+            xycoords=("data", "axes fraction"),
+            ha="center",
+            va="top",
+            fontsize=9,
+            backgroundcolor="white",
+        )
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=9)
+    fig.tight_layout()
+    out = []
+    for ext in ("png", "svg"):
+        path = stem.with_suffix("." + ext)
+        fig.savefig(path)
+        out.append(path)
+    plt.close(fig)
+    return out

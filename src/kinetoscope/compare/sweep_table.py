@@ -1,0 +1,35 @@
+"""The sweep table: one row per value, columns chosen by what the runs recorded.
+
+GPU runs show host vs device time per step and the busy ratio; host-only runs
+show the host analog, compute-op time vs the dispatch around it.
+"""
+
+from __future__ import annotations
+
+from ..units import fmt_pct, fmt_us
+from .sweep import SweepPoint, curves, format_value
+
+
+def _tflops(p: SweepPoint) -> str:
+    return f"{p.tflops:.3g}" if p.tflops is not None else "-"
+
+
+def table_rows(param: str, points: list[SweepPoint]) -> tuple[list[str], list[list[str]]]:
+    mode, _ = curves(points)
+    if mode == "device":
+        headers = [param, "step", "host/step", "device/step", "busy ratio", "regime", "TFLOP/s"]
+    else:
+        headers = [param, "step", "host/step", "compute/step", "dispatch/step", "compute %"]
+        headers += ["regime", "TFLOP/s"]
+    rows = []
+    for p in points:
+        if not p.ok:
+            rows.append([format_value(p.value), "failed"] + [""] * (len(headers) - 2))
+            continue
+        row = [format_value(p.value), fmt_us(p.step_us, 1), fmt_us(p.host_us, 1)]
+        if mode == "device":
+            row += [fmt_us(p.device_us, 1), fmt_pct(p.busy_ratio)]
+        else:
+            row += [fmt_us(p.compute_us, 1), fmt_us(p.dispatch_us, 1), fmt_pct(p.compute_share)]
+        rows.append(row + [p.regime or "-", _tflops(p)])
+    return headers, rows

@@ -1,0 +1,91 @@
+"""Rule thresholds from a TOML file and `--set rule.key=value`, checked against the registry.
+
+The file has one table per rule id, holding that rule's threshold keys:
+
+    [overhead-bound]
+    max_device_ratio = 0.3
+
+`--set` entries are applied after the file. An unknown rule id or key is a
+usage error (one line, exit 2) rather than a silently ignored typo.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+from .rules.engine import load_rules
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+Config = dict[str, dict[str, float]]
+
+
+def load_config(path: str | Path) -> Config:
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{path}: config file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read config file: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: not valid TOML: {exc}") from None
+    config: Config = {}
+    for rule_id, table in raw.items():
+        if not isinstance(table, dict):
+            raise UsageError(f"{path}: '{rule_id}' must be a table of thresholds, e.g. [{rule_id}]")
+        for key, value in table.items():
+            config.setdefault(rule_id, {})[key] = _number(value, f"{path}: {rule_id}.{key}")
+    return validate_config(config, source=str(path))
+
+
+def apply_sets(config: Config, assignments: Iterable[str]) -> Config:
+    """`config` with each `rule.key=value` applied (a new dict; the input is not changed)."""
+    out = {rule_id: dict(table) for rule_id, table in config.items()}
+    for item in assignments:
+        target, sep, value = item.partition("=")
+        rule_id, dot, key = target.strip().partition(".")
+        if not sep or not dot or not rule_id or not key:
+            raise UsageError(f"--set {item!r}: expected rule.key=value, e.g. hotspot.min_share=0.6")
+        out.setdefault(rule_id, {})[key] = _number(value.strip(), f"--set {target}")
+    return validate_config(out, source="--set")
+
+
+def validate_config(config: Config, source: str = "config") -> Config:
+    rules = load_rules()
+    for rule_id, table in config.items():
+        if rule_id not in rules:
+            raise UsageError(f"{source}: unknown rule '{rule_id}' (known: {', '.join(rules)})")
+        known = rules[rule_id].defaults
+        for key in table:
+            if key not in known:
+                have = ", ".join(known) or "none"
+                raise UsageError(
+                    f"{source}: rule '{rule_id}' has no threshold '{key}' (its thresholds: {have})"
+                )
+    return config
+
+
+def check_rule_ids(ids: Iterable[str]) -> list[str]:
+    rules = load_rules()
+    wanted = [i.strip() for i in ids if i.strip()]
+    unknown = [i for i in wanted if i not in rules]
+    if unknown:
+        raise UsageError(f"unknown rule '{unknown[0]}' (known: {', '.join(rules)})")
+    return wanted
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool):
+        raise UsageError(f"{where}: expected a number, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{where}: expected a number, got {value!r}") from None

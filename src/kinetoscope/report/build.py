@@ -1,0 +1,148 @@
+"""Trace -> Report: run the rules and gather the numbers every renderer shows.
+
+This is the only place in `report/` that computes; renderers lay out what it
+returns. The verdict comes from `rules.regime.classify`, the same call the
+regime rules make, so the verdict line and the regime finding always agree.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+
+import numpy as np
+
+from ..analysis.intervals import merge
+from ..analysis.metrics import trace_metrics
+from ..analysis.steps import host_activity_mask, step_stats
+from ..analysis.window import in_window, window_device_work
+from ..rules.engine import load_rules, run_rules
+from ..rules.regime import classify
+from ..trace import Trace
+from .model import Report, StepRow, Timeline, TimelineMark, TraceFacts, Verdict
+
+#: A step lasting longer than this multiple of the median step is flagged.
+OUTLIER_FACTOR = 1.3
+#: Timeline intervals closer than this share of the window are drawn as one.
+TIMELINE_RESOLUTION = 1 / 2000
+
+
+def build_report(
+    trace: Trace,
+    config: dict[str, dict[str, float]] | None = None,
+    rules: Iterable[str] | None = None,
+) -> Report:
+    from .. import __version__  # the package imports this module while it initialises
+
+    wanted = list(rules) if rules is not None else list(load_rules())
+    outcome = run_rules(trace, config, wanted)
+    call = classify(trace, config)
+    metrics = trace_metrics(trace)
+    metrics["device_to_host_ratio"] = call.ratio
+    steps = _step_rows(trace)
+    window = {
+        "start_us": steps[0].start_us,
+        "end_us": steps[-1].start_us + steps[-1].dur_us,
+        "dur_us": metrics["window_us"],
+        "steps": len(trace.steps),
+    }
+    return Report(
+        version=__version__,
+        trace=TraceFacts(
+            path=trace.path,
+            events=len(trace),
+            devices=[
+                {
+                    "id": d.id,
+                    "name": d.name,
+                    "vendor": d.vendor,
+                    "compute_capability": d.compute_capability,
+                    "memory_bytes": d.memory_bytes,
+                    "sm_count": d.sm_count,
+                }
+                for d in trace.devices
+            ],
+            versions=dict(trace.meta.versions),
+            window=window,
+            rank=trace.meta.rank,
+            warnings=list(trace.warnings),
+        ),
+        verdict=Verdict(
+            regime=call.regime,
+            summary=call.summary,
+            host_time_us=call.host_time_us,
+            device_busy_us=call.device_busy_us,
+            ratio=call.ratio,
+            device=call.device,
+        ),
+        steps=steps,
+        metrics=metrics,
+        findings=outcome.findings,
+        not_checked=outcome.not_checked,
+        rules=wanted,
+        timeline=_timeline(trace, window, outcome.findings),
+    )
+
+
+def _step_rows(trace: Trace) -> list[StepRow]:
+    stats = step_stats(trace)
+    median = statistics.median(s.dur for s in stats)
+    rows = []
+    for s in stats:
+        factor = s.dur / median if median > 0 else 1.0
+        outlier = None
+        if len(stats) >= 3 and factor > OUTLIER_FACTOR:
+            outlier = f"{factor:.1f}x the median step"
+        rows.append(
+            StepRow(
+                label=s.label,
+                number=s.number,
+                start_us=trace.rel(s.start),
+                dur_us=s.dur,
+                host_busy_us=s.host_busy_us,
+                device_busy_us=s.device_busy_us,
+                kernels=s.kernels,
+                launches=s.launches,
+                outlier=outlier,
+            )
+        )
+    return rows
+
+
+def _lane(trace: Trace, starts: np.ndarray, ends: np.ndarray, resolution: float):
+    """Merged busy intervals, relative to the trace start, coarsened to `resolution` us."""
+    s, e = merge(starts - trace.start_time, ends - trace.start_time)
+    if not len(s):
+        return []
+    joined = np.ones(len(s), dtype=bool)
+    joined[1:] = s[1:] - e[:-1] > resolution
+    run = np.cumsum(joined) - 1
+    out_e = np.zeros(int(run[-1]) + 1)
+    np.maximum.at(out_e, run, e)
+    return [(round(float(a), 3), round(float(b), 3)) for a, b in zip(s[joined], out_e, strict=True)]
+
+
+def _timeline(trace: Trace, window: dict, findings) -> Timeline:
+    resolution = max(window["end_us"] - window["start_us"], 1.0) * TIMELINE_RESOLUTION
+    host = np.flatnonzero(host_activity_mask(trace))
+    host = host[in_window(trace, trace.ts[host])]
+    work = window_device_work(trace)
+    marks = [
+        TimelineMark(f.id, f.severity, ev.ts_us, ev.dur_us or 0.0, ev.name or ev.text)
+        for f in findings
+        for ev in f.evidence
+        if ev.ts_us is not None
+    ]
+    lanes = {
+        "host": _lane(trace, trace.ts[host], trace.end[host], resolution),
+        "device": _lane(trace, trace.ts[work], trace.end[work], resolution),
+    }
+    # device work launched in the last step may finish after the host window closes
+    end = max([window["end_us"]] + [lane[-1][1] for lane in lanes.values() if lane])
+    return Timeline(
+        start_us=window["start_us"],
+        end_us=end,
+        lanes=lanes,
+        steps=[(s.label, trace.rel(s.start), trace.rel(s.end)) for s in step_stats(trace)],
+        marks=marks,
+    )

@@ -1,0 +1,86 @@
+"""Markdown rendering of a `Report`, for pull requests, issues and notebooks."""
+
+from __future__ import annotations
+
+from ..rules.base import Evidence
+from ..units import fmt_us
+from .evidence import location, value_suffix
+from .model import Report
+
+
+def render_markdown(report: Report) -> str:
+    t, v, m = report.trace, report.verdict, report.metrics
+    out = [f"# kinetoscope: `{t.path}`", ""]
+    devices = ", ".join(sorted({d["name"] for d in t.devices if d.get("name")})) or "none listed"
+    versions = ", ".join(f"{k} {val}" for k, val in t.versions.items()) or "not recorded"
+    out += [
+        f"- **Devices**: {devices}",
+        f"- **Versions**: {versions}",
+        f"- **Window**: {fmt_us(t.window['dur_us'])} from +{fmt_us(t.window['start_us'])}, "
+        f"{int(t.window['steps'])} steps, {t.events} events",
+        "",
+        f"**Verdict: {v.regime}**: {v.summary.split(': ', 1)[-1]}",
+        "",
+        "## Steps",
+        "",
+        "| step | starts at | duration | host busy | device busy | kernels | launches | |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in report.steps:
+        flag = f"outlier: {row.outlier}" if row.outlier else ""
+        out.append(
+            f"| {row.label} | +{fmt_us(row.start_us)} | {fmt_us(row.dur_us)} | "
+            f"{fmt_us(row.host_busy_us)} | {fmt_us(row.device_busy_us)} | {row.kernels} | "
+            f"{row.launches} | {flag} |"
+        )
+    out += [
+        "",
+        f"Median step {fmt_us(m['step_time_us'])}; {m['kernels_per_step']:g} kernels and "
+        f"{m['launches_per_step']:g} launches per step; device busy "
+        f"{m['device_busy_ratio'] * 100:.1f}% of the window.",
+        "",
+        "## Findings",
+        "",
+    ]
+    if not report.findings:
+        out += ["No rule fired.", ""]
+    per = "/step" if report.trace.window["steps"] else " over the trace"
+    for number, f in enumerate(report.findings, 1):
+        impact = f" (~{fmt_us(f.impact_us)}{per})" if f.impact_us > 0 else ""
+        out += [
+            f"### {number}. `{f.id}` [{f.severity}]{impact}",
+            "",
+            f"**{_escape(f.title)}**",
+            "",
+            _escape(f.explanation),
+            "",
+            f"*Try:* {_escape(f.suggestion)}",
+            "",
+        ]
+        out += [f"- {_evidence(e)}" for e in f.evidence]
+        out.append("")
+    if report.not_checked:
+        out += ["## Not checked", ""]
+        for skip in report.not_checked:
+            advice = f" ({_escape(skip.advice)})" if skip.advice else ""
+            out.append(f"- `{skip.id}`: {_escape(skip.reason)}{advice}")
+        out.append("")
+    return "\n".join(out)
+
+
+def _evidence(e: Evidence) -> str:
+    parts = []
+    if e.name:
+        name = e.name.replace("`", "'")
+        parts.append(f"`{name}`")
+    if where := location(e):
+        parts.append(f"({where})")
+    parts.append(_escape(e.text + value_suffix(e)))
+    return " ".join(parts)
+
+
+def _escape(text: str) -> str:
+    """Keep table pipes, emphasis markers and C++ `<...>` in names from breaking the layout."""
+    for char in "|*_<":
+        text = text.replace(char, "\\" + char)
+    return text

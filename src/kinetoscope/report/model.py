@@ -1,0 +1,141 @@
+"""The `Report`: everything `explain` says about one trace, as plain data.
+
+Built once by `report.build`; every renderer (text, markdown, JSON, HTML) only
+lays it out. `to_dict()` is the versioned JSON contract documented in
+docs/report-schema.md: bump `SCHEMA_VERSION` when a field changes meaning or
+disappears (adding fields does not).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..rules.base import Finding
+from ..rules.engine import Skipped
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class TraceFacts:
+    path: str
+    events: int
+    devices: list[dict[str, Any]]
+    versions: dict[str, Any]
+    #: the active window relative to the trace start: start_us, end_us, dur_us, steps
+    window: dict[str, float]
+    rank: int | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Verdict:
+    regime: str
+    summary: str
+    host_time_us: float
+    device_busy_us: float
+    #: device busy time / host time, the number compared to the regime thresholds
+    ratio: float
+    device: str | None
+
+
+@dataclass
+class StepRow:
+    label: str
+    number: int | None
+    start_us: float  # relative to the trace start
+    dur_us: float
+    host_busy_us: float
+    device_busy_us: float
+    kernels: int
+    launches: int
+    #: why the step stands out (e.g. "2.4x the median"), None for ordinary steps
+    outlier: str | None = None
+
+
+@dataclass
+class TimelineMark:
+    finding: str
+    severity: str
+    ts_us: float
+    dur_us: float
+    label: str
+
+
+@dataclass
+class Timeline:
+    """Busy intervals (relative us) of the host and device lanes over the window."""
+
+    start_us: float
+    end_us: float
+    lanes: dict[str, list[tuple[float, float]]]
+    steps: list[tuple[str, float, float]]
+    marks: list[TimelineMark]
+
+
+@dataclass(repr=False)
+class Report:
+    version: str
+    trace: TraceFacts
+    verdict: Verdict
+    steps: list[StepRow]
+    metrics: dict[str, float]
+    findings: list[Finding]
+    not_checked: list[Skipped]
+    rules: list[str]
+    timeline: Timeline
+
+    def to_dict(self) -> dict[str, Any]:
+        return _rounded(
+            {
+                "kinetoscope": self.version,
+                "schema_version": SCHEMA_VERSION,
+                "trace": asdict(self.trace),
+                "verdict": asdict(self.verdict),
+                "steps": [asdict(s) for s in self.steps],
+                "metrics": self.metrics,
+                "findings": [f.to_dict() for f in self.findings],
+                "not_checked": [s.to_dict() for s in self.not_checked],
+                "rules": self.rules,
+                "timeline": asdict(self.timeline),
+            }
+        )
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, default=_plain)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Report {self.trace.path}: {self.verdict.summary}; "
+            f"{len(self.findings)} findings, {len(self.not_checked)} not checked>"
+        )
+
+    def _repr_html_(self) -> str | None:
+        """Jupyter's rich display; None (plain repr) where jinja2 is not installed."""
+        from ..errors import UsageError
+        from .html import render_html
+
+        try:
+            return render_html(self, standalone=False)
+        except UsageError:
+            return None
+
+
+def _rounded(value: Any) -> Any:
+    """Floats to 4 decimals (0.1 ns, or 1e-4 of a ratio): the JSON stays readable."""
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars and other number-likes that reach the JSON."""
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")

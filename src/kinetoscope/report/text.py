@@ -1,0 +1,191 @@
+"""Terminal rendering of a `Report` with rich: verdict, steps, findings, not checked.
+
+Laid out for a 100-column terminal: tables fold long names, explanations wrap
+under their finding, evidence lines are indented bullets.
+"""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console, Group
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from ..rules.base import Evidence, Finding
+from ..units import fmt_us
+from .evidence import location, value_suffix
+from .model import Report
+
+#: Steps listed before the table is cut (outliers are always listed).
+MAX_STEP_ROWS = 12
+SEVERITY_STYLE = {"critical": "bold red", "warn": "yellow", "info": "cyan"}
+REGIME_STYLE = {
+    "overhead-bound": "bold yellow",
+    "compute-bound": "bold green",
+    "mixed": "bold cyan",
+    "host-only": "bold magenta",
+}
+
+
+def render_text(report: Report, width: int = 100, color: bool = False) -> str:
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=width,
+        force_terminal=color,
+        color_system="standard" if color else None,
+        highlight=False,
+        soft_wrap=False,
+    )
+    print_report(report, console)
+    return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
+
+
+def print_report(report: Report, console: Console) -> None:
+    console.print(_header(report))
+    console.print()
+    console.print(_verdict(report))
+    console.print()
+    console.print(_steps(report))
+    console.print()
+    console.print(_findings(report))
+    if report.not_checked:
+        console.print()
+        console.print(_not_checked(report))
+
+
+def _hanging(label: Text | str, *lines: Text | str) -> Table:
+    """`label` in a left column, `lines` beside it: wrapped lines stay indented."""
+    grid = Table.grid(padding=(0, 1, 0, 0))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for k, line in enumerate(lines):
+        grid.add_row(label if k == 0 else "", line)
+    return grid
+
+
+def _header(report: Report) -> Table:
+    t = report.trace
+    names = sorted({d["name"] for d in t.devices if d.get("name")})
+    run = [", ".join(names) if names else "no device properties"]
+    run.extend(
+        f"{key.removesuffix('_version').replace('_', ' ')} {value}"
+        for key, value in t.versions.items()
+    )
+    if t.rank is not None:
+        run.append(f"rank {t.rank}")
+    steps = int(t.window["steps"])
+    span = f"{steps} step{'s' if steps != 1 else ''}" if steps else "whole trace, no ProfilerStep"
+    window = (
+        f"window {fmt_us(t.window['dur_us'])} ({span}) from +{fmt_us(t.window['start_us'])}, "
+        f"{t.events} events"
+    )
+    lines: list[Text | str] = [Text(t.path), Text(" | ".join(run), style="dim")]
+    lines.append(Text(window, style="dim"))
+    lines.extend(Text(f"warning: {w}", style="yellow") for w in t.warnings)
+    return _hanging(Text("Trace", style="bold"), *lines)
+
+
+def _verdict(report: Report) -> Table:
+    v = report.verdict
+    line = Text(v.regime.upper(), style=REGIME_STYLE.get(v.regime, "bold"))
+    line.append("  " + v.summary.split(": ", 1)[-1], style="")
+    return _hanging(Text("Verdict", style="bold"), line)
+
+
+def _steps(report: Report) -> Group:
+    title = Text("Steps", style="bold")
+    table = Table(box=None, pad_edge=False, header_style="dim", padding=(0, 1))
+    table.add_column("step", no_wrap=True)
+    table.add_column("starts at", justify="right", no_wrap=True)
+    table.add_column("duration", justify="right", no_wrap=True)
+    table.add_column("host busy", justify="right", no_wrap=True)
+    table.add_column("device busy", justify="right", no_wrap=True)
+    table.add_column("kernels", justify="right")
+    table.add_column("launches", justify="right")
+    table.add_column("", overflow="fold")
+    rows = report.steps
+    shown = [r for i, r in enumerate(rows) if i < MAX_STEP_ROWS or r.outlier]
+    for row in shown:
+        flag = Text(f"<- {row.outlier}", style="yellow") if row.outlier else Text("")
+        table.add_row(
+            row.label,
+            f"+{fmt_us(row.start_us)}",
+            fmt_us(row.dur_us),
+            fmt_us(row.host_busy_us),
+            fmt_us(row.device_busy_us),
+            str(row.kernels),
+            str(row.launches),
+            flag,
+        )
+    parts = [title, table]
+    if len(shown) < len(rows):
+        parts.append(Text(f"... {len(rows) - len(shown)} more steps (see --format json)"))
+    m = report.metrics
+    parts.append(
+        Text(
+            f"median step {fmt_us(m['step_time_us'])}, "
+            f"{m['kernels_per_step']:g} kernels and {m['launches_per_step']:g} launches per step; "
+            f"device busy {m['device_busy_ratio'] * 100:.1f}% of the window",
+            style="dim",
+        )
+    )
+    return Group(*parts)
+
+
+def _findings(report: Report) -> Group:
+    if not report.findings:
+        return Group(Text("Findings", style="bold"), Text("  none: no rule fired"))
+    per = "/step" if report.trace.window["steps"] else " over the trace"
+    unit = "per step" if per == "/step" else "over the trace"
+    parts = [Text(f"Findings (ranked by the time a fix could save {unit})", style="bold")]
+    for number, finding in enumerate(report.findings, 1):
+        parts.append(Text())
+        parts.append(_finding(number, finding, per))
+    return Group(*parts)
+
+
+def _finding(number: int, f: Finding, per: str) -> Group:
+    head = Text(f"{number}. ")
+    head.append(f"[{f.severity}]", style=SEVERITY_STYLE.get(f.severity, ""))
+    head.append(f" {f.id}", style="bold")
+    if f.impact_us > 0:
+        head.append(f"  ~{fmt_us(f.impact_us)}{per}", style="dim")
+    body = [Text(f.title, style="bold"), Text(f.explanation)]
+    body.append(Text.assemble(("Try: ", "green"), f.suggestion))
+    if f.evidence:
+        body.append(Text("Evidence:", style="dim"))
+        body.extend(Padding(_hanging("-", _evidence(e)), (0, 0, 0, 2)) for e in f.evidence)
+    return Group(head, Padding(Group(*body), (0, 0, 0, 3)))
+
+
+def _evidence(e: Evidence) -> Text:
+    text = Text()
+    if e.name:
+        text.append(short_name(e.name), style="bold")
+        text.append(" ")
+    if where := location(e):
+        text.append(f"({where}) ", style="dim")
+    text.append(e.text + value_suffix(e))
+    return text
+
+
+def short_name(name: str, limit: int = 90) -> str:
+    """Kernel names without their C++ argument list, cut to `limit` (JSON keeps them whole)."""
+    cut = name.find("(", 1)
+    if name.endswith(")") and cut > 0 and name[cut - 1] != " ":  # a C++ signature
+        name = name[:cut]
+    return name if len(name) <= limit else name[: limit - 3] + "..."
+
+
+def _not_checked(report: Report) -> Group:
+    parts = [Text("Not checked", style="bold")]
+    for skip in report.not_checked:
+        line = Text(skip.id, style="bold")
+        line.append(f": {skip.reason}")
+        if skip.advice:
+            line.append(f"; {skip.advice}", style="dim")
+        parts.append(Padding(_hanging("-", line), (0, 0, 0, 2)))
+    return Group(*parts)

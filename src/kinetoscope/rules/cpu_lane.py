@@ -1,0 +1,470 @@
+"""CPU-lane rules: one-time costs in the window, adaptive launches, the final sync, hidden copies.
+
+All read the host call tree (`trace.parent`) and the launch links; none needs a
+device lane except `heavyweight-launch`, `sync-flush` and `hidden-memcpy`.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter, defaultdict
+
+import numpy as np
+
+from ..analysis.intervals import clip, union_length
+from ..analysis.steps import device_anchor
+from ..analysis.window import in_window
+from ..trace import Cat, Trace
+from ..trace.steps import STEP_RE
+from ..units import fmt_bytes, fmt_pct, fmt_us
+from .base import Evidence, Finding, NotChecked, rule
+from .impact import host_saving_per_step
+
+_NO_STEPS = (
+    "no ProfilerStep#N windows in the trace",
+    "profile with schedule=torch.profiler.schedule(wait=1, warmup=1, active=3) and call "
+    "prof.step() once per iteration",
+)
+OCCUPANCY_RE = re.compile(r"^(cuda|hip)OccupancyMaxActiveBlocksPerMultiprocessor")
+DEVICE_SYNC_NAMES = frozenset({"cudaDeviceSynchronize", "hipDeviceSynchronize"})
+#: Ops whose whole job is a copy: a memcpy under them is one the user asked for,
+#: unless an op above them asked for it on the user's behalf.
+COPY_OPS = frozenset(
+    {
+        "aten::copy_",
+        "aten::_copy_from",
+        "aten::_copy_from_and_resize",
+        "aten::to",
+        "aten::_to_copy",
+        "aten::clone",
+        "aten::contiguous",
+        "aten::_foreach_copy_",
+        "aten::item",
+        "aten::_local_scalar_dense",
+    }
+)
+
+
+@rule(
+    "cold-start",
+    "cpu-lane",
+    "the first profiled step lasts much longer than the steps after it",
+    factor=1.5,
+    min_steps=3,
+)
+def cold_start(ctx) -> list[Finding]:
+    steps = ctx.trace.steps
+    if not steps:
+        raise NotChecked(*_NO_STEPS)
+    min_steps = int(ctx.threshold("min_steps"))
+    if len(steps) < min_steps:
+        raise NotChecked(
+            f"needs at least {min_steps} profiled steps, the trace has {len(steps)}",
+            "profile more active steps (schedule active=3 or more)",
+        )
+    first, later = steps[0], steps[1:]
+    median = statistics.median(s.dur for s in later)
+    factor = first.dur / median if median > 0 else 0.0
+    limit = ctx.threshold("factor")
+    if factor <= limit:
+        return []
+    trace = ctx.trace
+    evidence = [
+        Evidence(
+            f"step duration{' (first step)' if s is first else ''}",
+            name=trace.name(s.index),
+            ts_us=trace.rel(s.start),
+            dur_us=s.dur,
+            step=s.number,
+        )
+        for s in steps
+    ]
+    return [
+        Finding(
+            id="cold-start",
+            severity="warn",
+            title=(
+                f"Cold start: step #{first.number} lasts {fmt_us(first.dur)}, {factor:.1f}x the "
+                f"median of the later steps ({fmt_us(median)}; threshold {limit:g}x)"
+            ),
+            explanation=(
+                "The first profiled step pays one-time costs (workspace allocation, library "
+                "heuristics such as cuBLAS picking an algorithm, lazy module loading, "
+                "allocator growth). They will not recur, but they inflate every average "
+                "taken over this window."
+            ),
+            suggestion=(
+                "Warm up before measuring: run a few iterations before the profiler starts, "
+                "or use schedule(wait=1, warmup=1, active=3) so the first step is not recorded."
+            ),
+            impact_us=(first.dur - median) / len(steps),
+            evidence=evidence,
+            measured={
+                "first_step_us": round(first.dur, 3),
+                "median_later_us": round(median, 3),
+                "factor": round(factor, 3),
+                "threshold": limit,
+            },
+        )
+    ]
+
+
+def _first_child_start(trace: Trace) -> np.ndarray:
+    """For every host event, the start of its earliest child in the call tree (inf if none)."""
+    parent = trace.parent
+    child = np.flatnonzero((parent >= 0) & (trace.cat != int(Cat.PYTHON)))
+    first = np.full(len(trace), np.inf)
+    np.minimum.at(first, parent[child], trace.ts[child])
+    return first
+
+
+@rule(
+    "dispatch-dead-window",
+    "cpu-lane",
+    "an annotation waits long before its first op, far longer than in later steps",
+    min_gap_us=20.0,
+    factor=5.0,
+)
+def dispatch_dead_window(ctx) -> list[Finding]:
+    trace = ctx.trace
+    if len(trace.steps) < 2:
+        raise NotChecked(
+            "needs at least 2 profiled steps to compare the same annotation across steps",
+            _NO_STEPS[1],
+        )
+    first_child = _first_child_start(trace)
+    # gaps[name][step number] = (annotation index, gap) for the first occurrence per step
+    gaps: dict[str, dict[int, tuple[int, float]]] = defaultdict(dict)
+    annotations = np.flatnonzero(
+        (trace.cat == int(Cat.USER_ANNOTATION)) & (trace.lane_kind == 1) & ~trace.is_instant
+    )
+    step_of = {s.index: s.number for s in trace.steps}
+    for s in trace.steps:
+        inside = annotations[(trace.ts[annotations] >= s.start) & (trace.ts[annotations] < s.end)]
+        candidates = [s.index] + [int(i) for i in inside if int(i) not in step_of]
+        for i in sorted(candidates, key=lambda i: trace.ts[i]):
+            name = "ProfilerStep#N" if i in step_of else trace.name(i)
+            if s.number not in gaps[name] and np.isfinite(first_child[i]):
+                gaps[name][s.number] = (i, float(first_child[i] - trace.ts[i]))
+    min_gap, factor = ctx.threshold("min_gap_us"), ctx.threshold("factor")
+    findings = []
+    for name, per_step in gaps.items():
+        numbers = sorted(per_step)
+        for k, number in enumerate(numbers[:-1]):
+            index, gap = per_step[number]
+            later = [per_step[n][1] for n in numbers[k + 1 :]]
+            typical = statistics.median(later)
+            if gap <= min_gap or gap <= factor * typical:
+                continue
+            findings.append(_dead_window(trace, name, number, per_step, typical, min_gap, factor))
+            break  # one finding per annotation: its first dead window
+    return findings
+
+
+def _dead_window(trace, name, number, per_step, typical, min_gap, factor) -> Finding:
+    index, gap = per_step[number]
+    evidence = [
+        Evidence(
+            f"first op at +{fmt_us(trace.rel(trace.ts[i] + g))}, gap",
+            name=trace.name(i),
+            ts_us=trace.rel(trace.ts[i]),
+            step=n,
+            value=g,
+            unit="us",
+        )
+        for n, (i, g) in sorted(per_step.items())
+    ]
+    shown = f"step #{number}" if name == "ProfilerStep#N" else f"{name} in step #{number}"
+    return Finding(
+        id="dispatch-dead-window",
+        severity="info",
+        title=(
+            f"Dead window: {shown} waits {fmt_us(gap)} before its first op, "
+            f"{gap / typical if typical > 0 else float('inf'):.0f}x the {fmt_us(typical)} of "
+            f"later steps (threshold {fmt_us(min_gap, 0)} and {factor:g}x)"
+        ),
+        explanation=(
+            "Between the annotation opening and the first operator inside it, the host did "
+            "nothing the profiler can name: one-time setup (lazy initialisation, first-call "
+            "dispatch, allocator or library warm-up). It is the cold-start tax, zoomed in."
+        ),
+        suggestion="Warm up before profiling (schedule warmup=1, or run a few iterations first).",
+        impact_us=(gap - typical) / max(len(trace.steps), 1),
+        evidence=evidence,
+        measured={
+            "annotation": name,
+            "gap_us": round(gap, 3),
+            "later_median_gap_us": round(typical, 3),
+            "min_gap_us": min_gap,
+            "factor": factor,
+        },
+    )
+
+
+def _launch_to_device(trace: Trace) -> dict[int, int]:
+    launch = trace.launch_of
+    dev = np.flatnonzero(launch >= 0)
+    return {int(launch[i]): int(i) for i in dev}
+
+
+@rule(
+    "heavyweight-launch",
+    "cpu-lane",
+    "kernel launches preceded in the same op by an occupancy query",
+)
+def heavyweight_launch(ctx) -> list[Finding]:
+    trace = ctx.trace
+    occ_ids = trace.name_ids_matching(lambda n: bool(OCCUPANCY_RE.match(n)))
+    occupancy = np.flatnonzero(np.isin(trace.name_id, occ_ids))
+    occupancy = occupancy[in_window(trace, trace.ts[occupancy])]
+    if not len(occupancy) or not len(trace.launches):
+        return []
+    parent = trace.parent
+    launches = trace.launches[in_window(trace, trace.ts[trace.launches])]
+    by_parent: dict[int, list[int]] = defaultdict(list)
+    for i in launches:
+        by_parent[int(parent[i])].append(int(i))
+    kernel_of = _launch_to_device(trace)
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)  # (op, kernel) -> queries
+    adaptive: set[int] = set()
+    for q in occupancy:
+        op = int(parent[q])
+        after = [i for i in by_parent.get(op, []) if trace.ts[i] >= trace.ts[q]]
+        if op < 0 or not after:
+            continue
+        target = after[0]
+        adaptive.add(target)
+        kernel = kernel_of.get(target)
+        groups[(trace.name(op), trace.name(kernel) if kernel is not None else "?")].append(int(q))
+    if not groups:
+        return []
+    query_time = float(trace.dur[occupancy].sum())
+    evidence = []
+    for (op, kernel), queries in sorted(groups.items(), key=lambda kv: -len(kv[1]))[:6]:
+        first = queries[0]
+        evidence.append(
+            Evidence(
+                f"{_plural(len(queries), 'occupancy query')} before launching {kernel}",
+                name=op,
+                ts_us=trace.rel(trace.ts[first]),
+                dur_us=float(trace.dur[first]),
+                value=len(queries),
+                unit="queries",
+            )
+        )
+    mechanical = len(launches) - len(adaptive)
+    direct = Counter(
+        _short_kernel(trace.name(kernel_of[int(i)]))
+        for i in launches
+        if int(i) not in adaptive and int(i) in kernel_of
+    )
+    examples = ", ".join(name for name, _ in direct.most_common(3))
+    evidence.append(
+        Evidence(
+            f"{len(adaptive)} adaptive launches (occupancy query first) vs {mechanical} "
+            f"mechanical ones (launched directly{': ' + examples if examples else ''})",
+            value=len(adaptive),
+            unit="launches",
+        )
+    )
+    return [
+        Finding(
+            id="heavyweight-launch",
+            severity="info",
+            title=(
+                f"Heavyweight launches: {len(adaptive)} launches query occupancy first "
+                f"({fmt_us(query_time)} of queries in the window)"
+            ),
+            explanation=(
+                "Some kernels (GEMMs, convolutions, some reductions) size their grid to the "
+                "device: before launching, the library asks the runtime how many blocks fit "
+                "per multiprocessor. That query is an extra runtime call on the CPU lane; "
+                "elementwise kernels are launched mechanically without it."
+            ),
+            suggestion=(
+                "Nothing to fix on its own: it explains the extra runtime calls next to these "
+                "launches. If launches dominate, CUDA graphs remove the per-launch host cost."
+            ),
+            impact_us=host_saving_per_step(ctx, query_time),
+            evidence=evidence,
+            measured={
+                "occupancy_queries": len(occupancy),
+                "adaptive_launches": len(adaptive),
+                "mechanical_launches": mechanical,
+                "query_time_us": round(query_time, 3),
+            },
+        )
+    ]
+
+
+@rule(
+    "sync-flush",
+    "cpu-lane",
+    "a long device synchronize at the end of the window covers little device work",
+    min_sync_us=100.0,
+    min_idle_share=0.9,
+)
+def sync_flush(ctx) -> list[Finding]:
+    trace = ctx.trace
+    if not trace.has_device:
+        raise NotChecked(
+            "no device activity recorded",
+            "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
+        )
+    sync_ids = trace.name_ids_matching(lambda n: n in DEVICE_SYNC_NAMES)
+    syncs = np.flatnonzero(np.isin(trace.name_id, sync_ids) & (trace.lane_kind == 1))
+    if not len(syncs):
+        return []
+    last = int(syncs[np.argmax(trace.ts[syncs])])
+    start, end = float(trace.ts[last]), float(trace.end[last])
+    if len(trace.launches) and float(trace.ts[trace.launches].max()) > start:
+        return []  # work was launched after it: not the final flush
+    dur = end - start
+    work = np.flatnonzero(trace.device_work)
+    busy = union_length(*clip(trace.ts[work], trace.end[work], start, end))
+    idle = 1.0 - busy / dur if dur > 0 else 0.0
+    min_sync, min_idle = ctx.threshold("min_sync_us"), ctx.threshold("min_idle_share")
+    if dur < min_sync or idle < min_idle:
+        return []
+    return [
+        Finding(
+            id="sync-flush",
+            severity="info",
+            title=(
+                f"Final sync: {trace.name(last)} lasts {fmt_us(dur)} but covers only "
+                f"{fmt_us(busy)} of device work ({fmt_pct(idle)} idle; threshold "
+                f"{fmt_pct(min_idle, 0)})"
+            ),
+            explanation=(
+                "The long synchronize at the end of the window is the profiler flushing "
+                "(or the program waiting for the last kernels), not work: the device is idle "
+                "for almost all of it. A long wait over tiny work is a symptom of the host "
+                "being the bottleneck, not a cost of its own."
+            ),
+            suggestion=(
+                "Leave it out of per-step costs. If it matters, the fix is the overhead "
+                "itself (bigger kernels, fusion, CUDA graphs)."
+            ),
+            impact_us=0.0,
+            evidence=[
+                Evidence(
+                    "the final device synchronize",
+                    name=trace.name(last),
+                    ts_us=trace.rel(start),
+                    dur_us=dur,
+                ),
+                Evidence("device work inside it", value=busy, unit="us"),
+                Evidence(f"idle share {fmt_pct(idle)}", value=idle),
+            ],
+            measured={
+                "sync_us": round(dur, 3),
+                "device_work_us": round(busy, 3),
+                "idle_share": round(idle, 5),
+                "min_sync_us": min_sync,
+                "min_idle_share": min_idle,
+            },
+        )
+    ]
+
+
+def _requesting_op(trace: Trace, op: int) -> int:
+    """The first op above `op` that is not a copy op (-1 when the copy is the user's own)."""
+    parent = trace.parent
+    while op >= 0 and trace.name(op) in COPY_OPS:
+        op = int(parent[op])
+    if op < 0 or trace.cat[op] != int(Cat.CPU_OP) or STEP_RE.match(trace.name(op)):
+        return -1  # a user annotation, a step or the top level: the user asked for this copy
+    return op
+
+
+@rule(
+    "hidden-memcpy",
+    "cpu-lane",
+    "device copies issued inside an op that is not itself a copy",
+)
+def hidden_memcpy(ctx) -> list[Finding]:
+    trace = ctx.trace
+    if not trace.has_device:
+        raise NotChecked(
+            "no device activity recorded",
+            "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
+        )
+    copies = np.flatnonzero(trace.mask(Cat.MEMCPY) & (trace.lane_kind == 2))
+    copies = copies[in_window(trace, device_anchor(trace)[copies])]
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i in copies:
+        op = int(trace.op_of[i])
+        if op < 0:
+            continue
+        owner = _requesting_op(trace, op)
+        if owner >= 0:
+            kind = trace.name(i).split(" (")[0]
+            groups[(trace.name(owner), kind)].append(int(i))
+    if not groups:
+        return []
+    steps = max(len(trace.steps), 1)
+    total = sum(float(trace.dur[idx].sum()) for idx in groups.values())
+    evidence = []
+    ranked = sorted(groups.items(), key=lambda kv: -float(trace.dur[kv[1]].sum()))
+    for (owner, kind), idx in ranked[:6]:
+        first = idx[0]
+        nbytes = sum(trace.copy_bytes.get(i, 0) for i in idx)
+        size = f" ({fmt_bytes(nbytes)})" if nbytes else ""
+        evidence.append(
+            Evidence(
+                f"{len(idx)} x {kind}{size} issued by {owner}, "
+                f"{fmt_us(float(trace.dur[idx].sum()))} of device time",
+                name=trace.name(first),
+                ts_us=trace.rel(trace.ts[first]),
+                dur_us=float(trace.dur[first]),
+                value=float(trace.dur[idx].sum()),
+                unit="us",
+            )
+        )
+    owners = sorted({owner for owner, _ in groups})
+    return [
+        Finding(
+            id="hidden-memcpy",
+            severity="info",
+            title=(
+                f"Hidden copies: {_plural(sum(len(v) for v in groups.values()), 'device copy')} "
+                f"issued inside {', '.join(owners[:3])}{' and others' if len(owners) > 3 else ''}"
+            ),
+            explanation=(
+                "These copies were not written as copies: an operator made them on your "
+                "behalf (aten::addmm seeds its output with the bias before the GEMM, "
+                "indexing and masking ops clone their input, .item() reads a value back)."
+            ),
+            suggestion=(
+                "Usually fine; if the copies cost real time, look for an in-place or fused "
+                "variant of the op, avoid materialising broadcast operands, or keep tensors "
+                "contiguous."
+            ),
+            impact_us=total / steps,
+            evidence=evidence,
+            measured={
+                "copies": sum(len(v) for v in groups.values()),
+                "device_time_us": round(total, 3),
+            },
+        )
+    ]
+
+
+def _short_kernel(name: str) -> str:
+    """`void at::native::foo<...>(...)` -> `at::native::foo`: enough to tell kernels apart."""
+    name = name.removeprefix("void ").replace("(anonymous namespace)::", "")
+    for stop in ("<", "("):
+        if stop in name[1:]:
+            name = name[: name.index(stop, 1)]
+    return name
+
+
+def _plural(count: int, noun: str) -> str:
+    return (
+        f"{count} {noun}"
+        if count == 1
+        else f"{count} {noun[:-1]}ies"
+        if noun.endswith("y")
+        else f"{count} {noun}s"
+    )

@@ -1,0 +1,367 @@
+"""GPU-lane rules: what the device timeline says (docs/rules.md, "GPU lane")."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from ..analysis.gpu_lane import Gap, buffer_requests, kernel_gaps, kernel_spreads, launch_latency
+from ..analysis.kernel_names import decode
+from ..analysis.stepmap import device_steps, mean_step_us, step_count, step_or_none
+from .base import Evidence, Finding, NotChecked, rule
+from .requires import NO_LINKS, need_device
+
+
+@rule(
+    "profiler-buffer-request",
+    "gpu-lane",
+    "the profiler refilling its own CUPTI buffers on the device lane",
+)
+def profiler_buffer_request(ctx) -> list[Finding]:
+    trace = ctx.trace
+    reqs = buffer_requests(trace)
+    if not len(reqs):
+        return []
+    total = float(trace.dur[reqs].sum())
+    first_kernel = float(trace.ts[trace.kernels[0]]) if len(trace.kernels) else None
+    evidence = [
+        Evidence(
+            f"Activity Buffer Request at {trace.rel(trace.ts[i]):.1f} us for {trace.dur[i]:.1f} us",
+            name=trace.name(i),
+            ts_us=trace.rel(trace.ts[i]),
+            dur_us=float(trace.dur[i]),
+            value=float(trace.dur[i]),
+            unit="us",
+        )
+        for i in reqs[:5].tolist()
+    ]
+    explanation = (
+        f"The trace holds {len(reqs)} 'Activity Buffer Request' event(s), {total:.1f} us in all: "
+        "the profiler (CUPTI) asking for fresh buffers to store the activity records. "
+        "It is the profiler's own work, not your program's."
+    )
+    first = int(reqs[0])
+    if first_kernel is not None and trace.ts[first] <= first_kernel:
+        explanation += (
+            f" The first one ends {first_kernel - trace.end[first]:.1f} us before the first "
+            "kernel starts: it explains the initial offset between the CPU and GPU lanes."
+        )
+    return [
+        Finding(
+            id="profiler-buffer-request",
+            severity="info",
+            title=f"{len(reqs)} profiler buffer request(s) on the device lane ({total:.0f} us)",
+            explanation=explanation,
+            suggestion=(
+                "Ignore the idle time they cover; profile more active steps (schedule with "
+                "warmup) so a one-time buffer request does not dominate a short window."
+            ),
+            impact_us=0.0,
+            evidence=evidence,
+            measured={"count": int(len(reqs)), "total_us": round(total, 3)},
+        )
+    ]
+
+
+@rule(
+    "launch-latency",
+    "gpu-lane",
+    "time from a launch call to its kernel's start is large or grows",
+    p50_us=50.0,
+    growth=2.0,
+    queue_depth=2.0,
+)
+def launch_latency_rule(ctx) -> list[Finding]:
+    trace = ctx.trace
+    need_device(trace)
+    lat = launch_latency(trace)
+    if len(lat) < 2:
+        raise NotChecked(*NO_LINKS)
+    values = lat.latency
+    p50, p90, pmax = (float(v) for v in np.percentile(values, [50, 90, 100]))
+    tenth = max(len(values) // 5, 1)
+    head, tail = float(np.median(values[:tenth])), float(np.median(values[-tenth:]))
+    depth50 = float(np.median(lat.queue_depth))
+    growth = tail / head if head > 0 else float("inf") if tail > 0 else 1.0
+    large = p50 > ctx.threshold("p50_us")
+    grows = growth > ctx.threshold("growth") and tail - head > ctx.threshold("p50_us")
+    if not (large or grows):
+        return []
+    queued = depth50 >= ctx.threshold("queue_depth")
+    first = int(lat.device[0])
+    evidence = [
+        Evidence(
+            f"launch -> start latency p50 {p50:.1f} us, p90 {p90:.1f} us, max {pmax:.1f} us "
+            f"over {len(values)} launch calls (threshold p50 {ctx.threshold('p50_us'):.0f} us)",
+            value=p50,
+            unit="us",
+        ),
+        Evidence(
+            f"first fifth of the window: median {head:.1f} us; last fifth: {tail:.1f} us "
+            f"({growth:.1f}x, threshold {ctx.threshold('growth'):.1f}x)",
+            value=growth,
+        ),
+        Evidence(
+            f"first kernel starts {values[0]:.1f} us after its launch call",
+            name=trace.name(first),
+            ts_us=trace.rel(trace.ts[first]),
+            dur_us=float(trace.dur[first]),
+            step=step_or_none(int(device_steps(trace, np.array([first]))[0])),
+            value=float(values[0]),
+            unit="us",
+        ),
+        Evidence(
+            f"kernels already queued at launch time: median {depth50:.0f}, "
+            f"max {int(lat.queue_depth.max())}",
+            value=depth50,
+        ),
+    ]
+    if queued:
+        return [
+            Finding(
+                id="launch-latency",
+                severity="info",
+                title=f"kernels start {p50:.0f} us (median) after their launch: the queue is full",
+                explanation=(
+                    "The host enqueues kernels faster than the device runs them, so each new "
+                    f"kernel waits behind a median of {depth50:.0f} others. The latency grows "
+                    "with the queue: the device is the bottleneck, which is what you want."
+                ),
+                suggestion=(
+                    "Nothing to fix on the host side; look at the top kernels' efficiency "
+                    "(kernel-name, achieved FLOP/s) to go faster."
+                ),
+                impact_us=0.0,
+                evidence=evidence,
+                measured={
+                    "p50_us": round(p50, 3),
+                    "p90_us": round(p90, 3),
+                    "max_us": round(pmax, 3),
+                    "growth": round(growth, 3) if np.isfinite(growth) else None,
+                    "queue_depth_p50": depth50,
+                    "threshold_p50_us": ctx.threshold("p50_us"),
+                    "threshold_growth": ctx.threshold("growth"),
+                },
+            )
+        ]
+    idle = values[lat.queue_depth == 0]
+    excess = float(np.clip(idle - ctx.threshold("p50_us"), 0, None).sum()) / step_count(trace)
+    excess = min(excess, mean_step_us(trace))
+    return [
+        Finding(
+            id="launch-latency",
+            severity="warn",
+            title=f"kernels start {p50:.0f} us (median) after their launch with an idle device",
+            explanation=(
+                "Almost nothing is queued on the device when kernels are launched, yet they "
+                f"start a median {p50:.0f} us after the launch call. The device waits on the "
+                "launch path itself (driver, runtime, lazy module loading, host contention) or "
+                "on an event from another stream or process."
+            ),
+            suggestion=(
+                "Check for first-call costs (warm up before profiling), CPU contention and "
+                "frequency scaling on the host; batch work into fewer, larger kernels or use "
+                "CUDA graphs to pay the launch path once."
+            ),
+            impact_us=excess,
+            evidence=evidence,
+            measured={
+                "p50_us": round(p50, 3),
+                "p90_us": round(p90, 3),
+                "max_us": round(pmax, 3),
+                "growth": round(growth, 3) if np.isfinite(growth) else None,
+                "queue_depth_p50": depth50,
+                "threshold_p50_us": ctx.threshold("p50_us"),
+                "threshold_growth": ctx.threshold("growth"),
+            },
+        )
+    ]
+
+
+@rule(
+    "kernel-gap",
+    "gpu-lane",
+    "idle gaps between consecutive kernels of a step",
+    min_gap_us=10.0,
+    ratio=5.0,
+)
+def kernel_gap(ctx) -> list[Finding]:
+    trace = ctx.trace
+    need_device(trace)
+    per_step = kernel_gaps(trace)
+    min_gap, ratio = ctx.threshold("min_gap_us"), ctx.threshold("ratio")
+    flagged = []
+    for gaps in per_step.values():
+        if not gaps:
+            continue
+        median = float(np.median([g.dur for g in gaps]))
+        for g in gaps:
+            if g.dur > min_gap and g.dur > ratio * median:
+                flagged.append((g, median))
+    if not flagged:
+        return []
+    pairs = Counter((int(trace.name_id[g.before]), int(trace.name_id[g.after])) for g, _ in flagged)
+
+    def recurs(g: Gap) -> bool:
+        return pairs[(int(trace.name_id[g.before]), int(trace.name_id[g.after]))] > 1
+
+    reqs = buffer_requests(trace)
+    # recurring gaps first (a steady cost), then the longest
+    flagged.sort(key=lambda gm: (not recurs(gm[0]), -gm[0].dur))
+    evidence = []
+    for g, median in flagged[:5]:
+        pair = (int(trace.name_id[g.before]), int(trace.name_id[g.after]))
+        note = f"recurs {pairs[pair]}x" if pairs[pair] > 1 else "once"
+        if len(reqs) and np.any((trace.ts[reqs] < g.end) & (trace.end[reqs] > g.start)):
+            note += ", overlaps an Activity Buffer Request"
+        evidence.append(
+            Evidence(
+                f"{g.dur:.1f} us idle after {decode(trace.name(g.before)).short} before "
+                f"{decode(trace.name(g.after)).short} (step median gap {median:.1f} us; {note})",
+                name=trace.name(g.after),
+                ts_us=trace.rel(g.start),
+                dur_us=g.dur,
+                step=g.step,
+                value=g.dur,
+                unit="us",
+            )
+        )
+    total = sum(g.dur for g, _ in flagged)
+    steady = [g for g, _ in flagged if recurs(g)]
+    recurring = len(steady)
+    if recurring:
+        explanation = (
+            f"{len(flagged)} idle gap(s) longer than {min_gap:.0f} us and {ratio:.0f}x the step's "
+            f"median gap; {recurring} of them recur between the same two kernels, which points to "
+            "a real host stall (a sync, a data wait, Python work) that starves the device."
+        )
+        suggestion = (
+            "Look at the host timeline during the gap (what runs between the two launches); "
+            "remove syncs and host work there or overlap them with device work."
+        )
+    else:
+        explanation = (
+            f"{len(flagged)} idle gap(s) longer than {min_gap:.0f} us and {ratio:.0f}x the step's "
+            "median gap, each seen once: likely a one-time event such as a profiler buffer "
+            "request or a lazy initialization rather than a steady stall."
+        )
+        suggestion = (
+            "Confirm with more active steps before optimizing; a one-time gap is not a steady cost."
+        )
+    return [
+        Finding(
+            id="kernel-gap",
+            severity="warn" if recurring else "info",
+            title=f"{len(flagged)} long idle gap(s) between kernels ({total:.0f} us)",
+            explanation=explanation,
+            suggestion=suggestion,
+            # only the recurring gaps are a per-step cost; one-time gaps rank below them
+            impact_us=sum(g.dur for g in steady) / step_count(trace),
+            evidence=evidence,
+            measured={
+                "gaps": len(flagged),
+                "longest_us": round(max(g.dur for g, _ in flagged), 3),
+                "total_us": round(total, 3),
+                "recurring": recurring,
+                "threshold_min_gap_us": min_gap,
+                "threshold_ratio": ratio,
+            },
+        )
+    ]
+
+
+@rule(
+    "kernel-variance",
+    "gpu-lane",
+    "the same kernel (name and grid) varies across steps",
+    max_over_median=1.3,
+    cv=0.10,
+    min_median_us=10.0,
+)
+def kernel_variance(ctx) -> list[Finding]:
+    trace = ctx.trace
+    need_device(trace)
+    spreads = kernel_spreads(trace, min_instances=3)
+    ratio_t, cv_t, floor = (
+        ctx.threshold("max_over_median"),
+        ctx.threshold("cv"),
+        ctx.threshold("min_median_us"),
+    )
+    hits = []
+    for sp in spreads:
+        d = sp.durations(trace)
+        median = float(np.median(d))
+        if median < floor:
+            continue
+        ratio = float(d.max()) / median
+        cv = float(d.std() / d.mean()) if d.mean() > 0 else 0.0
+        if ratio > ratio_t or cv > cv_t:
+            excess = float(np.clip(d - median, 0, None).sum())
+            hits.append((excess, sp, median, ratio, cv))
+    if not hits:
+        return []
+    hits.sort(key=lambda h: -h[0])
+    evidence = []
+    for _excess, sp, median, ratio, cv in hits[:5]:
+        d = sp.durations(trace)
+        slow = int(sp.indices[int(np.argmax(d))])
+        grid = f" grid {list(sp.grid)}" if sp.grid else ""
+        evidence.append(
+            Evidence(
+                f"{decode(trace.names[sp.name_id]).short}{grid}: {len(d)} runs, median "
+                f"{median:.1f} us, mean {d.mean():.1f} us, max {d.max():.1f} us "
+                f"(max/median {ratio:.2f} vs {ratio_t}, CV {cv:.0%} vs {cv_t:.0%})",
+                name=trace.names[sp.name_id],
+                ts_us=trace.rel(trace.ts[slow]),
+                dur_us=float(trace.dur[slow]),
+                step=step_or_none(int(sp.steps[int(np.argmax(d))])),
+                value=ratio,
+            )
+        )
+    _, sp, *_ = hits[0]
+    d = sp.durations(trace)
+    if len(d) <= 12:  # the whole distribution of the worst kernel, run by run
+        runs = ", ".join(
+            (f"#{int(st)} " if st >= 0 else "") + f"{v:.1f}"
+            for st, v in zip(sp.steps.tolist(), d.tolist(), strict=True)
+        )
+    else:
+        p10, p50, p90 = np.percentile(d, [10, 50, 90])
+        runs = f"p10 {p10:.1f}, p50 {p50:.1f}, p90 {p90:.1f}, max {d.max():.1f}"
+    how = "run by run" if len(d) <= 12 else "distribution"
+    evidence.insert(
+        1,
+        Evidence(
+            f"{decode(trace.names[sp.name_id]).short} {how} (us): {runs}",
+            name=trace.names[sp.name_id],
+        ),
+    )
+    total_excess = sum(h[0] for h in hits)
+    top = hits[0]
+    return [
+        Finding(
+            id="kernel-variance",
+            severity="warn",
+            title=f"{len(hits)} kernel(s) vary across runs (worst max/median {top[3]:.2f})",
+            explanation=(
+                "The same kernel with the same launch grid does the same work each time, yet "
+                "its duration varies: clocks, thermals, power management or other work sharing "
+                "the device. A mean over a few runs hides this; the distribution shows it."
+            ),
+            suggestion=(
+                "Read the distribution, not the mean: profile more steps, lock clocks for "
+                "benchmarks (nvidia-smi -lgc / rocm-smi), and check what else runs on the device."
+            ),
+            impact_us=total_excess / step_count(trace),
+            evidence=evidence,
+            measured={
+                "kernels": len(hits),
+                "worst_max_over_median": round(top[3], 3),
+                "worst_cv": round(top[4], 3),
+                "threshold_max_over_median": ratio_t,
+                "threshold_cv": cv_t,
+                "threshold_min_median_us": floor,
+            },
+        )
+    ]

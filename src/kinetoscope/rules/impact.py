@@ -1,0 +1,23 @@
+"""Turning a cost into `impact_us`, the time per step a fix could recover.
+
+Host-side savings only shorten a step while the device waits for the host:
+when the device is busy 97% of the window, removing host work mostly makes
+the host wait longer on the device. So host costs are scaled by the share of
+the window in which the device idles.
+"""
+
+from __future__ import annotations
+
+from ..analysis.metrics import trace_metrics
+
+
+def steps_in_window(ctx) -> int:
+    return max(len(ctx.trace.steps), 1)
+
+
+def host_saving_per_step(ctx, host_us: float) -> float:
+    """Per-step recoverable share of `host_us` spent on the host over the whole window."""
+    idle = 1.0 - min(ctx.analysis(trace_metrics)["device_busy_ratio"], 1.0)
+    if not ctx.trace.has_device:
+        idle = 1.0
+    return host_us * idle / steps_in_window(ctx)

@@ -1,0 +1,281 @@
+"""Profiler-table rules: what `key_averages().table()` shows at a glance.
+
+They read the table rebuilt from the trace (`analysis.table.key_averages`),
+so the numbers are the ones a user sees in the profiler's own table.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+
+import numpy as np
+
+from ..analysis.table import KeyAverages, TableRow, key_averages
+from ..trace import Cat, Trace
+from ..units import fmt_pct, fmt_us
+from .base import Evidence, Finding, rule
+from .impact import host_saving_per_step
+
+STEP_ROW = "ProfilerStep*"
+
+
+def _table(ctx) -> KeyAverages:
+    return ctx.analysis(key_averages)
+
+
+def _op_names(trace: Trace) -> set[str]:
+    """Names of host operator events (aten ops and friends, not annotations or runtime calls)."""
+    ops = trace.mask(Cat.CPU_OP) & (trace.lane_kind == 1)
+    return {trace.names[i] for i in np.unique(trace.name_id[ops])}
+
+
+def _work_names(trace: Trace) -> set[str]:
+    """Names of device work (kernels, copies, memsets), not the device copies of annotations."""
+    return {trace.names[i] for i in np.unique(trace.name_id[trace.device_work])}
+
+
+def _steps(trace: Trace) -> int:
+    return max(len(trace.steps), 1)
+
+
+@rule(
+    "hotspot",
+    "profiler-table",
+    "one row owns most of the device time (CPU self time in host-only traces)",
+    min_share=0.5,
+)
+def hotspot(ctx) -> list[Finding]:
+    table = _table(ctx)
+    min_share = ctx.threshold("min_share")
+    if table.has_device and table.self_device_total_us > 0:
+        work = _work_names(ctx.trace)
+        rows = [r for r in table.rows if r.is_device and r.name in work]
+        total, side = table.self_device_total_us, "device"
+        value = lambda r: r.self_device_us  # noqa: E731 - one-line key
+    else:
+        rows = [r for r in table.rows if not r.is_device and r.name != STEP_ROW]
+        total, side = table.self_cpu_total_us, "CPU"
+        value = lambda r: r.self_cpu_us  # noqa: E731
+    if not rows or total <= 0:
+        return []
+    top = max(rows, key=value)
+    share = value(top) / total
+    if share < min_share:
+        return []
+    runner_up = sorted(rows, key=value, reverse=True)[1:3]
+    evidence = [
+        Evidence(
+            f"self {side} {fmt_us(value(top))} of {fmt_us(total)} ({fmt_pct(share)}), "
+            f"{top.calls} calls",
+            name=top.name,
+            value=value(top),
+            unit="us",
+        )
+    ] + [
+        Evidence(f"next: self {side} {fmt_us(value(r))} ({fmt_pct(value(r) / total)})", name=r.name)
+        for r in runner_up
+    ]
+    return [
+        Finding(
+            id="hotspot",
+            severity="info",
+            title=(
+                f"Hotspot: {_short(top.name)} owns {fmt_pct(share)} of self {side} time "
+                f"(threshold {fmt_pct(min_share, 0)})"
+            ),
+            explanation=(
+                f"{top.name} accounts for {fmt_pct(share)} of the self {side} total in the "
+                "profiler table: anything else is small next to it."
+            ),
+            suggestion=(
+                "Start optimizing there: its shape, dtype and the kernel the library picked "
+                "(see kernel-name), or whether it runs more often than needed."
+            ),
+            impact_us=0.0,
+            evidence=evidence,
+            measured={
+                "name": top.name,
+                "share": round(share, 5),
+                "self_us": round(value(top), 3),
+                "total_us": round(total, 3),
+                "threshold": min_share,
+            },
+        )
+    ]
+
+
+@rule(
+    "call-count",
+    "profiler-table",
+    "an op is called far more often than the others",
+    factor=10.0,
+    min_calls=100,
+)
+def call_count(ctx) -> list[Finding]:
+    trace = ctx.trace
+    table = _table(ctx)
+    names = _op_names(trace)
+    rows = [r for r in table.rows if not r.is_device and r.name in names]
+    if len(rows) < 2:
+        return []
+    median = statistics.median(r.calls for r in rows)
+    factor, min_calls = ctx.threshold("factor"), ctx.threshold("min_calls")
+    hot = [r for r in rows if r.calls >= min_calls and r.calls >= factor * median]
+    if not hot:
+        return []
+    hot.sort(key=lambda r: -r.self_cpu_us)
+    steps = _steps(trace)
+    top = hot[0]
+
+    def per_step(calls: int) -> str:
+        return f"{calls / steps:g} per step, " if trace.steps else ""
+
+    evidence = [
+        Evidence(
+            f"{r.calls} calls ({per_step(r.calls)}{r.calls / median:.0f}x the median op), "
+            f"self CPU {fmt_us(r.self_cpu_us / steps)}{' per step' if trace.steps else ''}, "
+            f"{fmt_us(r.self_cpu_us / r.calls)} per call",
+            name=r.name,
+            value=r.calls,
+            unit="calls",
+        )
+        for r in hot[:5]
+    ]
+    return [
+        Finding(
+            id="call-count",
+            severity="warn" if top.self_cpu_us / steps > 0.1 * _host_per_step(ctx) else "info",
+            title=(
+                f"Call count: {top.name} runs {top.calls} times, {top.calls / median:.0f}x the "
+                f"median op ({median:g} calls; thresholds {factor:g}x and {min_calls:g} calls)"
+            ),
+            explanation=(
+                "Each call is cheap, but the per-call cost (Python, dispatcher, a kernel launch) "
+                "is paid every time and adds up: small ops in a Python loop are the usual cause."
+            ),
+            suggestion=(
+                "Batch the work into fewer, larger calls (vectorize the loop, torch.stack/cat, "
+                "foreach ops), or fuse it with torch.compile."
+            ),
+            impact_us=host_saving_per_step(ctx, sum(r.self_cpu_us for r in hot)),
+            evidence=evidence,
+            measured={
+                "name": top.name,
+                "calls": top.calls,
+                "median_calls": median,
+                "factor": factor,
+                "min_calls": min_calls,
+            },
+        )
+    ]
+
+
+def _host_per_step(ctx) -> float:
+    from ..analysis.metrics import trace_metrics
+
+    m = ctx.analysis(trace_metrics)
+    return m["host_time_us"] / _steps(ctx.trace)
+
+
+@rule(
+    "deep-child-cost",
+    "profiler-table",
+    "an op's total time is mostly spent in its children",
+    factor=10.0,
+    min_share=0.1,
+)
+def deep_child_cost(ctx) -> list[Finding]:
+    trace = ctx.trace
+    table = _table(ctx)
+    names = _op_names(trace)
+    factor, min_share = ctx.threshold("factor"), ctx.threshold("min_share")
+    whole = table.self_cpu_total_us
+    deep = [
+        r
+        for r in table.rows
+        if not r.is_device
+        and r.name in names
+        and whole > 0
+        and r.cpu_total_us >= min_share * whole
+        and r.cpu_total_us >= factor * r.self_cpu_us
+    ]
+    if not deep:
+        return []
+    children = _heaviest_children(trace, {r.name for r in deep})
+    deep_names = {r.name for r in deep}
+    # a wrapper whose heaviest child is itself a wrapper is reported through that child
+    deep = [r for r in deep if r.name in children and children[r.name][0] not in deep_names]
+    if not deep:
+        return []
+    deep.sort(key=lambda r: -r.cpu_total_us)
+    evidence = []
+    for r in deep[:5]:
+        child, child_us, _ = children[r.name]
+        evidence.append(
+            Evidence(
+                f"CPU total {fmt_us(r.cpu_total_us)} vs self {fmt_us(r.self_cpu_us)} "
+                f"({_ratio(r)}); its heaviest child {child} owns {fmt_us(child_us)} "
+                f"({fmt_pct(child_us / r.cpu_total_us)})",
+                name=r.name,
+                value=r.cpu_total_us,
+                unit="us",
+            )
+        )
+    top = deep[0]
+    child, child_us, count = children[top.name]
+    where = (
+        f"the time is in {child}"
+        if child_us >= 0.5 * top.cpu_total_us
+        else f"spread over {count} kinds of children ({child} the largest)"
+    )
+    return [
+        Finding(
+            id="deep-child-cost",
+            severity="info",
+            title=(
+                f"Deep child cost: {top.name} takes {fmt_us(top.cpu_total_us)}, {_ratio(top)}; "
+                f"{where} (threshold {factor:g}x)"
+            ),
+            explanation=(
+                "In the profiler table these rows have a large CPU total but a small self "
+                "time: they are wrappers, and the cost lives in what they call."
+            ),
+            suggestion=f"Look at the child that owns the time ({child}) rather than the wrapper.",
+            impact_us=0.0,
+            evidence=evidence,
+            measured={
+                "name": top.name,
+                "cpu_total_us": round(top.cpu_total_us, 3),
+                "self_cpu_us": round(top.self_cpu_us, 3),
+                "factor": factor,
+                "min_share": min_share,
+            },
+        )
+    ]
+
+
+def _short(name: str, limit: int = 60) -> str:
+    """A kernel name fit for a title: no C++ argument list, at most `limit` characters."""
+    if name.endswith(")") and "(" in name[1:]:
+        name = name[: name.index("(", 1)]
+    return name if len(name) <= limit else name[: limit - 3] + "..."
+
+
+def _ratio(row: TableRow) -> str:
+    if row.self_cpu_us <= 0:
+        return "all"
+    return f"{row.cpu_total_us / row.self_cpu_us:.0f}x its self time"
+
+
+def _heaviest_children(trace: Trace, names: set[str]) -> dict[str, tuple[str, float, int]]:
+    """For each parent name: (heaviest direct-child name, its summed duration, child names)."""
+    parent = trace.parent
+    child = np.flatnonzero(parent >= 0)  # Python frames too: self time excludes them as well
+    wanted = {trace.name_index[n] for n in names if n in trace.name_index}
+    keep = np.isin(trace.name_id[parent[child]], list(wanted))
+    sums: dict[str, Counter] = {}
+    for c in child[keep]:
+        owner = trace.name(int(parent[c]))
+        sums.setdefault(owner, Counter())[trace.name(int(c))] += float(trace.dur[c])
+    return {owner: (*counter.most_common(1)[0], len(counter)) for owner, counter in sums.items()}

@@ -1,0 +1,327 @@
+"""Regime: one verdict per trace (overhead-bound, compute-bound, mixed, host-only).
+
+All four rules read the same `classify` call, and so does the report's verdict,
+so exactly one of them fires and it always agrees with the verdict line. The
+ratio compared to the thresholds is device busy time over host time in the
+active window (the series compares Self device total to Self CPU total).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..analysis.metrics import trace_metrics
+from ..analysis.steps import host_activity_mask, step_stats
+from ..analysis.table import key_averages
+from ..analysis.window import (
+    in_window,
+    time_by_name,
+    window_kernels,
+    window_launches,
+)
+from ..trace import Trace
+from ..units import fmt_pct, fmt_us
+from .base import REGISTRY, Evidence, Finding, rule
+
+REGIMES = ("overhead-bound", "compute-bound", "mixed", "host-only")
+
+
+@dataclass(frozen=True)
+class RegimeCall:
+    regime: str
+    host_time_us: float
+    device_busy_us: float
+    #: device busy / host time (device busy / window where no host time was recorded)
+    ratio: float
+    window_us: float
+    step_count: int
+    overhead_max_ratio: float
+    compute_min_ratio: float
+    device: str | None
+
+    @property
+    def summary(self) -> str:
+        """The verdict line: the regime and the two numbers behind it."""
+        where = f" on {self.device}" if self.device else ""
+        if self.regime == "host-only":
+            return (
+                f"host-only: {fmt_us(self.host_time_us)} of host time and no device activity "
+                "recorded"
+            )
+        return (
+            f"{self.regime}: device busy {fmt_us(self.device_busy_us)} vs host "
+            f"{fmt_us(self.host_time_us)} ({fmt_pct(self.ratio)} of host time){where}"
+        )
+
+
+def _threshold(config: dict, rule_id: str, key: str) -> float:
+    return float(config.get(rule_id, {}).get(key, REGISTRY[rule_id].defaults[key]))
+
+
+def device_label(trace: Trace) -> str | None:
+    """The device(s) that ran work; the file lists every GPU on the host, used or not."""
+    used = {ln.device for ln in trace.device_lanes if ln.device is not None}
+    named = [d for d in trace.devices if d.name]
+    names = [d.name for d in named if d.id in used] or [d.name for d in named]
+    if not names:
+        return None
+    if len(set(names)) == 1:
+        return names[0] if len(names) == 1 else f"{len(names)}x {names[0]}"
+    return ", ".join(sorted(set(names)))
+
+
+def classify(trace: Trace, config: dict | None = None) -> RegimeCall:
+    """The regime of the active window under the configured thresholds."""
+    config = config or {}
+    m = trace_metrics(trace)
+    host, device, window = m["host_time_us"], m["device_busy_us"], m["window_us"]
+    base = host if host > 0 else window
+    ratio = device / base if base > 0 else 0.0
+    low = _threshold(config, "overhead-bound", "max_device_ratio")
+    high = _threshold(config, "compute-bound", "min_device_ratio")
+    if not trace.has_device or device <= 0:
+        regime = "host-only"
+    elif ratio < low:
+        regime = "overhead-bound"
+    elif ratio >= high:
+        regime = "compute-bound"
+    else:
+        regime = "mixed"
+    return RegimeCall(
+        regime, host, device, ratio, window, max(1, m["steps"]), low, high, device_label(trace)
+    )
+
+
+def _numbers(call: RegimeCall) -> list[Evidence]:
+    return [
+        Evidence("host time in the active window", value=call.host_time_us, unit="us"),
+        Evidence("device busy time in the active window", value=call.device_busy_us, unit="us"),
+        Evidence(
+            f"device busy / host time = {fmt_pct(call.ratio)} (overhead-bound below "
+            f"{fmt_pct(call.overhead_max_ratio, 0)}, compute-bound from "
+            f"{fmt_pct(call.compute_min_ratio, 0)})",
+            value=call.ratio,
+        ),
+    ]
+
+
+def _step_anchor(trace: Trace, lowest: bool = True) -> list[Evidence]:
+    """The step with the lowest (or highest) device share, to open in Perfetto."""
+    if not trace.steps:
+        return []
+    stats = [s for s in step_stats(trace) if s.host_busy_us > 0]
+    if not stats:
+        return []
+    pick = (min if lowest else max)(stats, key=lambda s: s.device_busy_us / s.host_busy_us)
+    share = pick.device_busy_us / pick.host_busy_us
+    which = "lowest" if lowest else "highest"
+    return [
+        Evidence(
+            f"{which} device share of the steps: device busy {fmt_us(pick.device_busy_us)} vs "
+            f"host busy {fmt_us(pick.host_busy_us)} ({fmt_pct(share)})",
+            name=trace.name(pick.index),
+            ts_us=trace.rel(pick.start),
+            dur_us=pick.dur,
+            step=pick.number,
+        )
+    ]
+
+
+def _measured(call: RegimeCall, **extra) -> dict:
+    return {
+        "host_time_us": round(call.host_time_us, 3),
+        "device_busy_us": round(call.device_busy_us, 3),
+        "device_to_host_ratio": round(call.ratio, 5),
+        **extra,
+    }
+
+
+def _mean_kernel_vs_launch(trace: Trace) -> Evidence | None:
+    kernels, launches = window_kernels(trace), window_launches(trace)
+    if not len(kernels) or not len(launches):
+        return None
+    k, ln = float(trace.dur[kernels].mean()), float(trace.dur[launches].mean())
+    return Evidence(
+        f"mean kernel {fmt_us(k)} vs mean launch call {fmt_us(ln)} "
+        f"({len(kernels)} kernels, {len(launches)} launch calls)",
+        value=k / ln if ln > 0 else None,
+        unit="kernel/launch",
+    )
+
+
+def _top_kernels(trace: Trace, limit: int = 3) -> list[Evidence]:
+    """The kernels owning the most time; shares of summed kernel time (streams overlap)."""
+    kernels = window_kernels(trace)
+    whole = float(trace.dur[kernels].sum())
+    out = []
+    for name, total in time_by_name(trace, kernels, trace.dur[kernels])[:limit]:
+        share = total / whole if whole > 0 else 0.0
+        out.append(
+            Evidence(
+                f"{fmt_us(total)} ({fmt_pct(share)} of kernel time)",
+                name=name,
+                value=total,
+                unit="us",
+            )
+        )
+    return out
+
+
+@rule(
+    "overhead-bound",
+    "regime",
+    "the device is busy for less than max_device_ratio of the host time",
+    max_device_ratio=0.25,
+)
+def overhead_bound(ctx) -> list[Finding]:
+    call = classify(ctx.trace, ctx.config)
+    if call.regime != "overhead-bound":
+        return []
+    evidence = _numbers(call)
+    table = ctx.analysis(key_averages)
+    evidence.append(
+        Evidence(
+            f"Self CPU total {fmt_us(table.self_cpu_total_us)} vs Self device total "
+            f"{fmt_us(table.self_device_total_us)} (the last two lines of "
+            "key_averages().table())",
+            value=table.self_device_total_us / table.self_cpu_total_us
+            if table.self_cpu_total_us > 0
+            else None,
+        )
+    )
+    if (launch := _mean_kernel_vs_launch(ctx.trace)) is not None:
+        evidence.append(launch)
+    evidence.extend(_step_anchor(ctx.trace))
+    return [
+        Finding(
+            id="overhead-bound",
+            severity="warn",
+            title=(
+                f"Overhead-bound: the device works {fmt_us(call.device_busy_us)} while the host "
+                f"spends {fmt_us(call.host_time_us)} ({fmt_pct(call.ratio)} < "
+                f"{fmt_pct(call.overhead_max_ratio, 0)})"
+            ),
+            explanation=(
+                "The CPU spends far longer deciding what to run (Python, the dispatcher, "
+                "kernel launches) than the device spends running it, so the device mostly "
+                "waits. Each kernel is too small to pay for its launch."
+            ),
+            suggestion=(
+                "Give each kernel more work (larger batch or shapes, batched ops), fuse "
+                "operations (torch.compile), or replay the step as a CUDA graph "
+                '(torch.compile(mode="reduce-overhead")).'
+            ),
+            impact_us=max(call.host_time_us - call.device_busy_us, 0.0) / call.step_count,
+            evidence=evidence,
+            measured=_measured(call, threshold=call.overhead_max_ratio),
+        )
+    ]
+
+
+@rule(
+    "compute-bound",
+    "regime",
+    "the device is busy for at least min_device_ratio of the host time",
+    min_device_ratio=0.8,
+)
+def compute_bound(ctx) -> list[Finding]:
+    call = classify(ctx.trace, ctx.config)
+    if call.regime != "compute-bound":
+        return []
+    return [
+        Finding(
+            id="compute-bound",
+            severity="info",
+            title=(
+                f"Compute-bound: the device is busy {fmt_us(call.device_busy_us)} against "
+                f"{fmt_us(call.host_time_us)} of host time ({fmt_pct(call.ratio)} >= "
+                f"{fmt_pct(call.compute_min_ratio, 0)})"
+            ),
+            explanation=(
+                "The device is kept busy: the host issues work faster than the device "
+                "finishes it. This is the regime to aim for; the time now goes to the "
+                "kernels themselves."
+            ),
+            suggestion=(
+                "Look at the hot kernels' efficiency (achieved FLOP/s or bandwidth vs the "
+                "device's peak), lower precision (bf16/fp16, TF32), or fusing memory-bound ops."
+            ),
+            impact_us=0.0,
+            evidence=_numbers(call)
+            + _step_anchor(ctx.trace, lowest=False)
+            + _top_kernels(ctx.trace),
+            measured=_measured(call, threshold=call.compute_min_ratio),
+        )
+    ]
+
+
+@rule("mixed", "regime", "between overhead-bound and compute-bound")
+def mixed(ctx) -> list[Finding]:
+    call = classify(ctx.trace, ctx.config)
+    if call.regime != "mixed":
+        return []
+    idle = max(call.window_us - call.device_busy_us, 0.0)
+    return [
+        Finding(
+            id="mixed",
+            severity="info",
+            title=(
+                f"Mixed: the device is busy {fmt_us(call.device_busy_us)} against "
+                f"{fmt_us(call.host_time_us)} of host time ({fmt_pct(call.ratio)})"
+            ),
+            explanation=(
+                "Neither side dominates: the device works for a good part of the window but "
+                f"also sits idle ({fmt_us(idle)} of the {fmt_us(call.window_us)} window). "
+                "Part of the step waits on the host, part on the device."
+            ),
+            suggestion=(
+                "Look at where the device idles: gaps between kernels, host syncs, data "
+                "loading (the kernel-gap, host-sync and dataloader-bound findings)."
+            ),
+            impact_us=idle / call.step_count,
+            evidence=_numbers(call)
+            + [Evidence("device idle time in the window", value=idle, unit="us")]
+            + _step_anchor(ctx.trace),
+            measured=_measured(
+                call,
+                overhead_threshold=call.overhead_max_ratio,
+                compute_threshold=call.compute_min_ratio,
+            ),
+        )
+    ]
+
+
+@rule("host-only", "regime", "no device activity was recorded")
+def host_only(ctx) -> list[Finding]:
+    call = classify(ctx.trace, ctx.config)
+    if call.regime != "host-only":
+        return []
+    trace = ctx.trace
+    ops = np.flatnonzero(host_activity_mask(trace))
+    ops = ops[in_window(trace, trace.ts[ops])]
+    evidence = [Evidence("host time in the active window", value=call.host_time_us, unit="us")]
+    for name, total in time_by_name(trace, ops, trace.self_time[ops])[:5]:
+        evidence.append(
+            Evidence(f"self CPU time {fmt_us(total)}", name=name, value=total, unit="us")
+        )
+    return [
+        Finding(
+            id="host-only",
+            severity="info",
+            title=f"Host-only: no device activity ({fmt_us(call.host_time_us)} of host time)",
+            explanation=(
+                "The trace has no GPU lane: either the program ran on the CPU, or the "
+                "profiler was not asked to record the device. Only CPU costs can be judged."
+            ),
+            suggestion=(
+                "Start with the CPU ops that own the most self time. To see the device, "
+                "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] "
+                "on a machine with a GPU."
+            ),
+            impact_us=0.0,
+            evidence=evidence,
+            measured={"host_time_us": round(call.host_time_us, 3), "device_busy_us": 0.0},
+        )
+    ]

@@ -1,0 +1,33 @@
+"""Helpers for the capture tests: run the real CLI in a subprocess, read what it wrote."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import kinetoscope
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def run_cli(*args: str, cwd: Path | None = None, code: str | None = None):
+    """`python -m kinetoscope ARGS` (or `python -c code`) with this worktree's sources first."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
+    }
+    command = [sys.executable, "-c", code] if code else [sys.executable, "-m", "kinetoscope"]
+    return subprocess.run(
+        [*command, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300
+    )
+
+
+def error_lines(stderr: str) -> list[str]:
+    """stderr without Kineto's own USDT chatter."""
+    return [line for line in stderr.splitlines() if line.strip() and "USDT:" not in line]
+
+
+def step_numbers(trace: kinetoscope.Trace) -> list[int]:
+    return [step.number for step in trace.steps]

@@ -1,0 +1,109 @@
+"""The expectation language: parsing, units, finding presence, and clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from kinetoscope.compare.expect import (
+    BoolOp,
+    Compare,
+    ExpressionError,
+    Facts,
+    Not,
+    Present,
+    check,
+    check_all,
+    parse,
+)
+
+FACTS = Facts(
+    metrics={
+        "kernels_per_step": 3.0,
+        "device_busy_ratio": 0.85,
+        "step_time_us": 11_500.0,
+        "host_time_us": 900.0,
+        "launches_per_step": None,
+    },
+    regime="compute-bound",
+    findings={"kernel-gap": "warn"},
+    known_ids=frozenset({"kernel-gap", "dataloader-bound", "compute-bound", "overhead-bound"}),
+)
+
+
+def test_parse_builds_the_tree():
+    assert parse("kernels_per_step <= 5") == Compare("kernels_per_step", "<=", 5.0)
+    assert parse("step_time_us<12ms") == Compare("step_time_us", "<", 12.0, "ms")
+    assert parse("device_busy_ratio >= 80 %") == Compare("device_busy_ratio", ">=", 80.0, "%")
+    assert parse("regime == compute-bound") == Compare("regime", "==", "compute-bound")
+    assert parse("not dataloader-bound") == Not(Present("dataloader-bound"))
+    assert parse("a > 1 and b < 2 or c") == BoolOp(
+        "or", (BoolOp("and", (Compare("a", ">", 1.0), Compare("b", "<", 2.0))), Present("c"))
+    )
+    assert parse("not (a > 1 or b)") == Not(BoolOp("or", (Compare("a", ">", 1.0), Present("b"))))
+
+
+@pytest.mark.parametrize(
+    ("text", "passed", "measured"),
+    [
+        ("kernels_per_step <= 5", True, "kernels_per_step=3"),
+        ("kernels_per_step > 3", False, "kernels_per_step=3"),
+        ("device_busy_ratio >= 0.8", True, "device_busy_ratio=0.85"),
+        ("device_busy_ratio >= 90%", False, "device_busy_ratio=0.85"),
+        ("step_time_ms <= 12", True, "step_time_ms=11.5"),
+        ("step_time_ms <= 11", False, "step_time_ms=11.5"),
+        ("step_time_us <= 11ms", False, "step_time_us=11500"),
+        ("step_time_s < 0.02", True, "step_time_s=0.0115"),
+        ("regime == compute-bound", True, "regime=compute-bound"),
+        ("regime != compute-bound", False, "regime=compute-bound"),
+        ("not dataloader-bound", True, "dataloader-bound absent"),
+        ("not kernel-gap", False, "kernel-gap present (warn)"),
+        ("compute-bound", True, "regime is compute-bound"),
+        ("not overhead-bound", True, "overhead-bound absent"),
+        ("launches_per_step < 10", False, "launches_per_step not measured in this trace"),
+        (
+            "kernels_per_step < 2 or host_time_us < 1ms",
+            True,
+            "kernels_per_step=3, host_time_us=900",
+        ),
+        (
+            "kernels_per_step < 5 and kernel-gap",
+            True,
+            "kernels_per_step=3, kernel-gap present (warn)",
+        ),
+    ],
+)
+def test_evaluate(text, passed, measured):
+    outcome = check(text, FACTS)
+    assert (outcome.passed, outcome.measured) == (passed, measured)
+    assert outcome.line().startswith("PASS" if passed else "FAIL")
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("", "empty expression"),
+        ("kernels_per_step <=", "expected a number or a name"),
+        ("kernels_per_step <= 5 5", "unexpected '5'"),
+        ("(kernels_per_step <= 5", "missing ')'"),
+        ("kernels_per_step = 5", "(compare with ==)"),
+        ("__import__('os').system('x')", "unexpected"),
+        ("kernel_per_step <= 5", "unknown metric 'kernel_per_step'"),
+        ("not dataloder-bound", "unknown finding or regime 'dataloder-bound'"),
+        ("regime >= compute-bound", "regime only compares with == or !="),
+        ("regime == compute-bund", "unknown regime 'compute-bund'"),
+        ("kernels_per_step <= fast", "compare it with a number"),
+        ("kernels_per_step <= 5%", "% only applies to ratios"),
+        ("kernels_per_step <= 5ms", "is not a time"),
+        ("and", "expected a metric or finding name"),
+    ],
+)
+def test_bad_expressions_name_the_problem(text, problem):
+    with pytest.raises(ExpressionError) as info:
+        check(text, FACTS)
+    assert problem in str(info.value)
+    assert info.value.exit_code == 2
+
+
+def test_check_all_rejects_before_measuring():
+    with pytest.raises(ExpressionError, match="nope"):
+        check_all(["kernels_per_step <= 5", "nope > 1"], FACTS)

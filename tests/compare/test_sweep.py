@@ -1,0 +1,148 @@
+"""`sweep` on CPU at small sizes: real profiles, a physically sane table, a readable plot."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kinetoscope.compare.sweep import (
+    SweepPoint,
+    check_fixed,
+    crossover,
+    parse_vary,
+    profile_argv,
+)
+from kinetoscope.errors import UsageError
+
+SIZES = (16, 128, 512)  # after a size 0 that `profile` rejects
+
+
+def _sweep(tmp_path, *args):
+    # one BLAS thread: on a shared CPU, thread hand-offs make tiny GEMMs erratic
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "kinetoscope", "sweep", *args, "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+@pytest.fixture(scope="module")
+def matmul_sweep(tmp_path_factory):
+    pytest.importorskip("torch")
+    out = tmp_path_factory.mktemp("sweep")
+    vary = "size=0," + ",".join(map(str, SIZES))
+    res = _sweep(out, "matmul_add", "--vary", vary, "--device", "cpu", "--active", "5")
+    return out, res
+
+
+def test_a_failing_value_does_not_end_the_sweep(matmul_sweep):
+    out, res = matmul_sweep
+    # size 0 is rejected by `profile` (exit 2): a failed row, exit 1 at the end
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "size=0 failed: exit 2" in res.stdout
+    first = json.loads((out / "sweeps" / "matmul_add_size.json").read_text())["points"][0]
+    assert first["value"] == 0 and first["error"]
+
+
+def test_sweep_table_follows_physics(matmul_sweep):
+    out, res = matmul_sweep
+    assert "matmul_add: sweep over size" in res.stdout
+    data = json.loads((out / "sweeps" / "matmul_add_size.json").read_text())
+    points = data["points"][1:]
+    assert [p["value"] for p in points] == list(SIZES)
+    assert all(p["error"] is None and p["regime"] == "host-only" for p in points), points
+    # FLOPs per step come from the recorded aten::mm shapes: 2 * n^3
+    assert [p["flops"] for p in points] == [2.0 * n**3 for n in SIZES]
+    # the GEMM does 512x then 64x more work along this sweep: its time must grow
+    compute = [p["compute_us"] for p in points]
+    assert compute[0] < compute[1] < compute[2], compute
+    assert all(p["tflops"] > 0 for p in points)
+    # one trace per value, written by `kinetoscope profile`
+    assert all(os.path.exists(p["trace"]) for p in points)
+    assert data["crossover"]["mode"] == "host"
+
+
+def test_sweep_plot_is_a_valid_png_and_svg(matmul_sweep):
+    out, res = matmul_sweep
+    png = out / "sweeps" / "matmul_add_size.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    import matplotlib.image
+
+    image = matplotlib.image.imread(png)
+    assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
+    svg = (out / "sweeps" / "matmul_add_size.svg").read_text()
+    assert "<svg" in svg and "size" in svg
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["matmul_add", "--vary", "size"], "expected NAME=V1,V2"),
+        (["matmul_add", "--vary", "size=64,32"], "two increasing values"),
+        (["no_such", "--vary", "size=1,2"], "unknown workload"),
+        (["matmul_add", "--vary", "size=1,2", "--size", "3"], "--size is set by the sweep"),
+    ],
+)
+def test_bad_sweep_arguments_exit_2(tmp_path, args, message):
+    res = _sweep(tmp_path, *args)
+    assert res.returncode == 2 and message in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_profile_argv_defaults_and_overrides(tmp_path):
+    argv = profile_argv("matmul_add", "size", 64.0, ["--device", "cpu"], tmp_path)
+    assert argv[2:] == [
+        "kinetoscope", "profile", "matmul_add", "--size", "64", "--out", str(tmp_path),
+        "--record-shapes", "--warmup", "3", "--device", "cpu",
+    ]  # fmt: skip
+    argv = profile_argv("mlp", "seq", 8, ["--warmup", "0"], tmp_path)
+    assert argv.count("--warmup") == 1 and argv[-2:] == ["--warmup", "0"]
+    assert parse_vary("size=16, 32,64") == ("size", [16.0, 32.0, 64.0])
+    with pytest.raises(UsageError):
+        check_fixed("size", ["--out=x"])
+
+
+def _point(value, work, overhead):
+    return SweepPoint(value, compute_us=work, dispatch_us=overhead, step_us=work + overhead)
+
+
+def test_crossover_interpolates_between_points():
+    cross = crossover([_point(16, 1, 10), _point(64, 10, 10.5), _point(256, 100, 20)])
+    # log(work/overhead) goes from -0.049 at 64 to +1.61 at 256: just above 64
+    assert 64 < cross.value < 70
+    assert crossover([_point(16, 1, 10), _point(64, 2, 10)]).value is None
+    assert "already exceeds" in crossover([_point(16, 20, 10), _point(64, 40, 10)]).note
+
+
+def test_device_mode_curves_table_and_crossover():
+    from kinetoscope.compare.sweep_table import table_rows
+
+    def gpu(value, host, device, flops):
+        return SweepPoint(
+            value,
+            has_device=True,
+            step_us=max(host, device),
+            host_us=host,
+            device_us=device,
+            busy_ratio=device / max(host, device),
+            regime="overhead-bound" if device < host else "compute-bound",
+            flops=flops,
+            tflops=flops / device * 1e-6,
+        )
+
+    points = [gpu(64, 100, 5, 2 * 64**3), gpu(1024, 100, 80, 2 * 1024**3), gpu(4096, 120, 900, 0)]
+    points.append(SweepPoint(8192, error="exit 1: CUDA out of memory"))
+    cross = crossover(points)
+    assert cross.mode == "device" and 1024 < cross.value < 4096
+    assert "device time exceeds host time" in cross.note
+    headers, rows = table_rows("size", points)
+    assert headers[3] == "device/step" and headers[-2:] == ["regime", "TFLOP/s"]
+    assert rows[0][:5] == ["64", "100.0 us", "100.0 us", "5.0 us", "5.0%"]
+    assert rows[1][-1] == f"{2 * 1024**3 / 80 * 1e-6:.3g}"
+    assert rows[3][:2] == ["8192", "failed"]

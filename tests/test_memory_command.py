@@ -1,0 +1,63 @@
+"""`kinetoscope memory`: text report, plot, and the one-line errors (exit 2)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from .conftest import corpus
+
+RUN = "from kinetoscope.cli import main; main()"
+
+
+def kinetoscope(*args, block_matplotlib=False):
+    code = ("import sys; sys.modules['matplotlib'] = None; " if block_matplotlib else "") + RUN
+    return subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_memory_report_and_plot(tmp_path):
+    path = corpus("gpu/tiny_transformer_block_h100.pt.trace.json.gz")
+    out = tmp_path / "memory.png"
+    result = kinetoscope("memory", path, "-o", out)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    # 120 CUDA [memory] events; total_allocated peaks at 94398464 B = 90.03 MiB right
+    # after the 16 MiB output of aten::clamp_min (inside aten::relu) in step #1
+    assert "cuda:0: 120 events" in text
+    assert "peak allocated 90.03 MiB at 1.399 ms (step #1)" in text
+    assert "aten::clamp_min in aten::relu" in text
+    assert "peak reserved  112.00 MiB" in text
+    assert "16.00 MiB" in text and "aten::addmm in aten::linear" in text
+    # three identical steps: 97.03 MiB allocated and freed in each
+    assert text.count("97.03 MiB    97.03 MiB") == 3
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_memory_relative_timeline_on_2021_trace():
+    result = kinetoscope("memory", corpus("gpu/resnet50_dataloader_workers0.pt.trace.json.gz"))
+    assert result.returncode == 0, result.stderr
+    assert "relative to recording start" in result.stdout
+    assert "aten::empty in aten::cudnn_convolution_backward_weight" in result.stdout
+
+
+def test_memory_without_memory_events_is_one_line_exit_2():
+    result = kinetoscope("memory", corpus("gpu/alexnet_train.json.gz"))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no [memory] events" in lines[0]
+    assert "profile_memory=True" in lines[0]
+
+
+def test_memory_plot_without_matplotlib_is_one_line_exit_2(tmp_path):
+    path = corpus("gpu/tiny_transformer_block_h100.pt.trace.json.gz")
+    result = kinetoscope("memory", path, "-o", tmp_path / "m.png", block_matplotlib=True)
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "kinetoscope[plot]" in result.stderr
+    assert not (tmp_path / "m.png").exists()
+
+
+def test_memory_missing_file_is_exit_2(tmp_path):
+    result = kinetoscope("memory", tmp_path / "nope.json")
+    assert result.returncode == 2 and "Traceback" not in result.stderr

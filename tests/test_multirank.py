@@ -1,0 +1,122 @@
+"""Multi-rank analysis on the 8-rank DLRM job (one trace per rank, a common clock)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+import kinetoscope
+from kinetoscope.errors import TraceError, UsageError
+from kinetoscope.multirank import (
+    collective_overlap,
+    explain_ranks,
+    rank_ranges,
+    summarize_ranks,
+)
+
+from .conftest import CORPUS, kernel, write_trace
+
+DLRM = CORPUS / "multirank" / "dlrm_8ranks"
+
+
+@pytest.fixture(scope="module")
+def dlrm():
+    if not DLRM.is_dir():
+        pytest.skip(f"{DLRM} not found")
+    return DLRM
+
+
+def test_per_rank_table_straggler_and_overlap(dlrm):
+    report = json.loads(explain_ranks([dlrm], jobs=2, config={}, fmt="json"))
+    ranks = {r["rank"]: r for r in report["ranks"]}
+    assert sorted(ranks) == list(range(8))  # from distributedInfo.rank
+    # every rank ran the same 8 collectives (5 SendRecv, 3 AllReduce) in the same order
+    assert report["matched_collectives"] == 8
+    assert all(r["collective_kernels"] == 8 for r in ranks.values())
+    # the straggler is the rank the others wait for: rank 7 starts its step last
+    # (1428.7 ms vs 1421.2 ms for rank 1 on the shared clock), so its first SendRecv
+    # lasts 10 us while rank 1's lasts 7.6 ms; its total wait is 1.53 ms against a
+    # median of 5.8 ms across ranks
+    assert [s["rank"] for s in report["stragglers"]] == [7]
+    assert report["stragglers"][0]["collective_wait_us"] == pytest.approx(1532, abs=5)
+    assert report["median_collective_wait_us"] == pytest.approx(5805, abs=10)
+    # rank 1 waited the most: 11.1 ms, and has the longest step (19.9 ms)
+    assert max(ranks, key=lambda r: ranks[r]["collective_wait_us"]) == 1
+    assert ranks[1]["step_us"] == pytest.approx(19901, abs=1)
+    # collectives dominate device time (66-92%); compute kernels hide little of them
+    for r in ranks.values():
+        assert 0.6 < r["collective_share"] < 0.95
+        assert 0.0 <= r["overlap"] < 0.1
+    assert ranks[7]["overlap"] == pytest.approx(0.095, abs=0.005)
+    merged = {f["id"]: f for f in report["findings"]}
+    assert merged["host-sync"]["ranks"] == list(range(8))
+
+
+def test_text_and_markdown(dlrm):
+    text = explain_ranks([dlrm], jobs=1, config={}, fmt="text")
+    assert "8 ranks, median step 16.13 ms" in text
+    assert "Straggler: rank 7 (waits 1.53 ms at collectives" in text
+    assert "ranks 0-7: [warn] host-sync" in text
+    assert "overlap" in text.splitlines()[2]
+    md = explain_ranks(sorted(dlrm.iterdir()), jobs=2, config={}, fmt="md")
+    assert "| rank | steps | step ms |" in md and "| 7 * | 1 | 12.51 |" in md
+
+
+def test_jobs_do_not_change_results(dlrm):
+    one = summarize_ranks([dlrm], jobs=1)
+    two = summarize_ranks([dlrm], jobs=2)
+    assert one == two
+
+
+def test_config_reaches_the_workers(dlrm):
+    config = {"profiling-window": {"min_steps": 1}}
+    report = json.loads(explain_ranks([dlrm], jobs=2, config=config, fmt="json"))
+    assert "profiling-window" not in {f["id"] for f in report["findings"]}
+
+
+def test_rank_from_file_name_and_duplicates(tmp_path):
+    for rank in (3, 1):
+        events = [kernel("ncclKernel_AllReduce_x", 100, 50 if rank == 1 else 10, correlation=1)]
+        write_trace(tmp_path / f"worker{rank}_trace.json", events)
+    ranks = summarize_ranks([tmp_path])
+    assert sorted(ranks) == [1, 3]
+    assert ranks[3].collective_us == 10
+    write_trace(tmp_path / "rank3.json", [kernel("k", 0, 1, correlation=1)])
+    with pytest.raises(UsageError, match="two traces claim rank 3"):
+        summarize_ranks([tmp_path])
+
+
+def test_bad_inputs(tmp_path):
+    with pytest.raises(UsageError, match="no trace files"):
+        summarize_ranks([tmp_path])
+    (tmp_path / "worker0.json").write_text("{not json")
+    with pytest.raises(TraceError):
+        summarize_ranks([tmp_path], jobs=2)
+    with pytest.raises(UsageError, match="text, md or json"):
+        explain_ranks([tmp_path], jobs=1, config={}, fmt="xml")
+
+
+def test_overlap_counts_compute_on_other_streams_only(tmp_path):
+    events = [
+        kernel("ncclDevKernel_AllReduce", 0, 100, correlation=1, stream=20),
+        kernel("gemm", 50, 100, correlation=2, stream=7),  # overlaps 50 us on another stream
+        kernel("gemm_same_stream", 200, 10, correlation=3, stream=20),
+    ]
+    trace = kinetoscope.load(write_trace(tmp_path / "t.json", events))
+    coll, comp, overlapped, count = collective_overlap(trace)
+    assert (coll, comp, overlapped, count) == (100, 110, 50, 1)
+
+
+def test_rank_ranges():
+    assert rank_ranges([0, 1, 2, 3, 5, 7, 6]) == "0-3,5-7"
+    assert rank_ranges([4]) == "4"
+
+
+def test_copy_of_dir_is_untouched(dlrm, tmp_path):
+    copy = tmp_path / "job"
+    shutil.copytree(dlrm, copy)
+    before = {p.name: p.stat().st_mtime_ns for p in copy.iterdir()}
+    explain_ranks([copy], jobs=2, config={}, fmt="text")
+    assert {p.name: p.stat().st_mtime_ns for p in copy.iterdir()} == before

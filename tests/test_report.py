@@ -1,0 +1,185 @@
+"""The Report: Python API, JSON contract, renderers, and a rule that throws."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import kinetoscope
+from kinetoscope.errors import UsageError
+from kinetoscope.report.html import render_html
+from kinetoscope.report.markdown import render_markdown
+from kinetoscope.report.text import render_text
+from kinetoscope.rules import base
+from kinetoscope.rules.engine import load_rules
+from kinetoscope.rules.regime import REGIMES
+
+from .conftest import corpus, corpus_files
+
+BERT = "gpu/tracelens_h100__gaunernst_bert-small-uncased__1016001.json.gz"
+RESNET_NS = "gpu/resnet_train_ns.pt.trace.json.gz"
+# five different traces: NVIDIA/AMD, with/without steps, host-only, many steps
+LOOKED_AT = [
+    BERT,
+    RESNET_NS,
+    "cpu/cpu_only_rank34.pt.trace.json.gz",
+    "gpu/tracelens_mi300__resnet_act_checkpoint.json.gz",
+    "gpu/param_linear_train_2080ti.json.gz",
+    "gpu/switch_transformer_moe_a100.json.gz",
+]
+METRIC_KEYS = {
+    "host_time_us",
+    "device_busy_us",
+    "device_busy_ratio",
+    "kernels_per_step",
+    "launches_per_step",
+    "step_time_us",
+}
+
+
+def test_explain_accepts_a_path_or_a_trace():
+    path = corpus(BERT)
+    from_path = kinetoscope.explain(path)
+    from_trace = kinetoscope.explain(kinetoscope.load(path))
+    assert from_path.to_dict() == from_trace.to_dict()
+    assert isinstance(from_path, kinetoscope.Report)
+
+
+def test_json_contract():
+    report = kinetoscope.explain(corpus(BERT))
+    data = json.loads(report.to_json())
+    assert data["kinetoscope"] == kinetoscope.__version__ and data["schema_version"] == 1
+    assert {"path", "devices", "versions", "window"} <= set(data["trace"])
+    assert data["trace"]["devices"][0]["name"] == "NVIDIA H100 80GB HBM3"
+    assert data["verdict"]["regime"] == "overhead-bound"
+    assert "309.438 us" in data["verdict"]["summary"] and "2.114 ms" in data["verdict"]["summary"]
+    assert set(data["metrics"]) >= METRIC_KEYS
+    assert data["metrics"]["kernels_per_step"] == 60
+    step = data["steps"][0]
+    assert step["label"] == "#6" and step["kernels"] == 60 and step["launches"] == 60
+    for finding in data["findings"]:
+        assert {
+            "id",
+            "severity",
+            "title",
+            "explanation",
+            "suggestion",
+            "impact_us",
+            "evidence",
+        } <= set(finding)
+    impacts = [f["impact_us"] for f in data["findings"]]
+    assert impacts == sorted(impacts, reverse=True)
+    assert {n["id"] for n in data["not_checked"]} >= {"cold-start"}  # one step only
+
+
+def test_findings_and_metrics_are_attributes():
+    report = kinetoscope.explain(corpus(BERT))
+    assert "overhead-bound" in [f.id for f in report.findings]
+    assert report.metrics["device_busy_us"] == pytest.approx(309.438, abs=1e-3)
+
+
+def test_outlier_steps_are_flagged():
+    # tiny transformer block: 1.280 ms first step vs a median of 0.860 ms -> 1.5x
+    report = kinetoscope.explain(corpus("gpu/tiny_transformer_block_h100.pt.trace.json.gz"))
+    flags = [s.outlier for s in report.steps]
+    assert flags[0] == "1.5x the median step" and flags[1:] == [None, None]
+
+
+def test_evidence_timestamps_are_relative_to_the_trace_start():
+    report = kinetoscope.explain(corpus(RESNET_NS), rules=["dispatch-dead-window"])
+    evidence = report.findings[0].evidence[0]
+    trace = kinetoscope.load(corpus(RESNET_NS))
+    step = trace.steps[0]
+    assert evidence.ts_us == pytest.approx(step.start - trace.start_time)
+
+
+def test_unknown_rule_or_threshold_is_a_usage_error():
+    with pytest.raises(UsageError, match="unknown rule 'nope'"):
+        kinetoscope.explain(corpus(BERT), rules=["nope"])
+    with pytest.raises(UsageError, match="has no threshold 'x'"):
+        kinetoscope.explain(corpus(BERT), config={"hotspot": {"x": 1.0}})
+
+
+@pytest.fixture
+def broken_rule():
+    """A registered rule that throws; removed again after the test."""
+    load_rules()
+
+    @base.rule("test-broken", "test", "always throws")
+    def _broken(ctx):
+        raise RuntimeError("boom")
+
+    yield "test-broken"
+    del base.REGISTRY["test-broken"]
+
+
+def test_a_rule_that_throws_is_reported_and_the_rest_prints(broken_rule):
+    report = kinetoscope.explain(corpus(BERT))
+    skipped = {s.id: s for s in report.not_checked}
+    assert "RuntimeError: boom" in skipped[broken_rule].reason
+    assert report.verdict.regime == "overhead-bound"
+    assert any(f.id == "overhead-bound" for f in report.findings)
+    text = render_text(report)
+    assert "test-broken" in text and "boom" in text and "Verdict" in text
+
+
+@pytest.mark.parametrize("relative", LOOKED_AT)
+def test_text_fits_100_columns_and_has_every_section(relative):
+    report = kinetoscope.explain(corpus(relative))
+    text = render_text(report, width=100)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    order = [text.index(h) for h in ("Trace", "Verdict", "Steps", "Findings")]
+    assert order == sorted(order)
+    assert report.verdict.regime.upper() in text
+    for finding in report.findings:
+        assert finding.id in text
+
+
+def test_markdown_has_the_sections_and_a_step_table():
+    md = render_markdown(kinetoscope.explain(corpus(RESNET_NS)))
+    assert "**Verdict: compute-bound**" in md
+    assert md.count("\n| #10") == 5  # steps #101..#105
+    assert "## Findings" in md and "`dispatch-dead-window`" in md
+
+
+def test_html_is_self_contained_with_a_timeline():
+    report = kinetoscope.explain(corpus(RESNET_NS))
+    html = render_html(report)
+    assert html.lstrip().startswith("<!DOCTYPE html>")
+    # no external resources: no src/href attributes, no url(), no links to other hosts
+    assert not re.search(r"""(src|href)\s*=""", html)
+    assert "url(" not in html and "@import" not in html
+    assert "<svg" in html and html.count('class="step-band') == 5
+    assert 'class="lane-host"' in html and 'class="lane-device"' in html
+    assert "mark-info" in html  # the dead-window evidence is marked on the timeline
+    fragment = report._repr_html_()
+    assert "<!DOCTYPE" not in fragment and "<svg" in fragment
+
+
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+def test_every_corpus_trace_explains_without_a_failing_rule(path):
+    report = kinetoscope.explain(path)
+    failed = [s for s in report.not_checked if s.reason.startswith("rule failed")]
+    assert failed == []
+    regimes = [f.id for f in report.findings if f.id in REGIMES]
+    assert regimes == [report.verdict.regime]
+    json.loads(report.to_json())
+
+
+def test_text_cuts_long_step_tables_but_keeps_outliers(tmp_path):
+    from .conftest import op, write_trace
+
+    events = []
+    for n in range(15):
+        dur = 300.0 if n == 13 else 100.0  # step #13 lasts 3x the median
+        events.append(op(f"ProfilerStep#{n}", n * 400.0, dur, cat="user_annotation"))
+        events.append(op("aten::add", n * 400.0 + 1.0, 50.0))
+    report = kinetoscope.explain(write_trace(tmp_path / "many.json", events))
+    assert [s.label for s in report.steps if s.outlier] == ["#13"]
+    text = render_text(report)
+    rows = [line.split()[0] for line in text.splitlines() if re.match(r"#\d+ ", line)]
+    assert rows == [f"#{n}" for n in range(12)] + ["#13"]
+    assert "... 2 more steps (see --format json)" in text
+    assert "<- 3.0x the median step" in text

@@ -1,0 +1,71 @@
+"""Real CPU traces recorded with the installed torch, for the explain tests.
+
+Recorded in a fresh interpreter so the first profiled step really is cold
+(no earlier test has warmed up the matmul libraries in this process).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = r"""
+import sys
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+out = sys.argv[1]
+a, b, bias = torch.randn(64, 64), torch.randn(64, 64), torch.randn(64)
+lin = torch.nn.Linear(64, 64)
+
+def loop(prof, steps):
+    for _ in range(steps):
+        with record_function("matmul_add"):
+            c = torch.matmul(a, b) + bias
+            lin(c)
+        if prof is not None:
+            prof.step()
+
+def record(name, warmup):
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        schedule=schedule(wait=1, warmup=warmup, active=3),
+        on_trace_ready=lambda p: p.export_chrome_trace(f"{out}/{name}.json"),
+    ) as prof:
+        loop(prof, 1 + warmup + 3)
+
+record("cold", warmup=0)  # no warmup: step 1 pays the one-time costs (measured 7-100x here)
+loop(None, 20)
+record("warm", warmup=1)
+
+# a Python loop of tiny ops: 150 aten::add calls per step against 1 of everything else
+x, one = torch.zeros(8), torch.ones(8)
+with profile(
+    activities=[ProfilerActivity.CPU],
+    schedule=schedule(wait=1, warmup=1, active=3),
+    on_trace_ready=lambda p: p.export_chrome_trace(f"{out}/loop.json"),
+) as prof:
+    for _ in range(5):
+        y = torch.matmul(a, b)
+        for _ in range(150):
+            x = x + one
+        prof.step()
+"""
+
+
+@pytest.fixture(scope="session")
+def torch_traces(tmp_path_factory) -> dict[str, Path]:
+    """ "cold": no warmup; "warm": after 20 iterations; "loop": 150 tiny adds per step."""
+    pytest.importorskip("torch")
+    # each test module imports this fixture, which makes it one per module: share the files
+    out = tmp_path_factory.getbasetemp() / "torch_traces"
+    paths = {name: out / f"{name}.json" for name in ("cold", "warm", "loop")}
+    if not all(p.exists() for p in paths.values()):
+        out.mkdir(exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-c", SCRIPT, str(out)], check=True, capture_output=True, timeout=300
+        )
+    return paths
