@@ -21,13 +21,16 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compare two traces: per-step times, kernels, host ops, findings, and a conclusion."""
         from ..compare.diff import diff_runs
-        from ..compare.render import RENDERERS
+        from ..compare.render import RENDERERS, to_text
         from ..compare.runs import load_run
+        from ..report.console import output_width
 
         if format not in RENDERERS:
             raise UsageError(f"unknown format {format!r} (choose from {', '.join(RENDERERS)})")
         result = diff_runs(load_run(a), load_run(b))
-        text = RENDERERS[format](result)
+        text = (
+            to_text(result, width=output_width()) if format == "text" else RENDERERS[format](result)
+        )
         if output is None:
             typer.echo(text)
         else:

@@ -116,18 +116,10 @@ def _single(path: Path, thresholds, only, fmt: Format, color: bool) -> str:
         from ..report.html import render_html
 
         return render_html(report)
+    from ..report.console import output_width
     from ..report.text import render_text
 
-    return render_text(report, width=_width(), color=color and sys.stdout.isatty())
-
-
-def _width() -> int:
-    """The terminal's width when printing to one (at most 120), else 100 columns."""
-    import shutil
-
-    if not sys.stdout.isatty():
-        return 100
-    return min(shutil.get_terminal_size((100, 24)).columns, 120)
+    return render_text(report, width=output_width(), color=color and sys.stdout.isatty())
 
 
 def _multirank(paths: list[Path], jobs: int, thresholds, fmt: str) -> str:

@@ -239,7 +239,7 @@ def _report_artifacts(written) -> None:
 def _print_explanation(path: Path) -> None:
     """Verdict, steps and ranked findings of the trace, as `kinetoscope explain` prints them."""
     from ..api import explain
+    from ..report.console import output_width
     from ..report.text import render_text
-    from .explain import _width
 
-    sys.stdout.write(render_text(explain(path), width=_width(), color=sys.stdout.isatty()))
+    sys.stdout.write(render_text(explain(path), width=output_width(), color=sys.stdout.isatty()))

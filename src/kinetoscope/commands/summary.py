@@ -10,6 +10,7 @@ from rich.console import Console
 
 from ..analysis.summary import summarize
 from ..errors import UsageError
+from ..report.console import output_width
 from ..report.summary_view import render_summary, summary_data
 from ..trace import load
 
@@ -27,4 +28,4 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             typer.echo(json.dumps(summary_data(result), indent=2, default=str))
             return
-        render_summary(result, Console(width=100 if not Console().is_terminal else None))
+        render_summary(result, Console(width=output_width()))

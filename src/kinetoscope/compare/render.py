@@ -79,20 +79,21 @@ def _runs(d: TraceDiff) -> Section:
 
 
 def _steps(d: TraceDiff, limit: int) -> Section:
+    """One row per run and step, A above B: twelve side-by-side columns do not fit
+    a 100-column terminal."""
     rows = []
     for pair in d.steps[:limit]:
-        cells = [str(pair.position)]
-        for s in (pair.a, pair.b):
-            cells.append(s.label if s else "-")
-        for attr in ("dur", "host_busy_us", "device_busy_us"):
-            for s in (pair.a, pair.b):
-                cells.append(fmt_us(getattr(s, attr), 1) if s else "-")
-        for attr in ("kernels", "launches"):
-            for s in (pair.a, pair.b):
-                cells.append(str(getattr(s, attr)) if s else "-")
-        rows.append(cells)
-    headers = ["#", "step A", "step B", "time A", "time B", "host A", "host B"]
-    headers += ["device A", "device B", "kernels A", "kernels B", "launches A", "launches B"]
+        for run, s in (("A", pair.a), ("B", pair.b)):
+            if s is None:
+                rows.append([str(pair.position), run, "-", "-", "-", "-", "-", "-"])
+                continue
+            cells = [str(pair.position), run, s.label]
+            cells += [
+                fmt_us(getattr(s, attr), 1) for attr in ("dur", "host_busy_us", "device_busy_us")
+            ]
+            cells += [str(s.kernels), str(s.launches)]
+            rows.append(cells)
+    headers = ["#", "run", "step", "time", "host busy", "device busy", "kernels", "launches"]
     return Section(
         "Steps side by side", headers=headers, rows=rows, more=max(0, len(d.steps) - limit)
     )
@@ -204,7 +205,7 @@ def _more_line(sec: Section) -> str:
     return f"... {sec.more} more rows (--format json lists all)"
 
 
-def to_text(d: TraceDiff, width: int = 140) -> str:
+def to_text(d: TraceDiff, width: int = 100) -> str:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -216,7 +217,9 @@ def to_text(d: TraceDiff, width: int = 140) -> str:
         for line in sec.text:
             console.print(line, markup=False)
         if sec.headers:
-            table = Table(*sec.headers, show_edge=False, header_style="bold")
+            table = Table(show_edge=False, header_style="bold")
+            for header in sec.headers:  # narrow terminals wrap headers instead of cutting them
+                table.add_column(header, overflow="fold")
             for row in sec.rows:
                 table.add_row(*(Text(cell) for cell in row))
             console.print(table)
