@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..rules.base import Evidence
 from ..units import fmt_us
-from .evidence import location, value_suffix
+from .evidence import evidence_line
 from .model import Report
 
 
@@ -61,22 +61,25 @@ def render_markdown(report: Report) -> str:
         out.append("")
     if report.not_checked:
         out += ["## Not checked", ""]
-        for skip in report.not_checked:
-            advice = f" ({_escape(skip.advice)})" if skip.advice else ""
-            out.append(f"- `{skip.id}`: {_escape(skip.reason)}{advice}")
+        for ids, reason, advice in report.skipped_groups():
+            named = ", ".join(f"`{i}`" for i in ids)
+            out.append(
+                f"- {named}: {_escape(reason)}" + (f" ({_escape(advice)})" if advice else "")
+            )
         out.append("")
     return "\n".join(out)
 
 
 def _evidence(e: Evidence) -> str:
+    line = evidence_line(e)
     parts = []
-    if e.name:
-        name = e.name.replace("`", "'")
+    if line.name:
+        name = line.name.replace("`", "'")
         parts.append(f"`{name}`")
-    if where := location(e):
-        parts.append(f"({where})")
-    parts.append(_escape(e.text + value_suffix(e)))
-    return " ".join(parts)
+    parts.append(_escape(line.text))
+    if line.where:
+        parts.append(f"({line.where})")
+    return " ".join(p for p in parts if p)
 
 
 def _escape(text: str) -> str:

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ..rules.base import Evidence, Finding
 from ..units import fmt_us
-from .evidence import location, value_suffix
+from .evidence import evidence_line
 from .model import Report
 
 #: Steps listed before the table is cut (outliers are always listed).
@@ -162,30 +162,23 @@ def _finding(number: int, f: Finding, per: str) -> Group:
 
 
 def _evidence(e: Evidence) -> Text:
+    line = evidence_line(e)
     text = Text()
-    if e.name:
-        text.append(short_name(e.name), style="bold")
-        text.append(" ")
-    if where := location(e):
-        text.append(f"({where}) ", style="dim")
-    text.append(e.text + value_suffix(e))
+    if line.name:
+        text.append(line.name, style="bold")
+        text.append(": ")
+    text.append(line.text)
+    if line.where:
+        text.append(f" ({line.where})", style="dim")
     return text
-
-
-def short_name(name: str, limit: int = 90) -> str:
-    """Kernel names without their C++ argument list, cut to `limit` (JSON keeps them whole)."""
-    cut = name.find("(", 1)
-    if name.endswith(")") and cut > 0 and name[cut - 1] != " ":  # a C++ signature
-        name = name[:cut]
-    return name if len(name) <= limit else name[: limit - 3] + "..."
 
 
 def _not_checked(report: Report) -> Group:
     parts = [Text("Not checked", style="bold")]
-    for skip in report.not_checked:
-        line = Text(skip.id, style="bold")
-        line.append(f": {skip.reason}")
-        if skip.advice:
-            line.append(f"; {skip.advice}", style="dim")
+    for ids, reason, advice in report.skipped_groups():
+        line = Text(", ".join(ids), style="bold")
+        line.append(f": {reason}")
+        if advice:
+            line.append(f"; {advice}", style="dim")
         parts.append(Padding(_hanging("-", line), (0, 0, 0, 2)))
     return Group(*parts)

@@ -17,6 +17,7 @@ from ..analysis.dispatch import instances, op_work
 from ..analysis.fusion import elementwise_chains
 from ..analysis.stepmap import mean_step_us, step_count, step_numbers, step_or_none
 from ..analysis.steps import step_stats
+from ..units import fmt_us
 from .base import Evidence, Finding, rule
 from .requires import need_kernels
 
@@ -57,7 +58,7 @@ def compiled_region(ctx) -> list[Finding]:
         evidence.append(
             Evidence(
                 f"{_step_label(step)}: {len(members)} region call(s) of {', '.join(distinct)}, "
-                f"{cpu:.1f} us CPU including guard checks",
+                f"{fmt_us(cpu, 1)} CPU including guard checks",
                 name=trace.name(members[0].index),
                 ts_us=trace.rel(members[0].ts),
                 dur_us=members[0].dur,
@@ -82,7 +83,7 @@ def compiled_region(ctx) -> list[Finding]:
         evidence.append(
             Evidence(
                 f"{len(backward)} CompiledFunctionBackward call(s): the compiled backward graph, "
-                f"{float(trace.dur[backward].sum()):.1f} us CPU",
+                f"{fmt_us(float(trace.dur[backward].sum()), 1)} CPU",
                 name="CompiledFunctionBackward",
                 ts_us=trace.rel(trace.ts[first]),
                 dur_us=float(trace.dur[first]),
@@ -130,7 +131,7 @@ def _compiled_function_only(trace, forward, backward) -> Finding:
             first = int(idx[0])
             evidence.append(
                 Evidence(
-                    f"{len(idx)} {name} call(s), {float(trace.dur[idx].sum()):.1f} us CPU",
+                    f"{len(idx)} {name} call(s), {fmt_us(float(trace.dur[idx].sum()), 1)} CPU",
                     name=name,
                     ts_us=trace.rel(trace.ts[first]),
                     dur_us=float(trace.dur[first]),
@@ -212,7 +213,7 @@ def graph_break(ctx) -> list[Finding]:
             evidence.append(
                 Evidence(
                     f"break between {a.label} and {b.label}{inside}: eager code ran in between "
-                    f"for {max(b.ts - lo, 0.0):.1f} us ({what})",
+                    f"for {fmt_us(max(b.ts - lo, 0.0), 1)} ({what})",
                     name=trace.name(b.index),
                     ts_us=trace.rel(lo),
                     dur_us=max(b.ts - lo, 0.0),
@@ -389,7 +390,7 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
     per_step = float(np.median([r[2] for r in rows]))
     evidence = [
         Evidence(
-            f"{len(lookups)} TorchDynamo Cache Lookup(s), median {per_call:.1f} us each",
+            f"{len(lookups)} TorchDynamo Cache Lookup(s), median {fmt_us(per_call, 1)} each",
             name="TorchDynamo Cache Lookup",
             ts_us=trace.rel(trace.ts[lookups[0]]) if len(lookups) else None,
             dur_us=float(trace.dur[lookups[0]]) if len(lookups) else None,
@@ -400,7 +401,7 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
     for st, n, guard in rows[:5]:
         evidence.append(
             Evidence(
-                f"{_step_label(st.number)}: {n} lookup(s) + prologue = {guard:.1f} us, "
+                f"{_step_label(st.number)}: {n} lookup(s) + prologue = {fmt_us(guard, 1)}, "
                 f"{guard / st.host_busy_us:.0%} of host busy time "
                 f"(threshold {ctx.threshold('share'):.0%})",
                 ts_us=trace.rel(st.start),
@@ -414,8 +415,10 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
         Finding(
             id="dynamo-guard-cost",
             severity="info" if hidden else "warn",
-            title=f"Dynamo guard checks cost {per_step:.1f} us per step ({share:.0%} of host time, "
-            "median step)",
+            title=(
+                f"Dynamo guard checks cost {fmt_us(per_step, 1)} per step ({share:.0%} of host "
+                "time, median step)"
+            ),
             explanation=(
                 "Every call of a compiled function first runs Dynamo's guards ('TorchDynamo Cache "
                 "Lookup': are shapes, dtypes and globals what the graph assumed?) and "
@@ -471,14 +474,15 @@ def compile_cpu_tax(ctx) -> list[Finding]:
     c0 = max(calls, key=lambda c: c.wrapper_us)
     evidence = [
         Evidence(
-            f"{len(calls)} region call(s): wrapper {wrapper:.1f} us vs ops {ops:.1f} us CPU "
+            f"{len(calls)} region call(s): wrapper {fmt_us(wrapper, 1)} vs ops {fmt_us(ops, 1)} "
+            "CPU "
             f"(ratio {ratio:.2f}, threshold {ctx.threshold('ratio'):.2f})",
             value=ratio,
         ),
         Evidence(
-            f"largest: region {c0.label}, guard check {c0.lookup_us:.1f} us + "
-            f"region {c0.dur:.1f} us "
-            f"of which the graph's ops take {c0.ops_us:.1f} us",
+            f"largest: region {c0.label}, guard check {fmt_us(c0.lookup_us, 1)} + "
+            f"region {fmt_us(c0.dur, 1)} "
+            f"of which the graph's ops take {fmt_us(c0.ops_us, 1)}",
             name=trace.name(c0.index),
             ts_us=trace.rel(c0.ts),
             dur_us=c0.dur,
@@ -490,8 +494,8 @@ def compile_cpu_tax(ctx) -> list[Finding]:
     if trace.has_device:
         evidence.append(
             Evidence(
-                f"device time launched from the regions: {device:.1f} us "
-                f"vs {host:.1f} us of host time",
+                f"device time launched from the regions: {fmt_us(device, 1)} "
+                f"vs {fmt_us(host, 1)} of host time",
                 value=device,
                 unit="us",
             )
@@ -503,7 +507,10 @@ def compile_cpu_tax(ctx) -> list[Finding]:
             title=(
                 f"the torch.compile wrapper costs {ratio:.1f}x the CPU time of the ops it runs"
                 if np.isfinite(ratio)
-                else f"the torch.compile wrapper costs {wrapper:.1f} us CPU around no measured ops"
+                else (
+                    f"the torch.compile wrapper costs {fmt_us(wrapper, 1)} CPU around no "
+                    "measured ops"
+                )
             ),
             explanation=(
                 "A compiled region runs a stack of wrappers (guard check, Dynamo's bytecode, "
@@ -552,7 +559,7 @@ def compilation_in_window(ctx) -> list[Finding]:
         evidence.append(
             Evidence(
                 f"{trace.name(i)}{f' (compile_id {cid})' if cid else ''}: "
-                f"{trace.dur[i] / 1000:.1f} ms",
+                f"{fmt_us(trace.dur[i], 1)}",
                 name=trace.name(i),
                 ts_us=trace.rel(trace.ts[i]),
                 dur_us=float(trace.dur[i]),
@@ -566,7 +573,7 @@ def compilation_in_window(ctx) -> list[Finding]:
         Finding(
             id="compilation-in-window",
             severity="critical" if total > 0.5 * span else "warn",
-            title=f"torch.compile compiled inside the profiled window ({total / 1000:.1f} ms, "
+            title=f"torch.compile compiled inside the profiled window ({fmt_us(total, 1)}, "
             f"{total / span:.0%} of the trace)",
             explanation=(
                 "The first call of a compiled function (and every recompile) traces it with "
@@ -631,8 +638,8 @@ def fusion_opportunity(ctx) -> list[Finding]:
         first = members[0][0]
         evidence.append(
             Evidence(
-                f"{_pattern(pattern)}: {len(members)} time(s), {device:.1f} us of device time "
-                f"in {sum(len(r) for r in members)} kernels (fused: ~{saving:.1f} us less)",
+                f"{_pattern(pattern)}: {len(members)} time(s), {fmt_us(device, 1)} of device time "
+                f"in {sum(len(r) for r in members)} kernels (fused: ~{fmt_us(saving, 1)} less)",
                 name=trace.name(first),
                 ts_us=trace.rel(trace.ts[first]),
                 dur_us=float(trace.dur[members[0]].sum()),
@@ -649,7 +656,7 @@ def fusion_opportunity(ctx) -> list[Finding]:
             severity="warn",
             title=f"{sum(len(r[2]) for r in rows)} chain(s) of eager elementwise kernels could be "
             "fused "
-            f"(~{per_step:.0f} us per step)",
+            f"(~{fmt_us(per_step, 0)} per step)",
             explanation=(
                 "These elementwise kernels run back to back, each launched by its own op: the "
                 "first writes its whole result to device memory and the next reads it back. A "

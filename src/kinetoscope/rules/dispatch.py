@@ -20,6 +20,7 @@ from ..analysis.kernel_names import decode
 from ..analysis.stepmap import device_steps, step_count, step_numbers, step_or_none
 from ..analysis.steps import step_stats
 from ..trace import Cat
+from ..units import fmt_us
 from .base import Evidence, Finding, NotChecked, rule
 from .requires import NO_LINKS, need_kernels
 
@@ -49,7 +50,7 @@ def dispatch_chain(ctx) -> list[Finding]:
         pick = int(linked[np.argmax(trace.dur[linked])])
         evidence.append(
             Evidence(
-                f"{chain_text(trace, pick)}  [{device_us:.1f} us in {calls} calls, "
+                f"{chain_text(trace, pick)}  [{fmt_us(device_us, 1)} in {calls} calls, "
                 f"{device_us / total:.0%} of device time]",
                 name=trace.name(pick),
                 ts_us=trace.rel(trace.ts[pick]),
@@ -126,11 +127,12 @@ def matmul_dispatch(ctx) -> list[Finding]:
         extra = ", ".join(f"{n} x{c / len(idx):.1g}" for n, c in extras[branch].most_common(4))
         evidence.append(
             Evidence(
-                f"aten::matmul -> {branch}: {len(idx)} calls, {trace.dur[idx].mean():.1f} us CPU "
+                f"aten::matmul -> {branch}: {len(idx)} calls, {fmt_us(trace.dur[idx].mean(), 1)} "
+                "CPU "
                 "per call"
                 + (
                     f", {work.launches[idx].mean():.1f} launches and "
-                    f"{work.device_us[idx].mean():.1f} us device per call"
+                    f"{fmt_us(work.device_us[idx].mean(), 1)} device per call"
                     if trace.has_device
                     else ""
                 )
@@ -212,9 +214,9 @@ def addmm_epilogue(ctx) -> list[Finding]:
                 Evidence(
                     f"{trace.name(mm)} then {trace.name(a)} "
                     + (
-                        f"({work.device_us[a]:.1f} us of device time in its own kernel)"
+                        f"({fmt_us(work.device_us[a], 1)} of device time in its own kernel)"
                         if on_device
-                        else f"({trace.dur[a]:.1f} us CPU)"
+                        else f"({fmt_us(trace.dur[a], 1)} CPU)"
                     ),
                     name=trace.name(a),
                     ts_us=trace.rel(trace.ts[a]),
@@ -261,7 +263,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
         total = sum(float(trace.dur[x]) for x in launched if decode(trace.name(x)).short == short)
         evidence.append(
             Evidence(
-                f"aten::addmm launched {short} {n} time(s), {total:.1f} us of device time",
+                f"aten::addmm launched {short} {n} time(s), {fmt_us(total, 1)} of device time",
                 name=trace.name(d),
                 ts_us=trace.rel(trace.ts[d]),
                 dur_us=float(trace.dur[d]),
@@ -272,7 +274,8 @@ def addmm_epilogue(ctx) -> list[Finding]:
         )
     evidence.append(
         Evidence(
-            f"{len(addmms)} aten::addmm call(s), {trace.dur[addmms].mean():.1f} us CPU per call",
+            f"{len(addmms)} aten::addmm call(s), {fmt_us(trace.dur[addmms].mean(), 1)} CPU per "
+            "call",
             name="aten::addmm",
             ts_us=trace.rel(trace.ts[first]),
             dur_us=float(trace.dur[first]),
@@ -347,7 +350,7 @@ def metadata_only_ops(ctx) -> list[Finding]:
     for st, n, us in rows[:6]:
         evidence.append(
             Evidence(
-                f"step {st.label}: {n} metadata-only calls, {us:.1f} us CPU "
+                f"step {st.label}: {n} metadata-only calls, {fmt_us(us, 1)} CPU "
                 f"({us / st.host_busy_us:.0%} of host busy time)",
                 name=f"ProfilerStep#{st.number}" if st.number is not None else None,
                 ts_us=trace.rel(st.start),
@@ -362,7 +365,8 @@ def metadata_only_ops(ctx) -> list[Finding]:
             id="metadata-only-ops",
             severity="info",
             title=(
-                f"{per_step_n:.0f} metadata-only op calls per step cost {per_step_us:.1f} us CPU "
+                f"{per_step_n:.0f} metadata-only op calls per step cost {fmt_us(per_step_us, 1)} "
+                "CPU "
                 f"({share:.0%} of host time)"
             ),
             explanation=(

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..analysis.gpu_lane import device_time_by_name
 from ..analysis.kernel_names import decode
+from ..units import fmt_us
 from .base import Evidence, Finding, rule
 from .requires import need_kernels
 
@@ -27,7 +28,7 @@ def kernel_name(ctx) -> list[Finding]:
         first = int(inst[0])
         evidence.append(
             Evidence(
-                f"{k.short}: {k.describe()} -- {device_us:.1f} us in {calls} call(s) "
+                f"{k.short}: {k.describe()} -- {fmt_us(device_us, 1)} in {calls} call(s) "
                 f"({device_us / total:.0%} of kernel time)",
                 name=trace.names[nid],
                 ts_us=trace.rel(trace.ts[first]),
