@@ -63,3 +63,18 @@ def test_not_checked_rules_with_one_reason_share_a_line_in_text_but_not_in_json(
     assert ", ".join(f"`{i}`" for i in no_device) in md
     listed = [s["id"] for s in json.loads(report.to_json())["not_checked"]]
     assert set(no_device) <= set(listed) and len(listed) == len(set(listed))
+
+
+def test_a_host_only_report_prints_no_device_numbers_and_one_window():
+    report = kinetoscope.explain(corpus(CPU))
+    text = render_text(report)
+    steps = text[text.index("Steps") : text.index("Findings")]
+    assert "0.000 us" not in steps and "device busy 0.0%" not in steps
+    assert "window 210.109 ms (1 step)" in text
+    # every total in the findings is the active window's (one 210 ms step), not the
+    # whole 1.3 s recording: gloo:all_reduce's 343.681 ms self CPU summed over 2 threads
+    findings = text[text.index("Findings") : text.index("Not checked")]
+    assert "343.681 ms in the active window, summed over 2 threads" in findings
+    assert "343.681 ms of 553.790 ms in the active window" in findings
+    assert "2.135 s" not in text  # the whole-trace total the table reported before
+    assert "| #551 |" in render_markdown(report) and "1 step," in render_markdown(report)

@@ -6,10 +6,11 @@ from ..rules.base import Evidence
 from ..units import fmt_us
 from .evidence import evidence_line
 from .model import Report
+from .phrases import device_cell, step_counts, steps_line
 
 
 def render_markdown(report: Report) -> str:
-    t, v, m = report.trace, report.verdict, report.metrics
+    t, v = report.trace, report.verdict
     out = [f"# kinetoscope: `{t.path}`", ""]
     devices = ", ".join(sorted({d["name"] for d in t.devices if d.get("name")})) or "none listed"
     versions = ", ".join(f"{k} {val}" for k, val in t.versions.items()) or "not recorded"
@@ -17,7 +18,7 @@ def render_markdown(report: Report) -> str:
         f"- **Devices**: {devices}",
         f"- **Versions**: {versions}",
         f"- **Window**: {fmt_us(t.window['dur_us'])} from +{fmt_us(t.window['start_us'])}, "
-        f"{int(t.window['steps'])} steps, {t.events} events",
+        f"{step_counts(report)}, {t.events} events",
         "",
         f"**Verdict: {v.regime}**: {v.summary.split(': ', 1)[-1]}",
         "",
@@ -30,14 +31,12 @@ def render_markdown(report: Report) -> str:
         flag = f"outlier: {row.outlier}" if row.outlier else ""
         out.append(
             f"| {row.label} | +{fmt_us(row.start_us)} | {fmt_us(row.dur_us)} | "
-            f"{fmt_us(row.host_busy_us)} | {fmt_us(row.device_busy_us)} | {row.kernels} | "
+            f"{fmt_us(row.host_busy_us)} | {device_cell(report, row)} | {row.kernels} | "
             f"{row.launches} | {flag} |"
         )
     out += [
         "",
-        f"Median step {fmt_us(m['step_time_us'])}; {m['kernels_per_step']:g} kernels and "
-        f"{m['launches_per_step']:g} launches per step; device busy "
-        f"{m['device_busy_ratio'] * 100:.1f}% of the window.",
+        steps_line(report).capitalize() + ".",
         "",
         "## Findings",
         "",

@@ -17,6 +17,7 @@ from ..rules.base import Evidence, Finding
 from ..units import fmt_us
 from .evidence import evidence_line
 from .model import Report
+from .phrases import device_cell, step_counts, steps_line
 
 #: Steps listed before the table is cut (outliers are always listed).
 MAX_STEP_ROWS = 12
@@ -76,11 +77,9 @@ def _header(report: Report) -> Table:
     )
     if t.rank is not None:
         run.append(f"rank {t.rank}")
-    steps = int(t.window["steps"])
-    span = f"{steps} step{'s' if steps != 1 else ''}" if steps else "whole trace, no ProfilerStep"
     window = (
-        f"window {fmt_us(t.window['dur_us'])} ({span}) from +{fmt_us(t.window['start_us'])}, "
-        f"{t.events} events"
+        f"window {fmt_us(t.window['dur_us'])} ({step_counts(report)}) "
+        f"from +{fmt_us(t.window['start_us'])}, {t.events} events"
     )
     lines: list[Text | str] = [Text(t.path), Text(" | ".join(run), style="dim")]
     lines.append(Text(window, style="dim"))
@@ -115,7 +114,7 @@ def _steps(report: Report) -> Group:
             f"+{fmt_us(row.start_us)}",
             fmt_us(row.dur_us),
             fmt_us(row.host_busy_us),
-            fmt_us(row.device_busy_us),
+            device_cell(report, row),
             str(row.kernels),
             str(row.launches),
             flag,
@@ -123,15 +122,7 @@ def _steps(report: Report) -> Group:
     parts = [title, table]
     if len(shown) < len(rows):
         parts.append(Text(f"... {len(rows) - len(shown)} more steps (see --format json)"))
-    m = report.metrics
-    parts.append(
-        Text(
-            f"median step {fmt_us(m['step_time_us'])}, "
-            f"{m['kernels_per_step']:g} kernels and {m['launches_per_step']:g} launches per step; "
-            f"device busy {m['device_busy_ratio'] * 100:.1f}% of the window",
-            style="dim",
-        )
-    )
+    parts.append(Text(steps_line(report), style="dim"))
     return Group(*parts)
 
 
