@@ -15,26 +15,13 @@ from kinetoscope.rules.engine import run_rules
 from kinetoscope.trace import load
 
 from .conftest import corpus
+from .torch_traces import profile_steps
 
 torch = pytest.importorskip("torch")
 
 XDIT = "gpu/tracelens_xdit_flux.1_aiter_sage__profile_trace_rank_0.json.gz"
 SMALL = "gpu/tracelens_torch_compile_triton__trace.json.gz"
 B200 = "gpu/tracelens_b200__eager_trace.json.gz"
-
-
-def _profile(path, fn, steps, warmup=0):
-    from torch.profiler import ProfilerActivity, profile, schedule
-
-    with profile(
-        activities=[ProfilerActivity.CPU],
-        schedule=schedule(wait=0, warmup=warmup, active=steps, repeat=1),
-        on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
-    ) as prof:
-        for i in range(warmup + steps):
-            fn(i)
-            prof.step()
-    return load(path)
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +36,9 @@ def compiled(tmp_path_factory):
 
     cold_fn = torch.compile(with_break, backend="aot_eager")
     # not warmed up: compiles in step 0, recompiles when the shape changes in step 2
-    cold = _profile(base / "cold.json", lambda i: cold_fn(torch.randn(16 if i < 2 else 24, 8)), 4)
+    cold = profile_steps(
+        base / "cold.json", lambda i: cold_fn(torch.randn(16 if i < 2 else 24, 8)), 4
+    )
 
     def small(x):
         return torch.nn.functional.gelu(x) * 2
@@ -58,7 +47,7 @@ def compiled(tmp_path_factory):
     x = torch.randn(8, 8)
     for _ in range(3):
         warm_fn(x)
-    warm = _profile(base / "warm.json", lambda i: warm_fn(x), 3, warmup=1)
+    warm = profile_steps(base / "warm.json", lambda i: warm_fn(x), 3, warmup=1)
 
     def loss(x):
         return (x.sin() * 2).sum()
@@ -66,7 +55,7 @@ def compiled(tmp_path_factory):
     grad_fn = torch.compile(loss, backend="aot_eager")
     xg = torch.randn(8, 8, requires_grad=True)
     grad_fn(xg).backward()
-    grad = _profile(base / "grad.json", lambda i: grad_fn(xg).backward(), 2)
+    grad = profile_steps(base / "grad.json", lambda i: grad_fn(xg).backward(), 2)
     torch._dynamo.reset()
     return {"cold": cold, "warm": warm, "grad": grad}
 

@@ -49,3 +49,8 @@ def table_time(us: float) -> str:
 def table_percent(part: float, whole: float) -> str:
     """`12.34%` of `whole`, `0.00%` when the whole is empty, as the profiler table prints it."""
     return f"{100.0 * part / whole:.2f}%" if whole else "0.00%"
+
+
+def count(n: int, noun: str) -> str:
+    """`1 call`, `3 calls`: a count with its noun, singular or plural (regular nouns)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -15,10 +15,16 @@ from ..analysis.compile import (
 )
 from ..analysis.dispatch import instances, op_work
 from ..analysis.fusion import elementwise_chains
-from ..analysis.stepmap import mean_step_us, step_count, step_numbers, step_or_none
-from ..analysis.steps import step_stats
+from ..analysis.stepmap import (
+    host_cost_by_step,
+    mean_step_us,
+    step_count,
+    step_numbers,
+    step_or_none,
+)
 from ..units import fmt_us
 from .base import Evidence, Finding, rule
+from .impact import host_cost_hidden
 from .requires import need_kernels
 
 
@@ -367,19 +373,14 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
     calls = _regions(ctx)
     if not len(lookups) and not calls:
         return []
-    lookup_steps = (
-        step_numbers(trace, trace.ts[lookups]) if trace.steps else np.full(len(lookups), -1)
-    )
+    prologue: dict[int | None, float] = defaultdict(float)
+    for c in calls:
+        prologue[c.step] += c.prologue_us
     rows = []
-    for st in step_stats(trace):
-        key = -1 if st.number is None else st.number
-        sel = lookups[lookup_steps == key]
-        prologue = sum(
-            c.prologue_us for c in calls if (c.step if c.step is not None else -1) == key
-        )
-        guard = float(trace.dur[sel].sum()) + prologue
-        if st.host_busy_us > 0 and (len(sel) or prologue):
-            rows.append((st, len(sel), guard))
+    for cost in host_cost_by_step(trace, lookups):
+        st, extra = cost.step, prologue[cost.step.number]
+        if cost.calls or extra:
+            rows.append((st, cost.calls, cost.us + extra))
     if not rows:
         return []
     # the median step: a step that compiles (seconds) must not hide the steady-state cost
@@ -410,7 +411,7 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
             )
         )
     # the host's time only costs the step when the device waits for it
-    hidden = sum(r[0].device_busy_us for r in rows) >= sum(r[0].host_busy_us for r in rows)
+    hidden = host_cost_hidden(r[0] for r in rows)
     return [
         Finding(
             id="dynamo-guard-cost",

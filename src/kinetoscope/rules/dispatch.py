@@ -15,13 +15,19 @@ from ..analysis.dispatch import (
     metadata_only,
     op_work,
 )
-from ..analysis.gpu_lane import device_time_by_name
+from ..analysis.gpu_lane import kernel_totals
 from ..analysis.kernel_names import decode
-from ..analysis.stepmap import device_steps, step_count, step_numbers, step_or_none
-from ..analysis.steps import step_stats
+from ..analysis.stepmap import (
+    device_steps,
+    host_cost_by_step,
+    step_count,
+    step_numbers,
+    step_or_none,
+)
 from ..trace import Cat
-from ..units import fmt_us
+from ..units import count, fmt_us
 from .base import Evidence, Finding, NotChecked, rule
+from .impact import host_cost_hidden
 from .requires import NO_LINKS, need_kernels
 
 CPU_OP = int(Cat.CPU_OP)
@@ -39,24 +45,22 @@ def dispatch_chain(ctx) -> list[Finding]:
     need_kernels(trace)
     if not (trace.launch_of[trace.kernels] >= 0).any():
         raise NotChecked(*NO_LINKS)
-    top = device_time_by_name(trace)[: int(ctx.threshold("top"))]
-    total = float(trace.dur[trace.kernels].sum())
+    rows, total = kernel_totals(trace)
     evidence = []
-    for nid, device_us, calls in top:
-        inst = trace.kernels[trace.name_id[trace.kernels] == nid]
-        linked = inst[trace.launch_of[inst] >= 0]
+    for row in rows[: int(ctx.threshold("top"))]:
+        linked = row.instances[trace.launch_of[row.instances] >= 0]
         if not len(linked):
             continue
         pick = int(linked[np.argmax(trace.dur[linked])])
         evidence.append(
             Evidence(
-                f"{chain_text(trace, pick)}  [{fmt_us(device_us, 1)} in {calls} calls, "
-                f"{device_us / total:.0%} of device time]",
+                f"{chain_text(trace, pick)}  [{fmt_us(row.device_us, 1)} in "
+                f"{count(row.calls, 'call')}, {row.device_us / total:.0%} of kernel time]",
                 name=trace.name(pick),
                 ts_us=trace.rel(trace.ts[pick]),
                 dur_us=float(trace.dur[pick]),
                 step=step_or_none(int(device_steps(trace, np.array([pick]))[0])),
-                value=device_us,
+                value=row.device_us,
                 unit="us",
             )
         )
@@ -322,23 +326,15 @@ def metadata_only_ops(ctx) -> list[Finding]:
     pure = metadata_only(trace)
     if not len(pure):
         return []
-    stats = step_stats(trace)
-    steps = step_numbers(trace, trace.ts[pure]) if trace.steps else np.full(len(pure), -1)
-    rows = []
-    for st in stats:
-        key = -1 if st.number is None else st.number
-        sel = pure[steps == key]
-        if st.host_busy_us <= 0:
-            continue
-        rows.append((st, len(sel), float(trace.dur[sel].sum())))
+    rows = host_cost_by_step(trace, pure)
     if not rows:
         return []
-    share = sum(r[2] for r in rows) / sum(r[0].host_busy_us for r in rows)
-    per_step_us = sum(r[2] for r in rows) / len(rows)
-    per_step_n = sum(r[1] for r in rows) / len(rows)
+    share = sum(r.us for r in rows) / sum(r.step.host_busy_us for r in rows)
+    per_step_us = sum(r.us for r in rows) / len(rows)
+    per_step_n = sum(r.calls for r in rows) / len(rows)
     if share < ctx.threshold("min_share"):
         return []
-    hidden = sum(r[0].device_busy_us for r in rows) >= sum(r[0].host_busy_us for r in rows)
+    hidden = host_cost_hidden(r.step for r in rows)
     names = Counter(trace.name(i) for i in pure.tolist())
     evidence = [
         Evidence(
@@ -347,7 +343,8 @@ def metadata_only_ops(ctx) -> list[Finding]:
             unit="calls",
         )
     ]
-    for st, n, us in rows[:6]:
+    for r in rows[:6]:
+        st, n, us = r.step, r.calls, r.us
         evidence.append(
             Evidence(
                 f"step {st.label}: {n} metadata-only calls, {fmt_us(us, 1)} CPU "
@@ -366,8 +363,7 @@ def metadata_only_ops(ctx) -> list[Finding]:
             severity="info",
             title=(
                 f"{per_step_n:.0f} metadata-only op calls per step cost {fmt_us(per_step_us, 1)} "
-                "CPU "
-                f"({share:.0%} of host time)"
+                f"CPU ({share:.0%} of host time)"
             ),
             explanation=(
                 "aten::t, transpose, view, reshape, as_strided, expand and friends only rewrite a "

@@ -13,6 +13,7 @@ from collections import Counter
 
 import numpy as np
 
+from ..analysis.stepmap import step_count
 from ..analysis.table import KeyAverages, TableRow, window_key_averages
 from ..analysis.window import in_window
 from ..trace import Cat, Trace
@@ -36,10 +37,6 @@ def _op_names(trace: Trace) -> set[str]:
 def _work_names(trace: Trace) -> set[str]:
     """Names of device work (kernels, copies, memsets), not the device copies of annotations."""
     return {trace.names[i] for i in np.unique(trace.name_id[trace.device_work])}
-
-
-def _steps(trace: Trace) -> int:
-    return max(len(trace.steps), 1)
 
 
 @rule(
@@ -128,7 +125,7 @@ def call_count(ctx) -> list[Finding]:
     if not hot:
         return []
     hot.sort(key=lambda r: -r.self_cpu_us)
-    steps = _steps(trace)
+    steps = step_count(trace)
     top = hot[0]
 
     def per_step(calls: int) -> str:
@@ -178,7 +175,7 @@ def _host_per_step(ctx) -> float:
     from ..analysis.metrics import trace_metrics
 
     m = ctx.analysis(trace_metrics)
-    return m["host_time_us"] / _steps(ctx.trace)
+    return m["host_time_us"] / step_count(ctx.trace)
 
 
 @rule(

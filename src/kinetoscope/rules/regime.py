@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis.metrics import trace_metrics
+from ..analysis.stepmap import step_count
 from ..analysis.steps import host_activity_mask, step_stats
 from ..analysis.table import window_key_averages
 from ..analysis.window import (
@@ -90,7 +91,7 @@ def classify(trace: Trace, config: dict | None = None) -> RegimeCall:
     else:
         regime = "mixed"
     return RegimeCall(
-        regime, host, device, ratio, window, max(1, m["steps"]), low, high, device_label(trace)
+        regime, host, device, ratio, window, step_count(trace), low, high, device_label(trace)
     )
 
 
