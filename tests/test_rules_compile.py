@@ -225,4 +225,16 @@ def test_fusion_chains_skip_fills_and_collapse_repeats():
     trace = load(corpus("gpu/param_linear_train_2080ti.json.gz"))
     (f,) = _findings(trace, "fusion-opportunity")
     assert all("fill_" not in e.text for e in f.evidence)
-    assert f.evidence[0].text.startswith("aten::add_ x2 -> aten::threshold_backward: 780 time(s)")
+    assert f.evidence[0].text.startswith("aten::add_ x2 -> aten::threshold_backward: 780 times")
+
+
+def test_fusion_patterns_collapse_repeats_and_stay_short():
+    from kinetoscope.rules.compile import _pattern
+
+    assert _pattern(("aten::add_", "aten::add_", "aten::gelu")) == "aten::add_ x2 -> aten::gelu"
+    # an optimizer's elementwise chain (resnet50_dataloader_workers0: 481 ops) reads as one line
+    chain = ("aten::add_",) + ("aten::mul_", "aten::add_", "aten::add_") * 160
+    assert _pattern(chain) == "(aten::add_ -> aten::mul_ -> aten::add_) x160 -> aten::add_"
+    assert (
+        _pattern(tuple("abcdefghijk")) == "a -> b -> c -> d -> e -> f -> g -> ... (11 ops in all)"
+    )

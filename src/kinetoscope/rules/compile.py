@@ -22,7 +22,7 @@ from ..analysis.stepmap import (
     step_numbers,
     step_or_none,
 )
-from ..units import fmt_us
+from ..units import count, fmt_us
 from .base import Evidence, Finding, rule
 from .impact import host_cost_hidden
 from .requires import need_kernels
@@ -63,7 +63,8 @@ def compiled_region(ctx) -> list[Finding]:
         cpu = sum(c.dur - c.nested_us + c.lookup_us for c in members)  # nested counted once
         evidence.append(
             Evidence(
-                f"{_step_label(step)}: {len(members)} region call(s) of {', '.join(distinct)}, "
+                f"{_step_label(step)}: {count(len(members), 'region call')} of "
+                f"{', '.join(distinct)}, "
                 f"{fmt_us(cpu, 1)} CPU including guard checks",
                 name=trace.name(members[0].index),
                 ts_us=trace.rel(members[0].ts),
@@ -105,7 +106,8 @@ def compiled_region(ctx) -> list[Finding]:
             id="compiled-region",
             severity="info",
             title=(
-                f"{len(calls)} torch.compile region call(s), {len(labels)} distinct region(s) "
+                f"{len(calls)} torch.compile region call(s), "
+                f"{count(len(labels), 'distinct region')} "
                 f"({', '.join(labels)})"
             ),
             explanation=(
@@ -115,7 +117,10 @@ def compiled_region(ctx) -> list[Finding]:
                 + (
                     " Several compiled frames in one step usually mean graph breaks."
                     if distinct_max > 1
-                    else f" At most {most} call(s) of one region per step: no sign of graph breaks."
+                    else (
+                        f" At most {count(most, 'call')} of one region per step: no sign of "
+                        "graph breaks."
+                    )
                 )
             ),
             suggestion=(
@@ -137,7 +142,8 @@ def _compiled_function_only(trace, forward, backward) -> Finding:
             first = int(idx[0])
             evidence.append(
                 Evidence(
-                    f"{len(idx)} {name} call(s), {fmt_us(float(trace.dur[idx].sum()), 1)} CPU",
+                    f"{count(len(idx), name + ' call')}, "
+                    f"{fmt_us(float(trace.dur[idx].sum()), 1)} CPU",
                     name=name,
                     ts_us=trace.rel(trace.ts[first]),
                     dur_us=float(trace.dur[first]),
@@ -336,9 +342,9 @@ def recompile(ctx) -> list[Finding]:
             id="recompile",
             severity="warn" if changed else "info",
             title=(
-                f"{len(changed)} compiled frame(s) recompiled inside the window"
+                f"{count(len(changed), 'compiled frame')} recompiled inside the window"
                 if changed
-                else f"{len(earlier)} compiled frame(s) were recompiled before the window"
+                else f"{count(len(earlier), 'compiled frame')} recompiled before the window"
             ),
             explanation=(
                 "Dynamo guards each compiled graph on what it assumed (shapes, dtypes, Python "
@@ -402,7 +408,7 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
     for st, n, guard in rows[:5]:
         evidence.append(
             Evidence(
-                f"{_step_label(st.number)}: {n} lookup(s) + prologue = {fmt_us(guard, 1)}, "
+                f"{_step_label(st.number)}: {count(n, 'lookup')} + prologue = {fmt_us(guard, 1)}, "
                 f"{guard / st.host_busy_us:.0%} of host busy time "
                 f"(threshold {ctx.threshold('share'):.0%})",
                 ts_us=trace.rel(st.start),
@@ -475,7 +481,8 @@ def compile_cpu_tax(ctx) -> list[Finding]:
     c0 = max(calls, key=lambda c: c.wrapper_us)
     evidence = [
         Evidence(
-            f"{len(calls)} region call(s): wrapper {fmt_us(wrapper, 1)} vs ops {fmt_us(ops, 1)} "
+            f"{count(len(calls), 'region call')}: wrapper {fmt_us(wrapper, 1)} vs ops "
+            f"{fmt_us(ops, 1)} "
             "CPU "
             f"(ratio {ratio:.2f}, threshold {ctx.threshold('ratio'):.2f})",
             value=ratio,
@@ -597,15 +604,33 @@ def compilation_in_window(ctx) -> list[Finding]:
     ]
 
 
+#: Longest repeated block `_pattern` looks for, and how many parts it prints.
+_PATTERN_BLOCK, _PATTERN_PARTS = 8, 8
+
+
 def _pattern(names: tuple[str, ...]) -> str:
-    """`aten::add_ x2 -> aten::threshold_backward`: repeated neighbours collapsed."""
-    parts: list[list] = []
-    for n in names:
-        if parts and parts[-1][0] == n:
-            parts[-1][1] += 1
-        else:
-            parts.append([n, 1])
-    return " -> ".join(n if c == 1 else f"{n} x{c}" for n, c in parts)
+    """`aten::add_ x2 -> aten::threshold_backward`: repeats collapsed, so an optimizer's
+    `(aten::add_ -> aten::mul_ -> aten::add_) x161` reads as one line; at most
+    `_PATTERN_PARTS` parts, then how many ops the chain has in all."""
+    parts: list[str] = []
+    i = 0
+    while i < len(names):
+        best_k, best_r = 1, 1
+        for k in range(1, _PATTERN_BLOCK + 1):
+            block, r = names[i : i + k], 1
+            while names[i + r * k : i + (r + 1) * k] == block:
+                r += 1
+            if r > 1 and k * r > best_k * best_r:
+                best_k, best_r = k, r
+        block = names[i : i + best_k]
+        text = " -> ".join(block)
+        parts.append(
+            text if best_r == 1 else f"({text}) x{best_r}" if best_k > 1 else f"{text} x{best_r}"
+        )
+        i += best_k * best_r
+    if len(parts) > _PATTERN_PARTS:
+        parts = parts[: _PATTERN_PARTS - 1] + [f"... ({len(names)} ops in all)"]
+    return " -> ".join(parts)
 
 
 @rule(
@@ -639,7 +664,8 @@ def fusion_opportunity(ctx) -> list[Finding]:
         first = members[0][0]
         evidence.append(
             Evidence(
-                f"{_pattern(pattern)}: {len(members)} time(s), {fmt_us(device, 1)} of device time "
+                f"{_pattern(pattern)}: {count(len(members), 'time')}, {fmt_us(device, 1)} of "
+                "device time "
                 f"in {sum(len(r) for r in members)} kernels (fused: ~{fmt_us(saving, 1)} less)",
                 name=trace.name(first),
                 ts_us=trace.rel(trace.ts[first]),
@@ -655,9 +681,10 @@ def fusion_opportunity(ctx) -> list[Finding]:
         Finding(
             id="fusion-opportunity",
             severity="warn",
-            title=f"{sum(len(r[2]) for r in rows)} chain(s) of eager elementwise kernels could be "
-            "fused "
-            f"(~{fmt_us(per_step, 0)} per step)",
+            title=(
+                f"{count(sum(len(r[2]) for r in rows), 'chain')} of eager elementwise kernels "
+                f"could be fused (~{fmt_us(per_step, 0)} per step)"
+            ),
             explanation=(
                 "These elementwise kernels run back to back, each launched by its own op: the "
                 "first writes its whole result to device memory and the next reads it back. A "

@@ -70,7 +70,7 @@ def dispatch_chain(ctx) -> list[Finding]:
         Finding(
             id="dispatch-chain",
             severity="info",
-            title=f"how the top {len(evidence)} kernel(s) were dispatched",
+            title=f"dispatch chains of the top {count(len(evidence), 'kernel')}",
             explanation=(
                 "Each line follows one kernel back to the code that caused it: the profiler "
                 "step, your record_function annotations, the aten ops the dispatcher chose, and "
@@ -155,14 +155,14 @@ def matmul_dispatch(ctx) -> list[Finding]:
             id="matmul-dispatch",
             severity="info",
             title=(
-                f"aten::matmul dispatched {len(calls)} time(s): "
+                f"aten::matmul dispatched {count(len(calls), 'time')}: "
                 + ", ".join(f"{len(m)} -> {b}" for b, m in branches.items())
             ),
             explanation=(
                 "aten::matmul is a router: 2D inputs go to aten::mm (one GEMM); inputs with "
                 "batch dimensions go to aten::bmm after expand/reshape ops that fold the batch, "
                 "which adds CPU work and sometimes extra runtime calls"
-                + (f" ({batched} call(s) took the batched path here)." if batched else ".")
+                + (f" ({count(batched, 'call')} took the batched path here)." if batched else ".")
             ),
             suggestion=(
                 "For a plain linear layer keep the input 2D (flatten the batch into rows) so it "
@@ -234,7 +234,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
             Finding(
                 id="addmm-epilogue",
                 severity="warn",
-                title=f"{len(pairs)} matmul(s) followed by a separate add: use addmm",
+                title=f"{count(len(pairs), 'matmul')} followed by a separate add: use addmm",
                 explanation=(
                     "A matrix multiply followed by adding a bias runs as two ops: a GEMM, then "
                     "an elementwise add that reads and writes the whole output again. aten::addmm "
@@ -267,7 +267,8 @@ def addmm_epilogue(ctx) -> list[Finding]:
         total = sum(float(trace.dur[x]) for x in launched if decode(trace.name(x)).short == short)
         evidence.append(
             Evidence(
-                f"aten::addmm launched {short} {n} time(s), {fmt_us(total, 1)} of device time",
+                f"aten::addmm launched {short} {count(n, 'time')}, {fmt_us(total, 1)} of device "
+                "time",
                 name=trace.name(d),
                 ts_us=trace.rel(trace.ts[d]),
                 dur_us=float(trace.dur[d]),

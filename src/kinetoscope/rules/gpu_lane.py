@@ -9,7 +9,7 @@ import numpy as np
 from ..analysis.gpu_lane import Gap, buffer_requests, kernel_gaps, kernel_spreads, launch_latency
 from ..analysis.kernel_names import decode
 from ..analysis.stepmap import device_steps, mean_step_us, step_count, step_or_none
-from ..units import fmt_us
+from ..units import count, fmt_us
 from .base import Evidence, Finding, NotChecked, rule
 from .requires import NO_LINKS, need_device
 
@@ -53,7 +53,10 @@ def profiler_buffer_request(ctx) -> list[Finding]:
         Finding(
             id="profiler-buffer-request",
             severity="info",
-            title=f"{len(reqs)} profiler buffer request(s) on the device lane ({fmt_us(total, 0)})",
+            title=(
+                f"{count(len(reqs), 'profiler buffer request')} on the device lane "
+                f"({fmt_us(total, 0)})"
+            ),
             explanation=explanation,
             suggestion=(
                 "Ignore the idle time they cover; profile more active steps (schedule with "
@@ -238,7 +241,8 @@ def kernel_gap(ctx) -> list[Finding]:
     recurring = len(steady)
     if recurring:
         explanation = (
-            f"{len(flagged)} idle gap(s) longer than {fmt_us(min_gap, 0)} and {ratio:.0f}x the "
+            f"{count(len(flagged), 'idle gap')} longer than {fmt_us(min_gap, 0)} and "
+            f"{ratio:.0f}x the "
             "step's "
             f"median gap; {recurring} of them recur between the same two kernels, which points to "
             "a real host stall (a sync, a data wait, Python work) that starves the device."
@@ -249,7 +253,8 @@ def kernel_gap(ctx) -> list[Finding]:
         )
     else:
         explanation = (
-            f"{len(flagged)} idle gap(s) longer than {fmt_us(min_gap, 0)} and {ratio:.0f}x the "
+            f"{count(len(flagged), 'idle gap')} longer than {fmt_us(min_gap, 0)} and "
+            f"{ratio:.0f}x the "
             "step's "
             "median gap, each seen once: likely a one-time event such as a profiler buffer "
             "request or a lazy initialization rather than a steady stall."
@@ -261,7 +266,7 @@ def kernel_gap(ctx) -> list[Finding]:
         Finding(
             id="kernel-gap",
             severity="warn" if recurring else "info",
-            title=f"{len(flagged)} long idle gap(s) between kernels ({fmt_us(total, 0)})",
+            title=f"{count(len(flagged), 'long idle gap')} between kernels ({fmt_us(total, 0)})",
             explanation=explanation,
             suggestion=suggestion,
             # only the recurring gaps are a per-step cost; one-time gaps rank below them
@@ -351,7 +356,9 @@ def kernel_variance(ctx) -> list[Finding]:
         Finding(
             id="kernel-variance",
             severity="warn",
-            title=f"{len(hits)} kernel(s) vary across runs (worst max/median {top[3]:.2f})",
+            title=(
+                f"{count(len(hits), 'kernel')} varying across runs (worst max/median {top[3]:.2f})"
+            ),
             explanation=(
                 "The same kernel with the same launch grid does the same work each time, yet "
                 "its duration varies: clocks, thermals, power management or other work sharing "
