@@ -78,3 +78,14 @@ def test_a_host_only_report_prints_no_device_numbers_and_one_window():
     assert "343.681 ms of 553.790 ms in the active window" in findings
     assert "2.135 s" not in text  # the whole-trace total the table reported before
     assert "| #551 |" in render_markdown(report) and "1 step," in render_markdown(report)
+
+
+def test_long_kernel_names_read_as_their_decoded_short_name():
+    # hipBLASLt names run past 90 characters (xdit flux trace); rules write the short form
+    name = (
+        "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT128x192x64_MI16x16x1_SN_LDSB1_AFC1_AG0_"
+        "AFEM1_AFEM1_ASEM1_CLR1_CADS0_DTVA0_DTVB0_EPS0_FDSI0_GRPM1_GRVWA8_GRVWB8_GSUAMB_GLS0"
+    )
+    assert short_name(name) == "Cijk_Alik_Bljk_BBS_MT128x192x64"
+    line = evidence_line(Evidence("Cijk_Alik_Bljk_BBS_MT128x192x64: hipBLASLt, gemm", name=name))
+    assert line.name == "" and line.text.startswith("Cijk_Alik_Bljk_BBS_MT128x192x64: hipBLASLt")

@@ -20,6 +20,10 @@ from ..units import fmt_us
 _TIME_IN_TEXT = re.compile(r"\d(?:\.\d+)?\s?(?:us|ms|s)\b")
 
 
+#: Names longer than this are kernel names (hipBLASLt, CUTLASS, Triton...), not ops.
+_LONG_NAME = 40
+
+
 @dataclass(frozen=True)
 class EvidenceLine:
     """The parts of one evidence line, in reading order: name, text, where."""
@@ -49,10 +53,10 @@ def location(e: Evidence, with_step: bool = True) -> str:
 
 
 def short_name(name: str, limit: int = 90) -> str:
-    """A readable event name: C++ kernel signatures decoded to their short form
-    (`void at::native::(anonymous namespace)::layer_norm<float>(int, ...)` ->
-    `layer_norm`), anything else as recorded; cut to `limit` (JSON keeps it whole)."""
-    if _is_signature(name):
+    """A readable event name: C++ kernel signatures and names longer than `limit` decoded
+    to their short form (`void at::native::(anonymous namespace)::layer_norm<float>(int,
+    ...)` -> `layer_norm`), anything else as recorded; cut to `limit` (JSON keeps it whole)."""
+    if _is_signature(name) or len(name) > limit:
         name = decode(name).short
     return name if len(name) <= limit else name[: limit - 3] + "..."
 
@@ -71,6 +75,8 @@ def evidence_line(e: Evidence) -> EvidenceLine:
     name = ""
     if e.name:
         written = {e.name, short_name(e.name, limit=len(e.name))}
+        if len(e.name) > _LONG_NAME:  # a kernel: rules write its decoded short name
+            written.add(decode(e.name).short)
         name = "" if any(w in text for w in written) else short_name(e.name)
     step_said = e.step is not None and e.name == f"ProfilerStep#{e.step}"
     if e.step is not None:
