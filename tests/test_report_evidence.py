@@ -48,6 +48,8 @@ def test_kernel_signatures_read_as_their_short_name():
     assert short_name(LAYER_NORM) == "vectorized_layer_norm_kernel"
     assert short_name("Memcpy DtoH (Device -> Pinned)") == "Memcpy DtoH (Device -> Pinned)"
     assert short_name("aten::mm") == "aten::mm"
+    nccl = "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"  # mi300 resnet trace
+    assert short_name(nccl) == "ncclDevKernel_Generic"
 
 
 def test_not_checked_rules_with_one_reason_share_a_line_in_text_but_not_in_json():

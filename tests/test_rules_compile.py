@@ -238,3 +238,9 @@ def test_fusion_patterns_collapse_repeats_and_stay_short():
     assert (
         _pattern(tuple("abcdefghijk")) == "a -> b -> c -> d -> e -> f -> g -> ... (11 ops in all)"
     )
+
+
+def test_region_evidence_without_steps_names_no_step():
+    (f,) = _findings(load(corpus(SMALL)), "compiled-region")
+    assert f.evidence[0].text.startswith("1 region call of 0/0, ")
+    assert f.title.startswith("1 torch.compile region call, 1 distinct region")

@@ -62,11 +62,11 @@ def short_name(name: str, limit: int = 90) -> str:
 
 
 def _is_signature(name: str) -> bool:
-    """`void f<T>(args)` or `ns::kernel(args)`: a C++ function, not an op like `Memcpy (x)`."""
+    """`void f<T>(args)` or `kernel(args)`: a C++ function, not an event like `Memcpy (x)`."""
     if name.startswith("void "):
         return True
     cut = name.find("(", 1)
-    return name.endswith(")") and cut > 0 and name[cut - 1] != " " and "::" in name[:cut]
+    return name.endswith(")") and cut > 0 and name[cut - 1] != " "
 
 
 def evidence_line(e: Evidence) -> EvidenceLine:

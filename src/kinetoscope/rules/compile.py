@@ -39,8 +39,9 @@ def _by_step(calls) -> dict[int | None, list]:
     return out
 
 
-def _step_label(step: int | None) -> str:
-    return f"step #{step}" if step is not None else "the trace"
+def _step_prefix(step: int | None) -> str:
+    """`step #3: ` to open an evidence line, nothing in a trace without steps."""
+    return f"step #{step}: " if step is not None else ""
 
 
 @rule("compiled-region", "torch-compile", "Torch-Compiled Region rows: compiled code ran")
@@ -63,7 +64,7 @@ def compiled_region(ctx) -> list[Finding]:
         cpu = sum(c.dur - c.nested_us + c.lookup_us for c in members)  # nested counted once
         evidence.append(
             Evidence(
-                f"{_step_label(step)}: {count(len(members), 'region call')} of "
+                f"{_step_prefix(step)}{count(len(members), 'region call')} of "
                 f"{', '.join(distinct)}, "
                 f"{fmt_us(cpu, 1)} CPU including guard checks",
                 name=trace.name(members[0].index),
@@ -106,7 +107,7 @@ def compiled_region(ctx) -> list[Finding]:
             id="compiled-region",
             severity="info",
             title=(
-                f"{len(calls)} torch.compile region call(s), "
+                f"{count(len(calls), 'torch.compile region call')}, "
                 f"{count(len(labels), 'distinct region')} "
                 f"({', '.join(labels)})"
             ),
@@ -206,7 +207,7 @@ def graph_break(ctx) -> list[Finding]:
     for step, members, frames in hits[:3]:
         evidence.append(
             Evidence(
-                f"{_step_label(step)}: {len(frames)} distinct regions "
+                f"{_step_prefix(step)}{len(frames)} distinct regions "
                 f"({', '.join(lbl or '(unnumbered)' for _, lbl in frames)}), {len(members)} calls",
                 name=trace.name(members[0].index),
                 ts_us=trace.rel(members[0].ts),
@@ -408,7 +409,7 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
     for st, n, guard in rows[:5]:
         evidence.append(
             Evidence(
-                f"{_step_label(st.number)}: {count(n, 'lookup')} + prologue = {fmt_us(guard, 1)}, "
+                f"{_step_prefix(st.number)}{count(n, 'lookup')} + prologue = {fmt_us(guard, 1)}, "
                 f"{guard / st.host_busy_us:.0%} of host busy time "
                 f"(threshold {ctx.threshold('share'):.0%})",
                 ts_us=trace.rel(st.start),

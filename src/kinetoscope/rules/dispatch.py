@@ -279,8 +279,8 @@ def addmm_epilogue(ctx) -> list[Finding]:
         )
     evidence.append(
         Evidence(
-            f"{len(addmms)} aten::addmm call(s), {fmt_us(trace.dur[addmms].mean(), 1)} CPU per "
-            "call",
+            f"{count(len(addmms), 'aten::addmm call')}, "
+            f"{fmt_us(trace.dur[addmms].mean(), 1)} CPU per call",
             name="aten::addmm",
             ts_us=trace.rel(trace.ts[first]),
             dur_us=float(trace.dur[first]),
@@ -293,7 +293,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
         Finding(
             id="addmm-epilogue",
             severity="info",
-            title=f"{len(addmms)} aten::addmm call(s): bias fused into the GEMM epilogue",
+            title=f"{count(len(addmms), 'aten::addmm call')}: bias fused into the GEMM epilogue",
             explanation=(
                 "aten::addmm is matmul plus bias fused at the dispatcher level: the GEMM kernel "
                 "is the same one aten::mm would run, the bias rides in its epilogue"
