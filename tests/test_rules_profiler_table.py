@@ -76,3 +76,10 @@ def test_deep_child_cost_names_the_child_that_owns_the_time():
 
 def test_deep_child_cost_silent_on_flat_profiles():
     assert run(corpus(BERT), "deep-child-cost") == []
+
+
+def test_hotspot_in_a_host_only_trace_counts_the_step_and_sends_nowhere_device():
+    (finding,) = run(corpus("cpu/cpu_only_rank34.pt.trace.json.gz"), "hotspot")
+    # 2 gloo:all_reduce ranges start inside the one 210 ms step (8 more run after it)
+    assert finding.evidence[0].text.endswith("in the active window (62.1%), 2 calls")
+    assert "kernel" not in finding.suggestion

@@ -85,12 +85,16 @@ def hotspot(ctx) -> list[Finding]:
                 f"(threshold {fmt_pct(min_share, 0)})"
             ),
             explanation=(
-                f"{top.name} accounts for {fmt_pct(share)} of the self {side} total in the "
-                f"profiler table {_where(ctx.trace)}: anything else is small next to it."
+                f"{top.name} accounts for {fmt_pct(share)} of the self {side} total (the "
+                f"profiler table's closing line, counted {_where(ctx.trace)}): anything else is "
+                "small next to it."
             ),
             suggestion=(
                 "Start optimizing there: its shape, dtype and the kernel the library picked "
                 "(see kernel-name), or whether it runs more often than needed."
+                if side == "device"
+                else "Start optimizing there: what it does per call (its inputs, a faster "
+                "library or algorithm) and whether it runs more often than needed."
             ),
             impact_us=0.0,
             evidence=evidence,
