@@ -15,26 +15,13 @@ from kinetoscope.rules.engine import run_rules
 from kinetoscope.trace import load
 
 from .conftest import corpus
+from .torch_traces import profile_steps
 
 torch = pytest.importorskip("torch")
 
 XDIT = "gpu/tracelens_xdit_flux.1_aiter_sage__profile_trace_rank_0.json.gz"
 SMALL = "gpu/tracelens_torch_compile_triton__trace.json.gz"
 B200 = "gpu/tracelens_b200__eager_trace.json.gz"
-
-
-def _profile(path, fn, steps, warmup=0):
-    from torch.profiler import ProfilerActivity, profile, schedule
-
-    with profile(
-        activities=[ProfilerActivity.CPU],
-        schedule=schedule(wait=0, warmup=warmup, active=steps, repeat=1),
-        on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
-    ) as prof:
-        for i in range(warmup + steps):
-            fn(i)
-            prof.step()
-    return load(path)
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +36,9 @@ def compiled(tmp_path_factory):
 
     cold_fn = torch.compile(with_break, backend="aot_eager")
     # not warmed up: compiles in step 0, recompiles when the shape changes in step 2
-    cold = _profile(base / "cold.json", lambda i: cold_fn(torch.randn(16 if i < 2 else 24, 8)), 4)
+    cold = profile_steps(
+        base / "cold.json", lambda i: cold_fn(torch.randn(16 if i < 2 else 24, 8)), 4
+    )
 
     def small(x):
         return torch.nn.functional.gelu(x) * 2
@@ -58,7 +47,7 @@ def compiled(tmp_path_factory):
     x = torch.randn(8, 8)
     for _ in range(3):
         warm_fn(x)
-    warm = _profile(base / "warm.json", lambda i: warm_fn(x), 3, warmup=1)
+    warm = profile_steps(base / "warm.json", lambda i: warm_fn(x), 3, warmup=1)
 
     def loss(x):
         return (x.sin() * 2).sum()
@@ -66,7 +55,7 @@ def compiled(tmp_path_factory):
     grad_fn = torch.compile(loss, backend="aot_eager")
     xg = torch.randn(8, 8, requires_grad=True)
     grad_fn(xg).backward()
-    grad = _profile(base / "grad.json", lambda i: grad_fn(xg).backward(), 2)
+    grad = profile_steps(base / "grad.json", lambda i: grad_fn(xg).backward(), 2)
     torch._dynamo.reset()
     return {"cold": cold, "warm": warm, "grad": grad}
 
@@ -236,4 +225,22 @@ def test_fusion_chains_skip_fills_and_collapse_repeats():
     trace = load(corpus("gpu/param_linear_train_2080ti.json.gz"))
     (f,) = _findings(trace, "fusion-opportunity")
     assert all("fill_" not in e.text for e in f.evidence)
-    assert f.evidence[0].text.startswith("aten::add_ x2 -> aten::threshold_backward: 780 time(s)")
+    assert f.evidence[0].text.startswith("aten::add_ x2 -> aten::threshold_backward: 780 times")
+
+
+def test_fusion_patterns_collapse_repeats_and_stay_short():
+    from kinetoscope.rules.compile import _pattern
+
+    assert _pattern(("aten::add_", "aten::add_", "aten::gelu")) == "aten::add_ x2 -> aten::gelu"
+    # an optimizer's elementwise chain (resnet50_dataloader_workers0: 481 ops) reads as one line
+    chain = ("aten::add_",) + ("aten::mul_", "aten::add_", "aten::add_") * 160
+    assert _pattern(chain) == "(aten::add_ -> aten::mul_ -> aten::add_) x160 -> aten::add_"
+    assert (
+        _pattern(tuple("abcdefghijk")) == "a -> b -> c -> d -> e -> f -> g -> ... (11 ops in all)"
+    )
+
+
+def test_region_evidence_without_steps_names_no_step():
+    (f,) = _findings(load(corpus(SMALL)), "compiled-region")
+    assert f.evidence[0].text.startswith("1 region call of 0/0, ")
+    assert f.title.startswith("1 torch.compile region call, 1 distinct region")

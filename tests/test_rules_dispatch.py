@@ -10,24 +10,14 @@ from kinetoscope.rules.engine import run_rules
 from kinetoscope.trace import load
 
 from .conftest import corpus
+from .torch_traces import profile_steps
 
 torch = pytest.importorskip("torch")
 
 
-def _record(path, fn, steps=3):
-    """Profile `fn` for `steps` ProfilerSteps on the CPU (one warmup step before)."""
-    from torch.profiler import ProfilerActivity, profile, schedule
-
-    sched = schedule(wait=0, warmup=1, active=steps, repeat=1)
-    with profile(
-        activities=[ProfilerActivity.CPU],
-        schedule=sched,
-        on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
-    ) as prof:
-        for _ in range(steps + 1):
-            fn()
-            prof.step()
-    return load(path)
+def _record(path, fn):
+    """Profile `fn()` for 3 ProfilerSteps on the CPU, one warmup step before."""
+    return profile_steps(path, lambda _i: fn(), steps=3, warmup=1)
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import kinetoscope
+from kinetoscope.analysis.table import key_averages
 
 from .conftest import corpus
 from .torch_traces import torch_traces  # noqa: F401 - fixture
@@ -22,10 +23,15 @@ def run(path, rule_id, **config):
 
 
 def test_hotspot_fires_when_one_kernel_owns_the_device():
-    # compare_base: one kernel is 72.4% of the 1.694 ms Self device total (kernels + copies)
-    (finding,) = run(corpus("gpu/compare_base.json.gz"), "hotspot")
+    # compare_base: one kernel is 72.4% of the 1.686 ms Self device total (kernels + copies)
+    # launched inside the two profiled steps; the whole trace's table has 1.694 ms (8 us of
+    # copies and memsets launched outside the steps), the rule reads the active window
+    path = corpus("gpu/compare_base.json.gz")
+    (finding,) = run(path, "hotspot")
     assert finding.measured["share"] == pytest.approx(0.724, abs=1e-3)
-    assert finding.measured["total_us"] == pytest.approx(1694.0, abs=1)
+    assert finding.measured["total_us"] == pytest.approx(1686.0, abs=1)
+    assert key_averages(kinetoscope.load(path)).self_device_total_us == pytest.approx(1694, abs=1)
+    assert "in the active window" in finding.evidence[0].text
     assert finding.evidence[0].name == finding.measured["name"]
     # the threshold is respected: above the measured share it stays silent
     assert run(corpus("gpu/compare_base.json.gz"), "hotspot", min_share=0.75) == []
@@ -70,3 +76,10 @@ def test_deep_child_cost_names_the_child_that_owns_the_time():
 
 def test_deep_child_cost_silent_on_flat_profiles():
     assert run(corpus(BERT), "deep-child-cost") == []
+
+
+def test_hotspot_in_a_host_only_trace_counts_the_step_and_sends_nowhere_device():
+    (finding,) = run(corpus("cpu/cpu_only_rank34.pt.trace.json.gz"), "hotspot")
+    # 2 gloo:all_reduce ranges start inside the one 210 ms step (8 more run after it)
+    assert finding.evidence[0].text.endswith("in the active window (62.1%), 2 calls")
+    assert "kernel" not in finding.suggestion

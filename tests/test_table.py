@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import kinetoscope
-from kinetoscope.analysis.table import key_averages
+from kinetoscope.analysis.table import key_averages, window_key_averages
 from kinetoscope.report.table_text import render_table
 
 from .conftest import corpus, corpus_files, kernel, launch, op, write_trace
@@ -96,6 +96,28 @@ def test_device_columns_from_launch_links(tmp_path):
     text = render_table(table)
     assert "Self CPU time total: 100.000us" in text
     assert "Self CUDA time total: 20.000us" in text
+
+
+def test_window_table_counts_only_the_profiled_steps(tmp_path):
+    events = [
+        op("aten::zeros", 0, 30),  # before the step: in the profiler's table, not the window's
+        launch(5, 5, correlation=1),
+        kernel("fill", 12, 8, correlation=1),
+        op("ProfilerStep#1", 40, 100, cat="user_annotation"),
+        op("aten::addmm", 50, 40),
+        launch(60, 10, correlation=5),
+        kernel("gemm", 75, 20, correlation=5),
+        op("aten::zeros", 150, 10),  # after the step
+    ]
+    trace = kinetoscope.load(write_trace(tmp_path / "t.json", events))
+    whole, window = key_averages(trace), window_key_averages(trace)
+    assert whole.row("aten::zeros").calls == 2 and window.row("aten::zeros") is None
+    assert (whole.self_device_total_us, window.self_device_total_us) == (28, 20)
+    assert window.row("gemm").calls == 1 and window.row("fill") is None
+    assert window.row("aten::addmm").self_device_us == 20
+    # ProfilerStep self 100 - 40 + addmm self 40 - 10 + the launch 10
+    assert window.self_cpu_total_us == pytest.approx(100)
+    assert whole.self_cpu_total_us == pytest.approx(100 + 30 + 10 + 5 - 5)
 
 
 def test_gpu_corpus_table_totals():

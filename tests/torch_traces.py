@@ -1,7 +1,8 @@
-"""Real CPU traces recorded with the installed torch, for the explain tests.
+"""Real CPU traces recorded with the installed torch, for the rule and explain tests.
 
-Recorded in a fresh interpreter so the first profiled step really is cold
-(no earlier test has warmed up the matmul libraries in this process).
+`torch_traces` records in a fresh interpreter so the first profiled step really
+is cold (no earlier test has warmed up the matmul libraries in this process);
+`profile_steps` records a test's own workload in this process.
 """
 
 from __future__ import annotations
@@ -54,6 +55,24 @@ with profile(
             x = x + one
         prof.step()
 """
+
+
+def profile_steps(path: Path, fn, steps: int, warmup: int = 0):
+    """Profile `fn(i)` on the CPU for `warmup + steps` iterations, one ProfilerStep each
+    (schedule wait=0, warmup, active=steps), write the trace to `path` and load it."""
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    from kinetoscope.trace import load
+
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        schedule=schedule(wait=0, warmup=warmup, active=steps, repeat=1),
+        on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
+    ) as prof:
+        for i in range(warmup + steps):
+            fn(i)
+            prof.step()
+    return load(path)
 
 
 @pytest.fixture(scope="session")

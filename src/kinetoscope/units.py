@@ -1,7 +1,10 @@
-"""Human units for microsecond floats, the way the profiler table prints them.
+"""Human units for microsecond floats: the one place numbers become text.
 
 Inside the library every time is microseconds; only text meant for people goes
-through here (finding titles, verdict lines, rendered tables).
+through here (finding titles, evidence, verdict lines, rendered tables). Rules,
+renderers and compare/ all import this module, so a time reads the same
+everywhere: `2.314 ms`. The `table_*` variants print the compact form of
+`key_averages().table()` (`2.314ms`) and are meant only for that table.
 """
 
 from __future__ import annotations
@@ -9,16 +12,20 @@ from __future__ import annotations
 import math
 
 
-def fmt_us(us: float, digits: int = 3) -> str:
+def _scaled(us: float, digits: int, sep: str) -> str:
+    value = abs(us)
+    if value >= 1e6:
+        return f"{us / 1e6:.{digits}f}{sep}s"
+    if value >= 1e3:
+        return f"{us / 1e3:.{digits}f}{sep}ms"
+    return f"{us:.{digits}f}{sep}us"
+
+
+def fmt_us(us: float | None, digits: int = 3) -> str:
     """`23.104 us`, `2.314 ms`, `1.250 s`: the unit that keeps the number readable."""
     if us is None or (isinstance(us, float) and math.isnan(us)):
         return "-"
-    value = abs(us)
-    if value >= 1e6:
-        return f"{us / 1e6:.{digits}f} s"
-    if value >= 1e3:
-        return f"{us / 1e3:.{digits}f} ms"
-    return f"{us:.{digits}f} us"
+    return _scaled(us, digits, " ")
 
 
 def fmt_pct(share: float, digits: int = 1) -> str:
@@ -32,3 +39,18 @@ def fmt_bytes(n: float) -> str:
         if abs(n) >= size:
             return f"{n / size:.1f} {unit}"
     return f"{int(n)} B"
+
+
+def table_time(us: float) -> str:
+    """`12.345us`, `1.234ms`, `2.345s`: the profiler table's own format, for that table only."""
+    return _scaled(us, 3, "")
+
+
+def table_percent(part: float, whole: float) -> str:
+    """`12.34%` of `whole`, `0.00%` when the whole is empty, as the profiler table prints it."""
+    return f"{100.0 * part / whole:.2f}%" if whole else "0.00%"
+
+
+def count(n: int, noun: str) -> str:
+    """`1 call`, `3 calls`: a count with its noun, singular or plural (regular nouns)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

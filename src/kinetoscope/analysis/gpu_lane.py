@@ -14,6 +14,7 @@ import numpy as np
 from ..trace import Trace
 from .stepmap import device_steps
 from .steps import windows
+from .window import window_kernels
 
 BUFFER_REQUEST = "Activity Buffer Request"
 _MIN_GAP_US = 0.01  # below this a "gap" is timestamp rounding, not idle time
@@ -89,7 +90,7 @@ def kernel_gaps(trace: Trace) -> dict[int | None, list[Gap]]:
     if len(work) < 2:
         return out
     work = work[np.argsort(trace.ts[work], kind="stable")]
-    steps = device_steps(trace, work) if trace.steps else np.full(len(work), -1)
+    steps = device_steps(trace, work)
     starts, ends = trace.ts[work], trace.end[work]
     run_end = np.maximum.accumulate(ends)
     # the event holding the running maximum end: what the device was busy with before the gap
@@ -141,7 +142,7 @@ def kernel_spreads(trace: Trace, min_instances: int = 3) -> list[KernelSpread]:
         g = tuple(int(v) for v in args.grid[pos])
         if g[0] >= 0:
             grid_of[event] = g  # type: ignore[assignment]
-    steps = device_steps(trace, kernels) if trace.steps else np.full(len(kernels), -1)
+    steps = device_steps(trace, kernels)
     groups: dict[tuple[int, tuple | None], list[int]] = {}
     for k, event in enumerate(kernels.tolist()):
         groups.setdefault((int(trace.name_id[event]), grid_of.get(event)), []).append(k)
@@ -154,14 +155,28 @@ def kernel_spreads(trace: Trace, min_instances: int = 3) -> list[KernelSpread]:
     return out
 
 
-def device_time_by_name(trace: Trace) -> list[tuple[int, float, int]]:
-    """(name id, total device us, calls) of kernels, largest first."""
-    kernels = trace.kernels
+@dataclass(frozen=True)
+class KernelTotal:
+    """One kernel name's device time in the active window."""
+
+    name_id: int
+    device_us: float
+    calls: int
+    instances: np.ndarray  # its kernel event indices, in time order
+
+
+def kernel_totals(trace: Trace) -> tuple[list[KernelTotal], float]:
+    """Kernels launched in the active window, by name, largest device time first, and the
+    summed kernel time they are shares of (streams overlap: this is not busy time)."""
+    kernels = window_kernels(trace)
     if not len(kernels):
-        return []
+        return [], 0.0
     ids = trace.name_id[kernels]
     total = np.bincount(ids, weights=trace.dur[kernels], minlength=len(trace.names))
-    calls = np.bincount(ids, minlength=len(trace.names))
-    used = np.flatnonzero(calls)
+    used = np.unique(ids)
     used = used[np.argsort(-total[used], kind="stable")]
-    return [(int(i), float(total[i]), int(calls[i])) for i in used]
+    rows = []
+    for i in used.tolist():
+        inst = kernels[ids == i]
+        rows.append(KernelTotal(i, float(total[i]), len(inst), inst))
+    return rows, float(trace.dur[kernels].sum())

@@ -258,26 +258,25 @@ def _epilogue(tokens: list[str]) -> tuple[str, ...]:
     return tuple(found)
 
 
+#: Architecture tags, first match wins: (pattern on the lower-cased name, tag prefix).
+_ARCH_PATTERNS = tuple(
+    (re.compile(pattern), prefix)
+    for pattern, prefix in (
+        (r"cutlass_(\d{2,3})", "sm"),
+        (r"(?:^|_|\b)sm_?(\d{2,3})[a-z]?(?:_|$|\b)", "sm"),
+        (r"sm(\d{2,3})a?kernel", "sm"),
+        (r"gfx(\d{2,3}[0-9a-f]?)", "gfx"),
+        (r"(?:^|_)isa(\d{2,3}[0-9a-f]?)(?:_|$)", "gfx"),
+        (r"(?:^|_)(maxwell|pascal|volta|turing|ampere|hopper|blackwell)(?:_|$)", ""),
+    )
+)
+
+
 def _arch(name: str) -> str | None:
     low = name.lower()
-    m = re.search(r"cutlass_(\d{2,3})", low)
-    if m:
-        return f"sm{m.group(1)}"
-    m = re.search(r"(?:^|_|\b)sm_?(\d{2,3})[a-z]?(?:_|$|\b)", low)
-    if m:
-        return f"sm{m.group(1)}"
-    m = re.search(r"sm(\d{2,3})a?kernel", low)
-    if m:
-        return f"sm{m.group(1)}"
-    m = re.search(r"gfx(\d{2,3}[0-9a-f]?)", low)
-    if m:
-        return f"gfx{m.group(1)}"
-    m = re.search(r"(?:^|_)isa(\d{2,3}[0-9a-f]?)(?:_|$)", low)
-    if m:
-        return f"gfx{m.group(1)}"
-    m = re.search(r"(?:^|_)(maxwell|pascal|volta|turing|ampere|hopper|blackwell)(?:_|$)", low)
-    if m:
-        return m.group(1)
+    for pattern, prefix in _ARCH_PATTERNS:
+        if m := pattern.search(low):
+            return prefix + m.group(1)
     return None
 
 

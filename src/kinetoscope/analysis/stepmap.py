@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..trace import Trace
-from .steps import device_anchor
+from .steps import StepStats, device_anchor, step_stats
 
 
 def step_numbers(trace: Trace, ts: np.ndarray) -> np.ndarray:
@@ -45,3 +47,25 @@ def mean_step_us(trace: Trace) -> float:
     if trace.steps:
         return float(np.mean([s.dur for s in trace.steps]))
     return trace.end_time - trace.start_time
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """Some host events' cost inside one step: how many start there, their summed duration."""
+
+    step: StepStats
+    calls: int
+    us: float
+
+
+def host_cost_by_step(trace: Trace, indices: np.ndarray) -> list[StepCost]:
+    """Per step with host activity (the whole trace without steps), the host events
+    `indices` that start in it: the per-step table behind "N calls cost X per step"."""
+    where = step_numbers(trace, trace.ts[indices])
+    out = []
+    for st in step_stats(trace):
+        if st.host_busy_us <= 0:
+            continue
+        sel = indices[where == (-1 if st.number is None else st.number)]
+        out.append(StepCost(st, len(sel), float(trace.dur[sel].sum())))
+    return out

@@ -20,6 +20,8 @@ import numpy as np
 
 from ..trace import Cat, Trace
 from ..trace.categories import DEVICE_CATS
+from .steps import device_anchor
+from .window import in_window
 
 STEP_PREFIX = "ProfilerStep#"
 
@@ -76,8 +78,16 @@ def _group_names(trace: Trace) -> tuple[list[str], np.ndarray]:
     return unique, np.array([position[label] for label in labels] or [0], dtype=np.int64)
 
 
-def key_averages(trace: Trace, sort_by: str = "self_cpu_time_total") -> KeyAverages:
-    """All rows, sorted descending by `sort_by` (a profiler sort key)."""
+def key_averages(
+    trace: Trace, sort_by: str = "self_cpu_time_total", window: bool = False
+) -> KeyAverages:
+    """All rows, sorted descending by `sort_by` (a profiler sort key).
+
+    By default the whole trace, as the profiler's own table (what `kinetoscope
+    table` compares to the exported `.txt`). With `window=True` only the active
+    window counts: host events starting inside a profiled step and device work
+    launched inside one, the window every other number of `explain` uses.
+    """
     names, group_of_name = _group_names(trace)
     # the profiler keys rows by (name, device type): a kernel-side copy of a
     # step annotation is its own row, apart from the host ProfilerStep* row
@@ -92,6 +102,11 @@ def key_averages(trace: Trace, sort_by: str = "self_cpu_time_total") -> KeyAvera
     child = host[parent[host] >= 0]
     np.subtract.at(self_time, parent[child], trace.dur[child])
     device = np.flatnonzero(trace.mask(*DEVICE_CATS) & (trace.lane_kind == 2))
+    in_scope = np.ones(len(trace), dtype=bool)
+    if window:
+        in_scope[host] = in_window(trace, trace.ts[host])
+        in_scope[device] = in_window(trace, device_anchor(trace)[device])
+        host, device = host[in_scope[host]], device[in_scope[device]]
     counted_device = device[trace.cat[device] != int(Cat.GPU_ANNOTATION)]
 
     def per_group(index: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -111,10 +126,13 @@ def key_averages(trace: Trace, sort_by: str = "self_cpu_time_total") -> KeyAvera
     dropped[dropped] = ~kept[launched_by[dropped]]
     launched_by[dropped] = parent[launched_by[dropped]]  # kernels lift to the kept parent
     linked = launched_by >= 0
+    linked[linked] = in_scope[launched_by[linked]]
     dev_linked = device[linked]
     owners = launched_by[linked]
     self_device += _sum_by_group(group, owners, trace.dur[dev_linked], n_groups)
-    device_total += _charge_ancestors(parent, group, owners, trace.dur[dev_linked], n_groups)
+    device_total += _charge_ancestors(
+        parent, group, owners, trace.dur[dev_linked], n_groups, in_scope
+    )
 
     is_device_group = np.arange(n_groups) % 2 == 1
     rows = [
@@ -167,12 +185,13 @@ def _collapse_repeated_names(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
             parent[hanging] = parent[parent[hanging]]
 
 
-def _charge_ancestors(parent, group, owners, durations, n_groups) -> np.ndarray:
+def _charge_ancestors(parent, group, owners, durations, n_groups, in_scope) -> np.ndarray:
     """Device total of a row: device time launched inside any of its events.
 
     Walks each launching op up the host tree; an ancestor with the same row
     name is charged once per device event, as the profiler's totals are summed
-    per event.
+    per event. Ancestors outside `in_scope` (before the active window) are not
+    charged.
     """
     totals = np.zeros(n_groups)
     current = owners.copy()
@@ -181,6 +200,11 @@ def _charge_ancestors(parent, group, owners, durations, n_groups) -> np.ndarray:
         if not alive.any():
             break
         idx = current[alive]
-        np.add.at(totals, group[idx], durations[alive])
+        np.add.at(totals, group[idx], np.where(in_scope[idx], durations[alive], 0.0))
         current[alive] = parent[idx]
     return totals
+
+
+def window_key_averages(trace: Trace) -> KeyAverages:
+    """The table over the active window (the profiled steps), sorted by self CPU time."""
+    return key_averages(trace, window=True)

@@ -16,24 +16,19 @@ from ..analysis.chain import ChainNode, build_tree, select_device_events
 from ..analysis.kernel_names import decode
 from ..errors import UsageError
 from ..trace import Cat, Trace, load
-
-
-def _us(value: float) -> str:
-    if value >= 1e6:
-        return f"{value / 1e6:.2f} s"
-    if value >= 1e3:
-        return f"{value / 1e3:.2f} ms"
-    return f"{value:.1f} us"
+from ..units import fmt_us
 
 
 def _label(trace: Trace, node: ChainNode, full_names: bool) -> str:
     i = node.index
     cat = int(trace.cat[i])
     name = trace.name(i)
-    at = f"@ {_us(trace.rel(trace.ts[i]))}"
+    at = f"@ +{fmt_us(trace.rel(trace.ts[i]), 1)}"
     if trace.lane_kind[i] == 2:  # device event: a leaf
         shown = name if full_names else decode(name).short
-        return f"[bold green]{escape(shown)}[/] [dim]{at}[/] device {_us(float(trace.dur[i]))}"
+        return (
+            f"[bold green]{escape(shown)}[/] [dim]{at}[/] device {fmt_us(float(trace.dur[i]), 1)}"
+        )
     style = {
         int(Cat.USER_ANNOTATION): "magenta",
         int(Cat.RUNTIME): "yellow",
@@ -43,8 +38,8 @@ def _label(trace: Trace, node: ChainNode, full_names: bool) -> str:
         style = "bold blue"
     kernels = f"{node.kernels} kernel{'s' if node.kernels != 1 else ''}"
     return (
-        f"[{style}]{escape(name)}[/] [dim]{at}, host {_us(float(trace.dur[i]))}[/] "
-        f"-> {kernels}, device {_us(node.device_us)}"
+        f"[{style}]{escape(name)}[/] [dim]{at}, host {fmt_us(float(trace.dur[i]), 1)}[/] "
+        f"-> {kernels}, device {fmt_us(node.device_us, 1)}"
     )
 
 
@@ -84,7 +79,7 @@ def render_chain(
     root = build_tree(trace, shown)
     title = (
         f"[bold]dispatch chain[/] of {len(shown)} of {len(selected)} matching device event(s), "
-        f"device {_us(root.device_us)}"
+        f"device {fmt_us(root.device_us, 1)}"
     )
     tree = Tree(title)
     _add(tree, trace, root, full_names)

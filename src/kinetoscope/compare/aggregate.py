@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis.steps import device_anchor, windows
+from ..analysis.steps import device_anchor
+from ..analysis.window import in_window
 from ..trace import Cat, Trace
 from ..trace.steps import STEP_RE
 
@@ -43,23 +44,13 @@ class OpGroup:
     total_us: float
 
 
-def in_steps(trace: Trace, times: np.ndarray) -> np.ndarray:
-    """Mask of `times` that fall inside a step window (all of them without steps)."""
-    if not trace.steps:
-        return np.ones(len(times), dtype=bool)
-    inside = np.zeros(len(times), dtype=bool)
-    for _, _, start, end in windows(trace):
-        inside |= (times >= start) & (times < end)
-    return inside
-
-
 Identify = Callable[[str], tuple[str, str]]
 
 
 def kernel_groups(trace: Trace, identify: Identify) -> dict[str, KernelGroup]:
     """Kernels per identity; `identify(raw name) -> (match key, display name)`."""
     idx = np.flatnonzero(trace.mask(Cat.KERNEL) & (trace.lane_kind == 2))
-    idx = idx[in_steps(trace, device_anchor(trace)[idx])]
+    idx = idx[in_window(trace, device_anchor(trace)[idx])]
     calls = np.bincount(trace.name_id[idx], minlength=len(trace.names))
     spent = np.bincount(trace.name_id[idx], weights=trace.dur[idx], minlength=len(trace.names))
     groups: dict[str, KernelGroup] = {}
@@ -87,7 +78,7 @@ def op_groups(trace: Trace) -> dict[str, OpGroup]:
         & ~np.isin(trace.name_id, step_ids)
     )
     idx = np.flatnonzero(mask)
-    idx = idx[in_steps(trace, trace.ts[idx])]
+    idx = idx[in_window(trace, trace.ts[idx])]
     n = len(trace.names)
     ids = trace.name_id[idx]
     calls = np.bincount(ids, minlength=n)

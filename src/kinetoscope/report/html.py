@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from ..units import fmt_us
-from .evidence import location, value_suffix
+from .evidence import evidence_line, short_name
 from .model import Report
-from .text import short_name
 
 SVG_WIDTH = 1000
 LANE_Y = {"host": 24, "device": 56}
@@ -32,8 +31,7 @@ def render_html(report: Report, standalone: bool = True) -> str:
     )
     env.filters["us"] = fmt_us
     env.filters["short"] = short_name
-    env.filters["where"] = location
-    env.filters["value_suffix"] = value_suffix
+    env.filters["line"] = evidence_line
     return env.get_template("report.html.j2").render(
         report=report, timeline=_svg_geometry(report), standalone=standalone
     )

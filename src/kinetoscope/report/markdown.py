@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from ..rules.base import Evidence
 from ..units import fmt_us
-from .evidence import location, value_suffix
+from .evidence import evidence_line
 from .model import Report
+from .phrases import device_cell, step_counts, steps_line
 
 
 def render_markdown(report: Report) -> str:
-    t, v, m = report.trace, report.verdict, report.metrics
+    t, v = report.trace, report.verdict
     out = [f"# kinetoscope: `{t.path}`", ""]
     devices = ", ".join(sorted({d["name"] for d in t.devices if d.get("name")})) or "none listed"
     versions = ", ".join(f"{k} {val}" for k, val in t.versions.items()) or "not recorded"
@@ -17,7 +18,7 @@ def render_markdown(report: Report) -> str:
         f"- **Devices**: {devices}",
         f"- **Versions**: {versions}",
         f"- **Window**: {fmt_us(t.window['dur_us'])} from +{fmt_us(t.window['start_us'])}, "
-        f"{int(t.window['steps'])} steps, {t.events} events",
+        f"{step_counts(report)}, {t.events} events",
         "",
         f"**Verdict: {v.regime}**: {v.summary.split(': ', 1)[-1]}",
         "",
@@ -30,14 +31,12 @@ def render_markdown(report: Report) -> str:
         flag = f"outlier: {row.outlier}" if row.outlier else ""
         out.append(
             f"| {row.label} | +{fmt_us(row.start_us)} | {fmt_us(row.dur_us)} | "
-            f"{fmt_us(row.host_busy_us)} | {fmt_us(row.device_busy_us)} | {row.kernels} | "
+            f"{fmt_us(row.host_busy_us)} | {device_cell(report, row)} | {row.kernels} | "
             f"{row.launches} | {flag} |"
         )
     out += [
         "",
-        f"Median step {fmt_us(m['step_time_us'])}; {m['kernels_per_step']:g} kernels and "
-        f"{m['launches_per_step']:g} launches per step; device busy "
-        f"{m['device_busy_ratio'] * 100:.1f}% of the window.",
+        steps_line(report).capitalize() + ".",
         "",
         "## Findings",
         "",
@@ -61,22 +60,25 @@ def render_markdown(report: Report) -> str:
         out.append("")
     if report.not_checked:
         out += ["## Not checked", ""]
-        for skip in report.not_checked:
-            advice = f" ({_escape(skip.advice)})" if skip.advice else ""
-            out.append(f"- `{skip.id}`: {_escape(skip.reason)}{advice}")
+        for ids, reason, advice in report.skipped_groups():
+            named = ", ".join(f"`{i}`" for i in ids)
+            out.append(
+                f"- {named}: {_escape(reason)}" + (f" ({_escape(advice)})" if advice else "")
+            )
         out.append("")
     return "\n".join(out)
 
 
 def _evidence(e: Evidence) -> str:
+    line = evidence_line(e)
     parts = []
-    if e.name:
-        name = e.name.replace("`", "'")
+    if line.name:
+        name = line.name.replace("`", "'")
         parts.append(f"`{name}`")
-    if where := location(e):
-        parts.append(f"({where})")
-    parts.append(_escape(e.text + value_suffix(e)))
-    return " ".join(parts)
+    parts.append(_escape(line.text))
+    if line.where:
+        parts.append(f"({line.where})")
+    return " ".join(p for p in parts if p)
 
 
 def _escape(text: str) -> str:

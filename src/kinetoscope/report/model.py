@@ -106,6 +106,17 @@ class Report:
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, default=_plain)
 
+    def skipped_groups(self) -> list[tuple[list[str], str, str]]:
+        """Not-checked rules sharing a reason and advice, as (ids, reason, advice), in order.
+
+        Text, Markdown and HTML print one line per group ("memory-peak, memory-spike:
+        no [memory] events"); JSON keeps one entry per rule.
+        """
+        groups: dict[tuple[str, str], list[str]] = {}
+        for skip in self.not_checked:
+            groups.setdefault((skip.reason, skip.advice or ""), []).append(skip.id)
+        return [(ids, reason, advice) for (reason, advice), ids in groups.items()]
+
     def __repr__(self) -> str:
         return (
             f"<Report {self.trace.path}: {self.verdict.summary}; "

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.summary import Ranked, TraceSummary
-from .units import format_bytes, format_time
+from ..units import fmt_bytes, fmt_us
 
 _NAME_WIDTH = 60
 
@@ -40,7 +40,7 @@ def _device_line(device: dict) -> str:
     if device.get("sm_count"):
         extra.append(f"{device['sm_count']} {'CUs' if device.get('vendor') == 'AMD' else 'SMs'}")
     if device.get("memory_bytes"):
-        extra.append(format_bytes(device["memory_bytes"]))
+        extra.append(fmt_bytes(device["memory_bytes"]))
     if device.get("compute_capability"):
         extra.append(f"compute {device['compute_capability']}")
     if extra:
@@ -59,9 +59,7 @@ def _ranked_table(title: str, rows: list[Ranked], share_label: str) -> Table:
     table.add_column("time", justify="right")
     table.add_column(share_label, justify="right")
     for r in rows:
-        table.add_row(
-            _short(r.name), str(r.calls), format_time(r.total_us), f"{100 * r.share:.1f}%"
-        )
+        table.add_row(_short(r.name), str(r.calls), fmt_us(r.total_us), f"{100 * r.share:.1f}%")
     return table
 
 
@@ -84,16 +82,16 @@ def render_summary(summary: TraceSummary, console: Console) -> None:
     n_steps = int(m["steps"])
     head.append("window   ", style="bold")
     head.append(
-        f"{n_steps} step(s), {format_time(summary.window_dur_us)}, from "
-        f"{format_time(summary.window_start_us)} after trace start"
+        f"{n_steps} step(s), {fmt_us(summary.window_dur_us)}, from "
+        f"{fmt_us(summary.window_start_us)} after trace start"
         if n_steps
-        else f"no ProfilerStep#N: whole trace, {format_time(summary.window_dur_us)}"
+        else f"no ProfilerStep#N: whole trace, {fmt_us(summary.window_dur_us)}"
     )
     head.append("\n")
     head.append("busy     ", style="bold")
     head.append(
-        f"host {format_time(m['host_time_us'])} ({100 * m['host_busy_ratio']:.1f}%), "
-        f"device {format_time(m['device_busy_us'])} ({100 * m['device_busy_ratio']:.1f}%) "
+        f"host {fmt_us(m['host_time_us'])} ({100 * m['host_busy_ratio']:.1f}%), "
+        f"device {fmt_us(m['device_busy_us'])} ({100 * m['device_busy_ratio']:.1f}%) "
         "of the window"
     )
     steps = Table(title="steps", title_justify="left", show_edge=False)
@@ -111,10 +109,10 @@ def render_summary(summary: TraceSummary, console: Console) -> None:
     for s in summary.steps:
         steps.add_row(
             s.label,
-            format_time(s.start - summary.steps[0].start + summary.window_start_us),
-            format_time(s.dur),
-            format_time(s.host_busy_us),
-            format_time(s.device_busy_us),
+            fmt_us(s.start - summary.steps[0].start + summary.window_start_us),
+            fmt_us(s.dur),
+            fmt_us(s.host_busy_us),
+            fmt_us(s.device_busy_us),
             f"{100 * s.device_ratio:.1f}%",
             str(s.kernels),
             str(s.launches),

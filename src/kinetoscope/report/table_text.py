@@ -7,7 +7,7 @@ next to the `.txt` a profiling run exported.
 from __future__ import annotations
 
 from ..analysis.table import KeyAverages, TableRow
-from .units import format_percent, format_time
+from ..units import table_percent, table_time
 
 _NAME_WIDTH = 55
 
@@ -28,18 +28,18 @@ def render_table(table: KeyAverages, row_limit: int = 100) -> str:
     def cells(r: TableRow) -> list[str]:
         out = [
             _shorten(r.name),
-            format_percent(r.self_cpu_us, cpu_total),
-            format_time(r.self_cpu_us),
-            format_percent(r.cpu_total_us, cpu_total),
-            format_time(r.cpu_total_us),
-            format_time(r.cpu_avg_us),
+            table_percent(r.self_cpu_us, cpu_total),
+            table_time(r.self_cpu_us),
+            table_percent(r.cpu_total_us, cpu_total),
+            table_time(r.cpu_total_us),
+            table_time(r.cpu_avg_us),
         ]
         if table.has_device:
             out += [
-                format_time(r.self_device_us),
-                format_percent(r.self_device_us, dev_total),
-                format_time(r.device_total_us),
-                format_time(r.device_avg_us),
+                table_time(r.self_device_us),
+                table_percent(r.self_device_us, dev_total),
+                table_time(r.device_total_us),
+                table_time(r.device_avg_us),
             ]
         out.append(str(r.calls))
         return out
@@ -52,7 +52,7 @@ def render_table(table: KeyAverages, row_limit: int = 100) -> str:
         return "  ".join(v.rjust(w) for v, w in zip(values, widths, strict=True))
 
     lines = [rule, line(headers), rule, *(line(v) for v in body), rule]
-    lines.append(f"Self CPU time total: {format_time(cpu_total)}")
+    lines.append(f"Self CPU time total: {table_time(cpu_total)}")
     if table.has_device:
-        lines.append(f"Self CUDA time total: {format_time(dev_total)}")
+        lines.append(f"Self CUDA time total: {table_time(dev_total)}")
     return "\n".join(lines) + "\n"

@@ -15,8 +15,9 @@ from rich.text import Text
 
 from ..rules.base import Evidence, Finding
 from ..units import fmt_us
-from .evidence import location, value_suffix
+from .evidence import evidence_line
 from .model import Report
+from .phrases import device_cell, step_counts, steps_line
 
 #: Steps listed before the table is cut (outliers are always listed).
 MAX_STEP_ROWS = 12
@@ -76,11 +77,9 @@ def _header(report: Report) -> Table:
     )
     if t.rank is not None:
         run.append(f"rank {t.rank}")
-    steps = int(t.window["steps"])
-    span = f"{steps} step{'s' if steps != 1 else ''}" if steps else "whole trace, no ProfilerStep"
     window = (
-        f"window {fmt_us(t.window['dur_us'])} ({span}) from +{fmt_us(t.window['start_us'])}, "
-        f"{t.events} events"
+        f"window {fmt_us(t.window['dur_us'])} ({step_counts(report)}) "
+        f"from +{fmt_us(t.window['start_us'])}, {t.events} events"
     )
     lines: list[Text | str] = [Text(t.path), Text(" | ".join(run), style="dim")]
     lines.append(Text(window, style="dim"))
@@ -115,7 +114,7 @@ def _steps(report: Report) -> Group:
             f"+{fmt_us(row.start_us)}",
             fmt_us(row.dur_us),
             fmt_us(row.host_busy_us),
-            fmt_us(row.device_busy_us),
+            device_cell(report, row),
             str(row.kernels),
             str(row.launches),
             flag,
@@ -123,15 +122,7 @@ def _steps(report: Report) -> Group:
     parts = [title, table]
     if len(shown) < len(rows):
         parts.append(Text(f"... {len(rows) - len(shown)} more steps (see --format json)"))
-    m = report.metrics
-    parts.append(
-        Text(
-            f"median step {fmt_us(m['step_time_us'])}, "
-            f"{m['kernels_per_step']:g} kernels and {m['launches_per_step']:g} launches per step; "
-            f"device busy {m['device_busy_ratio'] * 100:.1f}% of the window",
-            style="dim",
-        )
-    )
+    parts.append(Text(steps_line(report), style="dim"))
     return Group(*parts)
 
 
@@ -162,30 +153,23 @@ def _finding(number: int, f: Finding, per: str) -> Group:
 
 
 def _evidence(e: Evidence) -> Text:
+    line = evidence_line(e)
     text = Text()
-    if e.name:
-        text.append(short_name(e.name), style="bold")
-        text.append(" ")
-    if where := location(e):
-        text.append(f"({where}) ", style="dim")
-    text.append(e.text + value_suffix(e))
+    if line.name:
+        text.append(line.name, style="bold")
+        text.append(": ")
+    text.append(line.text)
+    if line.where:
+        text.append(f" ({line.where})", style="dim")
     return text
-
-
-def short_name(name: str, limit: int = 90) -> str:
-    """Kernel names without their C++ argument list, cut to `limit` (JSON keeps them whole)."""
-    cut = name.find("(", 1)
-    if name.endswith(")") and cut > 0 and name[cut - 1] != " ":  # a C++ signature
-        name = name[:cut]
-    return name if len(name) <= limit else name[: limit - 3] + "..."
 
 
 def _not_checked(report: Report) -> Group:
     parts = [Text("Not checked", style="bold")]
-    for skip in report.not_checked:
-        line = Text(skip.id, style="bold")
-        line.append(f": {skip.reason}")
-        if skip.advice:
-            line.append(f"; {skip.advice}", style="dim")
+    for ids, reason, advice in report.skipped_groups():
+        line = Text(", ".join(ids), style="bold")
+        line.append(f": {reason}")
+        if advice:
+            line.append(f"; {advice}", style="dim")
         parts.append(Padding(_hanging("-", line), (0, 0, 0, 2)))
     return Group(*parts)

@@ -15,9 +15,16 @@ from ..analysis.compile import (
 )
 from ..analysis.dispatch import instances, op_work
 from ..analysis.fusion import elementwise_chains
-from ..analysis.stepmap import mean_step_us, step_count, step_numbers, step_or_none
-from ..analysis.steps import step_stats
+from ..analysis.stepmap import (
+    host_cost_by_step,
+    mean_step_us,
+    step_count,
+    step_numbers,
+    step_or_none,
+)
+from ..units import count, fmt_us
 from .base import Evidence, Finding, rule
+from .impact import host_cost_hidden
 from .requires import need_kernels
 
 
@@ -32,8 +39,9 @@ def _by_step(calls) -> dict[int | None, list]:
     return out
 
 
-def _step_label(step: int | None) -> str:
-    return f"step #{step}" if step is not None else "the trace"
+def _step_prefix(step: int | None) -> str:
+    """`step #3: ` to open an evidence line, nothing in a trace without steps."""
+    return f"step #{step}: " if step is not None else ""
 
 
 @rule("compiled-region", "torch-compile", "Torch-Compiled Region rows: compiled code ran")
@@ -56,8 +64,9 @@ def compiled_region(ctx) -> list[Finding]:
         cpu = sum(c.dur - c.nested_us + c.lookup_us for c in members)  # nested counted once
         evidence.append(
             Evidence(
-                f"{_step_label(step)}: {len(members)} region call(s) of {', '.join(distinct)}, "
-                f"{cpu:.1f} us CPU including guard checks",
+                f"{_step_prefix(step)}{count(len(members), 'region call')} of "
+                f"{', '.join(distinct)}, "
+                f"{fmt_us(cpu, 1)} CPU including guard checks",
                 name=trace.name(members[0].index),
                 ts_us=trace.rel(members[0].ts),
                 dur_us=members[0].dur,
@@ -82,7 +91,7 @@ def compiled_region(ctx) -> list[Finding]:
         evidence.append(
             Evidence(
                 f"{len(backward)} CompiledFunctionBackward call(s): the compiled backward graph, "
-                f"{float(trace.dur[backward].sum()):.1f} us CPU",
+                f"{fmt_us(float(trace.dur[backward].sum()), 1)} CPU",
                 name="CompiledFunctionBackward",
                 ts_us=trace.rel(trace.ts[first]),
                 dur_us=float(trace.dur[first]),
@@ -98,7 +107,8 @@ def compiled_region(ctx) -> list[Finding]:
             id="compiled-region",
             severity="info",
             title=(
-                f"{len(calls)} torch.compile region call(s), {len(labels)} distinct region(s) "
+                f"{count(len(calls), 'torch.compile region call')}, "
+                f"{count(len(labels), 'distinct region')} "
                 f"({', '.join(labels)})"
             ),
             explanation=(
@@ -108,7 +118,10 @@ def compiled_region(ctx) -> list[Finding]:
                 + (
                     " Several compiled frames in one step usually mean graph breaks."
                     if distinct_max > 1
-                    else f" At most {most} call(s) of one region per step: no sign of graph breaks."
+                    else (
+                        f" At most {count(most, 'call')} of one region per step: no sign of "
+                        "graph breaks."
+                    )
                 )
             ),
             suggestion=(
@@ -130,7 +143,8 @@ def _compiled_function_only(trace, forward, backward) -> Finding:
             first = int(idx[0])
             evidence.append(
                 Evidence(
-                    f"{len(idx)} {name} call(s), {float(trace.dur[idx].sum()):.1f} us CPU",
+                    f"{count(len(idx), name + ' call')}, "
+                    f"{fmt_us(float(trace.dur[idx].sum()), 1)} CPU",
                     name=name,
                     ts_us=trace.rel(trace.ts[first]),
                     dur_us=float(trace.dur[first]),
@@ -193,7 +207,7 @@ def graph_break(ctx) -> list[Finding]:
     for step, members, frames in hits[:3]:
         evidence.append(
             Evidence(
-                f"{_step_label(step)}: {len(frames)} distinct regions "
+                f"{_step_prefix(step)}{len(frames)} distinct regions "
                 f"({', '.join(lbl or '(unnumbered)' for _, lbl in frames)}), {len(members)} calls",
                 name=trace.name(members[0].index),
                 ts_us=trace.rel(members[0].ts),
@@ -212,7 +226,7 @@ def graph_break(ctx) -> list[Finding]:
             evidence.append(
                 Evidence(
                     f"break between {a.label} and {b.label}{inside}: eager code ran in between "
-                    f"for {max(b.ts - lo, 0.0):.1f} us ({what})",
+                    f"for {fmt_us(max(b.ts - lo, 0.0), 1)} ({what})",
                     name=trace.name(b.index),
                     ts_us=trace.rel(lo),
                     dur_us=max(b.ts - lo, 0.0),
@@ -329,9 +343,9 @@ def recompile(ctx) -> list[Finding]:
             id="recompile",
             severity="warn" if changed else "info",
             title=(
-                f"{len(changed)} compiled frame(s) recompiled inside the window"
+                f"{count(len(changed), 'compiled frame')} recompiled inside the window"
                 if changed
-                else f"{len(earlier)} compiled frame(s) were recompiled before the window"
+                else f"{count(len(earlier), 'compiled frame')} recompiled before the window"
             ),
             explanation=(
                 "Dynamo guards each compiled graph on what it assumed (shapes, dtypes, Python "
@@ -366,19 +380,14 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
     calls = _regions(ctx)
     if not len(lookups) and not calls:
         return []
-    lookup_steps = (
-        step_numbers(trace, trace.ts[lookups]) if trace.steps else np.full(len(lookups), -1)
-    )
+    prologue: dict[int | None, float] = defaultdict(float)
+    for c in calls:
+        prologue[c.step] += c.prologue_us
     rows = []
-    for st in step_stats(trace):
-        key = -1 if st.number is None else st.number
-        sel = lookups[lookup_steps == key]
-        prologue = sum(
-            c.prologue_us for c in calls if (c.step if c.step is not None else -1) == key
-        )
-        guard = float(trace.dur[sel].sum()) + prologue
-        if st.host_busy_us > 0 and (len(sel) or prologue):
-            rows.append((st, len(sel), guard))
+    for cost in host_cost_by_step(trace, lookups):
+        st, extra = cost.step, prologue[cost.step.number]
+        if cost.calls or extra:
+            rows.append((st, cost.calls, cost.us + extra))
     if not rows:
         return []
     # the median step: a step that compiles (seconds) must not hide the steady-state cost
@@ -389,7 +398,7 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
     per_step = float(np.median([r[2] for r in rows]))
     evidence = [
         Evidence(
-            f"{len(lookups)} TorchDynamo Cache Lookup(s), median {per_call:.1f} us each",
+            f"{len(lookups)} TorchDynamo Cache Lookup(s), median {fmt_us(per_call, 1)} each",
             name="TorchDynamo Cache Lookup",
             ts_us=trace.rel(trace.ts[lookups[0]]) if len(lookups) else None,
             dur_us=float(trace.dur[lookups[0]]) if len(lookups) else None,
@@ -400,7 +409,7 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
     for st, n, guard in rows[:5]:
         evidence.append(
             Evidence(
-                f"{_step_label(st.number)}: {n} lookup(s) + prologue = {guard:.1f} us, "
+                f"{_step_prefix(st.number)}{count(n, 'lookup')} + prologue = {fmt_us(guard, 1)}, "
                 f"{guard / st.host_busy_us:.0%} of host busy time "
                 f"(threshold {ctx.threshold('share'):.0%})",
                 ts_us=trace.rel(st.start),
@@ -409,13 +418,15 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
             )
         )
     # the host's time only costs the step when the device waits for it
-    hidden = sum(r[0].device_busy_us for r in rows) >= sum(r[0].host_busy_us for r in rows)
+    hidden = host_cost_hidden(r[0] for r in rows)
     return [
         Finding(
             id="dynamo-guard-cost",
             severity="info" if hidden else "warn",
-            title=f"Dynamo guard checks cost {per_step:.1f} us per step ({share:.0%} of host time, "
-            "median step)",
+            title=(
+                f"Dynamo guard checks cost {fmt_us(per_step, 1)} per step ({share:.0%} of host "
+                "time, median step)"
+            ),
             explanation=(
                 "Every call of a compiled function first runs Dynamo's guards ('TorchDynamo Cache "
                 "Lookup': are shapes, dtypes and globals what the graph assumed?) and "
@@ -471,14 +482,16 @@ def compile_cpu_tax(ctx) -> list[Finding]:
     c0 = max(calls, key=lambda c: c.wrapper_us)
     evidence = [
         Evidence(
-            f"{len(calls)} region call(s): wrapper {wrapper:.1f} us vs ops {ops:.1f} us CPU "
+            f"{count(len(calls), 'region call')}: wrapper {fmt_us(wrapper, 1)} vs ops "
+            f"{fmt_us(ops, 1)} "
+            "CPU "
             f"(ratio {ratio:.2f}, threshold {ctx.threshold('ratio'):.2f})",
             value=ratio,
         ),
         Evidence(
-            f"largest: region {c0.label}, guard check {c0.lookup_us:.1f} us + "
-            f"region {c0.dur:.1f} us "
-            f"of which the graph's ops take {c0.ops_us:.1f} us",
+            f"largest: region {c0.label}, guard check {fmt_us(c0.lookup_us, 1)} + "
+            f"region {fmt_us(c0.dur, 1)} "
+            f"of which the graph's ops take {fmt_us(c0.ops_us, 1)}",
             name=trace.name(c0.index),
             ts_us=trace.rel(c0.ts),
             dur_us=c0.dur,
@@ -490,8 +503,8 @@ def compile_cpu_tax(ctx) -> list[Finding]:
     if trace.has_device:
         evidence.append(
             Evidence(
-                f"device time launched from the regions: {device:.1f} us "
-                f"vs {host:.1f} us of host time",
+                f"device time launched from the regions: {fmt_us(device, 1)} "
+                f"vs {fmt_us(host, 1)} of host time",
                 value=device,
                 unit="us",
             )
@@ -503,7 +516,10 @@ def compile_cpu_tax(ctx) -> list[Finding]:
             title=(
                 f"the torch.compile wrapper costs {ratio:.1f}x the CPU time of the ops it runs"
                 if np.isfinite(ratio)
-                else f"the torch.compile wrapper costs {wrapper:.1f} us CPU around no measured ops"
+                else (
+                    f"the torch.compile wrapper costs {fmt_us(wrapper, 1)} CPU around no "
+                    "measured ops"
+                )
             ),
             explanation=(
                 "A compiled region runs a stack of wrappers (guard check, Dynamo's bytecode, "
@@ -552,7 +568,7 @@ def compilation_in_window(ctx) -> list[Finding]:
         evidence.append(
             Evidence(
                 f"{trace.name(i)}{f' (compile_id {cid})' if cid else ''}: "
-                f"{trace.dur[i] / 1000:.1f} ms",
+                f"{fmt_us(trace.dur[i], 1)}",
                 name=trace.name(i),
                 ts_us=trace.rel(trace.ts[i]),
                 dur_us=float(trace.dur[i]),
@@ -566,7 +582,7 @@ def compilation_in_window(ctx) -> list[Finding]:
         Finding(
             id="compilation-in-window",
             severity="critical" if total > 0.5 * span else "warn",
-            title=f"torch.compile compiled inside the profiled window ({total / 1000:.1f} ms, "
+            title=f"torch.compile compiled inside the profiled window ({fmt_us(total, 1)}, "
             f"{total / span:.0%} of the trace)",
             explanation=(
                 "The first call of a compiled function (and every recompile) traces it with "
@@ -589,15 +605,33 @@ def compilation_in_window(ctx) -> list[Finding]:
     ]
 
 
+#: Longest repeated block `_pattern` looks for, and how many parts it prints.
+_PATTERN_BLOCK, _PATTERN_PARTS = 8, 8
+
+
 def _pattern(names: tuple[str, ...]) -> str:
-    """`aten::add_ x2 -> aten::threshold_backward`: repeated neighbours collapsed."""
-    parts: list[list] = []
-    for n in names:
-        if parts and parts[-1][0] == n:
-            parts[-1][1] += 1
-        else:
-            parts.append([n, 1])
-    return " -> ".join(n if c == 1 else f"{n} x{c}" for n, c in parts)
+    """`aten::add_ x2 -> aten::threshold_backward`: repeats collapsed, so an optimizer's
+    `(aten::add_ -> aten::mul_ -> aten::add_) x161` reads as one line; at most
+    `_PATTERN_PARTS` parts, then how many ops the chain has in all."""
+    parts: list[str] = []
+    i = 0
+    while i < len(names):
+        best_k, best_r = 1, 1
+        for k in range(1, _PATTERN_BLOCK + 1):
+            block, r = names[i : i + k], 1
+            while names[i + r * k : i + (r + 1) * k] == block:
+                r += 1
+            if r > 1 and k * r > best_k * best_r:
+                best_k, best_r = k, r
+        block = names[i : i + best_k]
+        text = " -> ".join(block)
+        parts.append(
+            text if best_r == 1 else f"({text}) x{best_r}" if best_k > 1 else f"{text} x{best_r}"
+        )
+        i += best_k * best_r
+    if len(parts) > _PATTERN_PARTS:
+        parts = parts[: _PATTERN_PARTS - 1] + [f"... ({len(names)} ops in all)"]
+    return " -> ".join(parts)
 
 
 @rule(
@@ -631,8 +665,9 @@ def fusion_opportunity(ctx) -> list[Finding]:
         first = members[0][0]
         evidence.append(
             Evidence(
-                f"{_pattern(pattern)}: {len(members)} time(s), {device:.1f} us of device time "
-                f"in {sum(len(r) for r in members)} kernels (fused: ~{saving:.1f} us less)",
+                f"{_pattern(pattern)}: {count(len(members), 'time')}, {fmt_us(device, 1)} of "
+                "device time "
+                f"in {sum(len(r) for r in members)} kernels (fused: ~{fmt_us(saving, 1)} less)",
                 name=trace.name(first),
                 ts_us=trace.rel(trace.ts[first]),
                 dur_us=float(trace.dur[members[0]].sum()),
@@ -647,9 +682,10 @@ def fusion_opportunity(ctx) -> list[Finding]:
         Finding(
             id="fusion-opportunity",
             severity="warn",
-            title=f"{sum(len(r[2]) for r in rows)} chain(s) of eager elementwise kernels could be "
-            "fused "
-            f"(~{per_step:.0f} us per step)",
+            title=(
+                f"{count(sum(len(r[2]) for r in rows), 'chain')} of eager elementwise kernels "
+                f"could be fused (~{fmt_us(per_step, 0)} per step)"
+            ),
             explanation=(
                 "These elementwise kernels run back to back, each launched by its own op: the "
                 "first writes its whole result to device memory and the next reads it back. A "

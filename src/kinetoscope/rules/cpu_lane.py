@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from ..analysis.intervals import clip, union_length
+from ..analysis.stepmap import step_count
 from ..analysis.steps import device_anchor
 from ..analysis.window import in_window
 from ..trace import Cat, Trace
@@ -190,7 +191,7 @@ def _dead_window(trace, name, number, per_step, typical, min_gap, factor) -> Fin
             "dispatch, allocator or library warm-up). It is the cold-start tax, zoomed in."
         ),
         suggestion="Warm up before profiling (schedule warmup=1, or run a few iterations first).",
-        impact_us=(gap - typical) / max(len(trace.steps), 1),
+        impact_us=(gap - typical) / step_count(trace),
         evidence=evidence,
         measured={
             "annotation": name,
@@ -403,7 +404,7 @@ def hidden_memcpy(ctx) -> list[Finding]:
             groups[(trace.name(owner), kind)].append(int(i))
     if not groups:
         return []
-    steps = max(len(trace.steps), 1)
+    steps = step_count(trace)
     total = sum(float(trace.dur[idx].sum()) for idx in groups.values())
     evidence = []
     ranked = sorted(groups.items(), key=lambda kv: -float(trace.dur[kv[1]].sum()))

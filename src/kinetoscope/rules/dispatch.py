@@ -15,12 +15,19 @@ from ..analysis.dispatch import (
     metadata_only,
     op_work,
 )
-from ..analysis.gpu_lane import device_time_by_name
+from ..analysis.gpu_lane import kernel_totals
 from ..analysis.kernel_names import decode
-from ..analysis.stepmap import device_steps, step_count, step_numbers, step_or_none
-from ..analysis.steps import step_stats
+from ..analysis.stepmap import (
+    device_steps,
+    host_cost_by_step,
+    step_count,
+    step_numbers,
+    step_or_none,
+)
 from ..trace import Cat
+from ..units import count, fmt_us
 from .base import Evidence, Finding, NotChecked, rule
+from .impact import host_cost_hidden
 from .requires import NO_LINKS, need_kernels
 
 CPU_OP = int(Cat.CPU_OP)
@@ -38,24 +45,22 @@ def dispatch_chain(ctx) -> list[Finding]:
     need_kernels(trace)
     if not (trace.launch_of[trace.kernels] >= 0).any():
         raise NotChecked(*NO_LINKS)
-    top = device_time_by_name(trace)[: int(ctx.threshold("top"))]
-    total = float(trace.dur[trace.kernels].sum())
+    rows, total = kernel_totals(trace)
     evidence = []
-    for nid, device_us, calls in top:
-        inst = trace.kernels[trace.name_id[trace.kernels] == nid]
-        linked = inst[trace.launch_of[inst] >= 0]
+    for row in rows[: int(ctx.threshold("top"))]:
+        linked = row.instances[trace.launch_of[row.instances] >= 0]
         if not len(linked):
             continue
         pick = int(linked[np.argmax(trace.dur[linked])])
         evidence.append(
             Evidence(
-                f"{chain_text(trace, pick)}  [{device_us:.1f} us in {calls} calls, "
-                f"{device_us / total:.0%} of device time]",
+                f"{chain_text(trace, pick)}  [{fmt_us(row.device_us, 1)} in "
+                f"{count(row.calls, 'call')}, {row.device_us / total:.0%} of kernel time]",
                 name=trace.name(pick),
                 ts_us=trace.rel(trace.ts[pick]),
                 dur_us=float(trace.dur[pick]),
                 step=step_or_none(int(device_steps(trace, np.array([pick]))[0])),
-                value=device_us,
+                value=row.device_us,
                 unit="us",
             )
         )
@@ -65,7 +70,7 @@ def dispatch_chain(ctx) -> list[Finding]:
         Finding(
             id="dispatch-chain",
             severity="info",
-            title=f"how the top {len(evidence)} kernel(s) were dispatched",
+            title=f"dispatch chains of the top {count(len(evidence), 'kernel')}",
             explanation=(
                 "Each line follows one kernel back to the code that caused it: the profiler "
                 "step, your record_function annotations, the aten ops the dispatcher chose, and "
@@ -126,11 +131,12 @@ def matmul_dispatch(ctx) -> list[Finding]:
         extra = ", ".join(f"{n} x{c / len(idx):.1g}" for n, c in extras[branch].most_common(4))
         evidence.append(
             Evidence(
-                f"aten::matmul -> {branch}: {len(idx)} calls, {trace.dur[idx].mean():.1f} us CPU "
+                f"aten::matmul -> {branch}: {len(idx)} calls, {fmt_us(trace.dur[idx].mean(), 1)} "
+                "CPU "
                 "per call"
                 + (
                     f", {work.launches[idx].mean():.1f} launches and "
-                    f"{work.device_us[idx].mean():.1f} us device per call"
+                    f"{fmt_us(work.device_us[idx].mean(), 1)} device per call"
                     if trace.has_device
                     else ""
                 )
@@ -149,14 +155,14 @@ def matmul_dispatch(ctx) -> list[Finding]:
             id="matmul-dispatch",
             severity="info",
             title=(
-                f"aten::matmul dispatched {len(calls)} time(s): "
+                f"aten::matmul dispatched {count(len(calls), 'time')}: "
                 + ", ".join(f"{len(m)} -> {b}" for b, m in branches.items())
             ),
             explanation=(
                 "aten::matmul is a router: 2D inputs go to aten::mm (one GEMM); inputs with "
                 "batch dimensions go to aten::bmm after expand/reshape ops that fold the batch, "
                 "which adds CPU work and sometimes extra runtime calls"
-                + (f" ({batched} call(s) took the batched path here)." if batched else ".")
+                + (f" ({count(batched, 'call')} took the batched path here)." if batched else ".")
             ),
             suggestion=(
                 "For a plain linear layer keep the input 2D (flatten the batch into rows) so it "
@@ -212,9 +218,9 @@ def addmm_epilogue(ctx) -> list[Finding]:
                 Evidence(
                     f"{trace.name(mm)} then {trace.name(a)} "
                     + (
-                        f"({work.device_us[a]:.1f} us of device time in its own kernel)"
+                        f"({fmt_us(work.device_us[a], 1)} of device time in its own kernel)"
                         if on_device
-                        else f"({trace.dur[a]:.1f} us CPU)"
+                        else f"({fmt_us(trace.dur[a], 1)} CPU)"
                     ),
                     name=trace.name(a),
                     ts_us=trace.rel(trace.ts[a]),
@@ -228,7 +234,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
             Finding(
                 id="addmm-epilogue",
                 severity="warn",
-                title=f"{len(pairs)} matmul(s) followed by a separate add: use addmm",
+                title=f"{count(len(pairs), 'matmul')} followed by a separate add: use addmm",
                 explanation=(
                     "A matrix multiply followed by adding a bias runs as two ops: a GEMM, then "
                     "an elementwise add that reads and writes the whole output again. aten::addmm "
@@ -261,7 +267,8 @@ def addmm_epilogue(ctx) -> list[Finding]:
         total = sum(float(trace.dur[x]) for x in launched if decode(trace.name(x)).short == short)
         evidence.append(
             Evidence(
-                f"aten::addmm launched {short} {n} time(s), {total:.1f} us of device time",
+                f"aten::addmm launched {short} {count(n, 'time')}, {fmt_us(total, 1)} of device "
+                "time",
                 name=trace.name(d),
                 ts_us=trace.rel(trace.ts[d]),
                 dur_us=float(trace.dur[d]),
@@ -272,7 +279,8 @@ def addmm_epilogue(ctx) -> list[Finding]:
         )
     evidence.append(
         Evidence(
-            f"{len(addmms)} aten::addmm call(s), {trace.dur[addmms].mean():.1f} us CPU per call",
+            f"{count(len(addmms), 'aten::addmm call')}, "
+            f"{fmt_us(trace.dur[addmms].mean(), 1)} CPU per call",
             name="aten::addmm",
             ts_us=trace.rel(trace.ts[first]),
             dur_us=float(trace.dur[first]),
@@ -285,7 +293,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
         Finding(
             id="addmm-epilogue",
             severity="info",
-            title=f"{len(addmms)} aten::addmm call(s): bias fused into the GEMM epilogue",
+            title=f"{count(len(addmms), 'aten::addmm call')}: bias fused into the GEMM epilogue",
             explanation=(
                 "aten::addmm is matmul plus bias fused at the dispatcher level: the GEMM kernel "
                 "is the same one aten::mm would run, the bias rides in its epilogue"
@@ -319,23 +327,15 @@ def metadata_only_ops(ctx) -> list[Finding]:
     pure = metadata_only(trace)
     if not len(pure):
         return []
-    stats = step_stats(trace)
-    steps = step_numbers(trace, trace.ts[pure]) if trace.steps else np.full(len(pure), -1)
-    rows = []
-    for st in stats:
-        key = -1 if st.number is None else st.number
-        sel = pure[steps == key]
-        if st.host_busy_us <= 0:
-            continue
-        rows.append((st, len(sel), float(trace.dur[sel].sum())))
+    rows = host_cost_by_step(trace, pure)
     if not rows:
         return []
-    share = sum(r[2] for r in rows) / sum(r[0].host_busy_us for r in rows)
-    per_step_us = sum(r[2] for r in rows) / len(rows)
-    per_step_n = sum(r[1] for r in rows) / len(rows)
+    share = sum(r.us for r in rows) / sum(r.step.host_busy_us for r in rows)
+    per_step_us = sum(r.us for r in rows) / len(rows)
+    per_step_n = sum(r.calls for r in rows) / len(rows)
     if share < ctx.threshold("min_share"):
         return []
-    hidden = sum(r[0].device_busy_us for r in rows) >= sum(r[0].host_busy_us for r in rows)
+    hidden = host_cost_hidden(r.step for r in rows)
     names = Counter(trace.name(i) for i in pure.tolist())
     evidence = [
         Evidence(
@@ -344,10 +344,11 @@ def metadata_only_ops(ctx) -> list[Finding]:
             unit="calls",
         )
     ]
-    for st, n, us in rows[:6]:
+    for r in rows[:6]:
+        st, n, us = r.step, r.calls, r.us
         evidence.append(
             Evidence(
-                f"step {st.label}: {n} metadata-only calls, {us:.1f} us CPU "
+                f"step {st.label}: {n} metadata-only calls, {fmt_us(us, 1)} CPU "
                 f"({us / st.host_busy_us:.0%} of host busy time)",
                 name=f"ProfilerStep#{st.number}" if st.number is not None else None,
                 ts_us=trace.rel(st.start),
@@ -362,8 +363,8 @@ def metadata_only_ops(ctx) -> list[Finding]:
             id="metadata-only-ops",
             severity="info",
             title=(
-                f"{per_step_n:.0f} metadata-only op calls per step cost {per_step_us:.1f} us CPU "
-                f"({share:.0%} of host time)"
+                f"{per_step_n:.0f} metadata-only op calls per step cost {fmt_us(per_step_us, 1)} "
+                f"CPU ({share:.0%} of host time)"
             ),
             explanation=(
                 "aten::t, transpose, view, reshape, as_strided, expand and friends only rewrite a "

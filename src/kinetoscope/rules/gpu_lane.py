@@ -9,6 +9,7 @@ import numpy as np
 from ..analysis.gpu_lane import Gap, buffer_requests, kernel_gaps, kernel_spreads, launch_latency
 from ..analysis.kernel_names import decode
 from ..analysis.stepmap import device_steps, mean_step_us, step_count, step_or_none
+from ..units import count, fmt_us
 from .base import Evidence, Finding, NotChecked, rule
 from .requires import NO_LINKS, need_device
 
@@ -27,7 +28,8 @@ def profiler_buffer_request(ctx) -> list[Finding]:
     first_kernel = float(trace.ts[trace.kernels[0]]) if len(trace.kernels) else None
     evidence = [
         Evidence(
-            f"Activity Buffer Request at {trace.rel(trace.ts[i]):.1f} us for {trace.dur[i]:.1f} us",
+            f"Activity Buffer Request at {fmt_us(trace.rel(trace.ts[i]), 1)} for "
+            f"{fmt_us(trace.dur[i], 1)}",
             name=trace.name(i),
             ts_us=trace.rel(trace.ts[i]),
             dur_us=float(trace.dur[i]),
@@ -37,21 +39,24 @@ def profiler_buffer_request(ctx) -> list[Finding]:
         for i in reqs[:5].tolist()
     ]
     explanation = (
-        f"The trace holds {len(reqs)} 'Activity Buffer Request' event(s), {total:.1f} us in all: "
-        "the profiler (CUPTI) asking for fresh buffers to store the activity records. "
+        f"The trace holds {len(reqs)} 'Activity Buffer Request' event(s), {fmt_us(total, 1)} in "
+        "all: the profiler (CUPTI) asking for fresh buffers to store the activity records. "
         "It is the profiler's own work, not your program's."
     )
     first = int(reqs[0])
     if first_kernel is not None and trace.ts[first] <= first_kernel:
         explanation += (
-            f" The first one ends {first_kernel - trace.end[first]:.1f} us before the first "
+            f" The first one ends {fmt_us(first_kernel - trace.end[first], 1)} before the first "
             "kernel starts: it explains the initial offset between the CPU and GPU lanes."
         )
     return [
         Finding(
             id="profiler-buffer-request",
             severity="info",
-            title=f"{len(reqs)} profiler buffer request(s) on the device lane ({total:.0f} us)",
+            title=(
+                f"{count(len(reqs), 'profiler buffer request')} on the device lane "
+                f"({fmt_us(total, 0)})"
+            ),
             explanation=explanation,
             suggestion=(
                 "Ignore the idle time they cover; profile more active steps (schedule with "
@@ -92,18 +97,19 @@ def launch_latency_rule(ctx) -> list[Finding]:
     first = int(lat.device[0])
     evidence = [
         Evidence(
-            f"launch -> start latency p50 {p50:.1f} us, p90 {p90:.1f} us, max {pmax:.1f} us "
-            f"over {len(values)} launch calls (threshold p50 {ctx.threshold('p50_us'):.0f} us)",
+            f"launch -> start latency p50 {fmt_us(p50, 1)}, p90 {fmt_us(p90, 1)}, max "
+            f"{fmt_us(pmax, 1)} over {len(values)} launch calls "
+            f"(threshold p50 {fmt_us(ctx.threshold('p50_us'), 0)})",
             value=p50,
             unit="us",
         ),
         Evidence(
-            f"first fifth of the window: median {head:.1f} us; last fifth: {tail:.1f} us "
+            f"first fifth of the window: median {fmt_us(head, 1)}; last fifth: {fmt_us(tail, 1)} "
             f"({growth:.1f}x, threshold {ctx.threshold('growth'):.1f}x)",
             value=growth,
         ),
         Evidence(
-            f"first kernel starts {values[0]:.1f} us after its launch call",
+            f"first kernel starts {fmt_us(values[0], 1)} after its launch call",
             name=trace.name(first),
             ts_us=trace.rel(trace.ts[first]),
             dur_us=float(trace.dur[first]),
@@ -122,7 +128,9 @@ def launch_latency_rule(ctx) -> list[Finding]:
             Finding(
                 id="launch-latency",
                 severity="info",
-                title=f"kernels start {p50:.0f} us (median) after their launch: the queue is full",
+                title=(
+                    f"kernels start {fmt_us(p50, 0)} (median) after their launch: the queue is full"
+                ),
                 explanation=(
                     "The host enqueues kernels faster than the device runs them, so each new "
                     f"kernel waits behind a median of {depth50:.0f} others. The latency grows "
@@ -152,10 +160,10 @@ def launch_latency_rule(ctx) -> list[Finding]:
         Finding(
             id="launch-latency",
             severity="warn",
-            title=f"kernels start {p50:.0f} us (median) after their launch with an idle device",
+            title=f"kernels start {fmt_us(p50, 0)} (median) after their launch with an idle device",
             explanation=(
                 "Almost nothing is queued on the device when kernels are launched, yet they "
-                f"start a median {p50:.0f} us after the launch call. The device waits on the "
+                f"start a median {fmt_us(p50, 0)} after the launch call. The device waits on the "
                 "launch path itself (driver, runtime, lazy module loading, host contention) or "
                 "on an event from another stream or process."
             ),
@@ -217,8 +225,9 @@ def kernel_gap(ctx) -> list[Finding]:
             note += ", overlaps an Activity Buffer Request"
         evidence.append(
             Evidence(
-                f"{g.dur:.1f} us idle after {decode(trace.name(g.before)).short} before "
-                f"{decode(trace.name(g.after)).short} (step median gap {median:.1f} us; {note})",
+                f"{fmt_us(g.dur, 1)} idle after {decode(trace.name(g.before)).short} before "
+                f"{decode(trace.name(g.after)).short} (step median gap {fmt_us(median, 1)}; "
+                f"{note})",
                 name=trace.name(g.after),
                 ts_us=trace.rel(g.start),
                 dur_us=g.dur,
@@ -232,7 +241,9 @@ def kernel_gap(ctx) -> list[Finding]:
     recurring = len(steady)
     if recurring:
         explanation = (
-            f"{len(flagged)} idle gap(s) longer than {min_gap:.0f} us and {ratio:.0f}x the step's "
+            f"{count(len(flagged), 'idle gap')} longer than {fmt_us(min_gap, 0)} and "
+            f"{ratio:.0f}x the "
+            "step's "
             f"median gap; {recurring} of them recur between the same two kernels, which points to "
             "a real host stall (a sync, a data wait, Python work) that starves the device."
         )
@@ -242,7 +253,9 @@ def kernel_gap(ctx) -> list[Finding]:
         )
     else:
         explanation = (
-            f"{len(flagged)} idle gap(s) longer than {min_gap:.0f} us and {ratio:.0f}x the step's "
+            f"{count(len(flagged), 'idle gap')} longer than {fmt_us(min_gap, 0)} and "
+            f"{ratio:.0f}x the "
+            "step's "
             "median gap, each seen once: likely a one-time event such as a profiler buffer "
             "request or a lazy initialization rather than a steady stall."
         )
@@ -253,7 +266,7 @@ def kernel_gap(ctx) -> list[Finding]:
         Finding(
             id="kernel-gap",
             severity="warn" if recurring else "info",
-            title=f"{len(flagged)} long idle gap(s) between kernels ({total:.0f} us)",
+            title=f"{count(len(flagged), 'long idle gap')} between kernels ({fmt_us(total, 0)})",
             explanation=explanation,
             suggestion=suggestion,
             # only the recurring gaps are a per-step cost; one-time gaps rank below them
@@ -310,7 +323,7 @@ def kernel_variance(ctx) -> list[Finding]:
         evidence.append(
             Evidence(
                 f"{decode(trace.names[sp.name_id]).short}{grid}: {len(d)} runs, median "
-                f"{median:.1f} us, mean {d.mean():.1f} us, max {d.max():.1f} us "
+                f"{fmt_us(median, 1)}, mean {fmt_us(d.mean(), 1)}, max {fmt_us(d.max(), 1)} "
                 f"(max/median {ratio:.2f} vs {ratio_t}, CV {cv:.0%} vs {cv_t:.0%})",
                 name=trace.names[sp.name_id],
                 ts_us=trace.rel(trace.ts[slow]),
@@ -343,7 +356,9 @@ def kernel_variance(ctx) -> list[Finding]:
         Finding(
             id="kernel-variance",
             severity="warn",
-            title=f"{len(hits)} kernel(s) vary across runs (worst max/median {top[3]:.2f})",
+            title=(
+                f"{count(len(hits), 'kernel')} varying across runs (worst max/median {top[3]:.2f})"
+            ),
             explanation=(
                 "The same kernel with the same launch grid does the same work each time, yet "
                 "its duration varies: clocks, thermals, power management or other work sharing "

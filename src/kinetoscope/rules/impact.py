@@ -8,11 +8,11 @@ the window in which the device idles.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ..analysis.metrics import trace_metrics
-
-
-def steps_in_window(ctx) -> int:
-    return max(len(ctx.trace.steps), 1)
+from ..analysis.stepmap import step_count
+from ..analysis.steps import StepStats
 
 
 def host_saving_per_step(ctx, host_us: float) -> float:
@@ -20,4 +20,11 @@ def host_saving_per_step(ctx, host_us: float) -> float:
     idle = 1.0 - min(ctx.analysis(trace_metrics)["device_busy_ratio"], 1.0)
     if not ctx.trace.has_device:
         idle = 1.0
-    return host_us * idle / steps_in_window(ctx)
+    return host_us * idle / step_count(ctx.trace)
+
+
+def host_cost_hidden(steps: Iterable[StepStats]) -> bool:
+    """Whether the device is busy at least as long as the host over these steps: then host
+    work only makes the host wait longer on the device, and removing it saves nothing."""
+    steps = list(steps)
+    return sum(s.device_busy_us for s in steps) >= sum(s.host_busy_us for s in steps)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..analysis.gpu_lane import device_time_by_name
+from ..analysis.gpu_lane import kernel_totals
 from ..analysis.kernel_names import decode
+from ..units import count, fmt_us
 from .base import Evidence, Finding, rule
 from .requires import need_kernels
 
@@ -14,25 +15,25 @@ from .requires import need_kernels
 def kernel_name(ctx) -> list[Finding]:
     trace = ctx.trace
     need_kernels(trace)
-    rows = device_time_by_name(trace)
-    total = float(trace.dur[trace.kernels].sum())
+    rows, total = kernel_totals(trace)
+    if not rows:
+        return []
     evidence = []
     libraries: dict[str, float] = {}
-    for nid, device_us, _calls in rows:
-        k = decode(trace.names[nid])
-        libraries[k.library] = libraries.get(k.library, 0.0) + device_us
-    for nid, device_us, calls in rows[: int(ctx.threshold("top"))]:
-        k = decode(trace.names[nid])
-        inst = trace.kernels[trace.name_id[trace.kernels] == nid]
-        first = int(inst[0])
+    for row in rows:
+        k = decode(trace.names[row.name_id])
+        libraries[k.library] = libraries.get(k.library, 0.0) + row.device_us
+    for row in rows[: int(ctx.threshold("top"))]:
+        k = decode(trace.names[row.name_id])
+        first = int(row.instances[0])
         evidence.append(
             Evidence(
-                f"{k.short}: {k.describe()} -- {device_us:.1f} us in {calls} call(s) "
-                f"({device_us / total:.0%} of kernel time)",
-                name=trace.names[nid],
+                f"{k.short}: {k.describe()} -- {fmt_us(row.device_us, 1)} in "
+                f"{count(row.calls, 'call')} ({row.device_us / total:.0%} of kernel time)",
+                name=trace.names[row.name_id],
                 ts_us=trace.rel(trace.ts[first]),
                 dur_us=float(trace.dur[first]),
-                value=device_us,
+                value=row.device_us,
                 unit="us",
             )
         )
@@ -64,7 +65,9 @@ def kernel_name(ctx) -> list[Finding]:
                 "kernel_time_us": round(total, 3),
                 "library_share": {lib: round(us / total, 4) for lib, us in libraries.items()},
                 "threshold_top": ctx.threshold("top"),
-                "median_kernel_us": float(np.median(trace.dur[trace.kernels])),
+                "median_kernel_us": float(
+                    np.median([d for r in rows for d in trace.dur[r.instances]])
+                ),
             },
         )
     ]

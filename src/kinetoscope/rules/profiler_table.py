@@ -1,7 +1,9 @@
 """Profiler-table rules: what `key_averages().table()` shows at a glance.
 
-They read the table rebuilt from the trace (`analysis.table.key_averages`),
-so the numbers are the ones a user sees in the profiler's own table.
+They read the table rebuilt from the trace (`analysis.table.key_averages`)
+over the active window (the profiled steps, or the whole trace without
+steps), the window every other number of the report uses: the columns are
+the profiler's own, the rows only count what ran inside the steps.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from collections import Counter
 
 import numpy as np
 
-from ..analysis.table import KeyAverages, TableRow, key_averages
+from ..analysis.stepmap import step_count
+from ..analysis.table import KeyAverages, TableRow, window_key_averages
+from ..analysis.window import in_window
 from ..trace import Cat, Trace
 from ..units import fmt_pct, fmt_us
 from .base import Evidence, Finding, rule
@@ -21,7 +25,7 @@ STEP_ROW = "ProfilerStep*"
 
 
 def _table(ctx) -> KeyAverages:
-    return ctx.analysis(key_averages)
+    return ctx.analysis(window_key_averages)
 
 
 def _op_names(trace: Trace) -> set[str]:
@@ -33,10 +37,6 @@ def _op_names(trace: Trace) -> set[str]:
 def _work_names(trace: Trace) -> set[str]:
     """Names of device work (kernels, copies, memsets), not the device copies of annotations."""
     return {trace.names[i] for i in np.unique(trace.name_id[trace.device_work])}
-
-
-def _steps(trace: Trace) -> int:
-    return max(len(trace.steps), 1)
 
 
 @rule(
@@ -66,8 +66,8 @@ def hotspot(ctx) -> list[Finding]:
     runner_up = sorted(rows, key=value, reverse=True)[1:3]
     evidence = [
         Evidence(
-            f"self {side} {fmt_us(value(top))} of {fmt_us(total)} ({fmt_pct(share)}), "
-            f"{top.calls} calls",
+            f"self {side} {fmt_us(value(top))} of {fmt_us(total)} {_where(ctx.trace)} "
+            f"({fmt_pct(share)}), {top.calls} calls",
             name=top.name,
             value=value(top),
             unit="us",
@@ -85,12 +85,16 @@ def hotspot(ctx) -> list[Finding]:
                 f"(threshold {fmt_pct(min_share, 0)})"
             ),
             explanation=(
-                f"{top.name} accounts for {fmt_pct(share)} of the self {side} total in the "
-                "profiler table: anything else is small next to it."
+                f"{top.name} accounts for {fmt_pct(share)} of the self {side} total (the "
+                f"profiler table's closing line, counted {_where(ctx.trace)}): anything else is "
+                "small next to it."
             ),
             suggestion=(
                 "Start optimizing there: its shape, dtype and the kernel the library picked "
                 "(see kernel-name), or whether it runs more often than needed."
+                if side == "device"
+                else "Start optimizing there: what it does per call (its inputs, a faster "
+                "library or algorithm) and whether it runs more often than needed."
             ),
             impact_us=0.0,
             evidence=evidence,
@@ -125,7 +129,7 @@ def call_count(ctx) -> list[Finding]:
     if not hot:
         return []
     hot.sort(key=lambda r: -r.self_cpu_us)
-    steps = _steps(trace)
+    steps = step_count(trace)
     top = hot[0]
 
     def per_step(calls: int) -> str:
@@ -175,7 +179,7 @@ def _host_per_step(ctx) -> float:
     from ..analysis.metrics import trace_metrics
 
     m = ctx.analysis(trace_metrics)
-    return m["host_time_us"] / _steps(ctx.trace)
+    return m["host_time_us"] / step_count(ctx.trace)
 
 
 @rule(
@@ -255,6 +259,11 @@ def deep_child_cost(ctx) -> list[Finding]:
     ]
 
 
+def _where(trace: Trace) -> str:
+    """Which events the table counts, said next to every total taken from it."""
+    return "in the active window" if trace.steps else "over the whole trace"
+
+
 def _short(name: str, limit: int = 60) -> str:
     """A kernel name fit for a title: no C++ argument list, at most `limit` characters."""
     if name.endswith(")") and "(" in name[1:]:
@@ -269,9 +278,11 @@ def _ratio(row: TableRow) -> str:
 
 
 def _heaviest_children(trace: Trace, names: set[str]) -> dict[str, tuple[str, float, int]]:
-    """For each parent name: (heaviest direct-child name, its summed duration, child names)."""
+    """For each parent name: (heaviest direct-child name, its summed duration, child names),
+    over parents in the active window (as the table the rule reads)."""
     parent = trace.parent
     child = np.flatnonzero(parent >= 0)  # Python frames too: self time excludes them as well
+    child = child[in_window(trace, trace.ts[parent[child]])]
     wanted = {trace.name_index[n] for n in names if n in trace.name_index}
     keep = np.isin(trace.name_id[parent[child]], list(wanted))
     sums: dict[str, Counter] = {}

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis.metrics import trace_metrics
+from ..analysis.stepmap import step_count
 from ..analysis.steps import host_activity_mask, step_stats
-from ..analysis.table import key_averages
+from ..analysis.table import window_key_averages
 from ..analysis.window import (
     in_window,
     time_by_name,
@@ -51,8 +52,8 @@ class RegimeCall:
                 "recorded"
             )
         return (
-            f"{self.regime}: device busy {fmt_us(self.device_busy_us)} vs host "
-            f"{fmt_us(self.host_time_us)} ({fmt_pct(self.ratio)} of host time){where}"
+            f"{self.regime}: device busy {fmt_us(self.device_busy_us)} = {fmt_pct(self.ratio)} "
+            f"of host {fmt_us(self.host_time_us)}{where}"
         )
 
 
@@ -90,7 +91,7 @@ def classify(trace: Trace, config: dict | None = None) -> RegimeCall:
     else:
         regime = "mixed"
     return RegimeCall(
-        regime, host, device, ratio, window, max(1, m["steps"]), low, high, device_label(trace)
+        regime, host, device, ratio, window, step_count(trace), low, high, device_label(trace)
     )
 
 
@@ -180,12 +181,13 @@ def overhead_bound(ctx) -> list[Finding]:
     if call.regime != "overhead-bound":
         return []
     evidence = _numbers(call)
-    table = ctx.analysis(key_averages)
+    table = ctx.analysis(window_key_averages)
     evidence.append(
         Evidence(
             f"Self CPU total {fmt_us(table.self_cpu_total_us)} vs Self device total "
-            f"{fmt_us(table.self_device_total_us)} (the last two lines of "
-            "key_averages().table())",
+            f"{fmt_us(table.self_device_total_us)}: the last two lines of "
+            "key_averages().table(), counting the active window only (self CPU adds up over "
+            "threads)",
             value=table.self_device_total_us / table.self_cpu_total_us
             if table.self_cpu_total_us > 0
             else None,
@@ -301,10 +303,23 @@ def host_only(ctx) -> list[Finding]:
     trace = ctx.trace
     ops = np.flatnonzero(host_activity_mask(trace))
     ops = ops[in_window(trace, trace.ts[ops])]
-    evidence = [Evidence("host time in the active window", value=call.host_time_us, unit="us")]
+    evidence = [
+        Evidence(
+            "host busy time in the active window (while any host thread is busy)",
+            value=call.host_time_us,
+            unit="us",
+        )
+    ]
+    threads = len(np.unique(trace.lane[ops]))
+    summed = f", summed over {threads} threads" if threads > 1 else ""
     for name, total in time_by_name(trace, ops, trace.self_time[ops])[:5]:
         evidence.append(
-            Evidence(f"self CPU time {fmt_us(total)}", name=name, value=total, unit="us")
+            Evidence(
+                f"self CPU time {fmt_us(total)} in the active window{summed}",
+                name=name,
+                value=total,
+                unit="us",
+            )
         )
     return [
         Finding(

@@ -1,0 +1,31 @@
+"""Phrases the text, Markdown and HTML renderers share, so each says the same thing."""
+
+from __future__ import annotations
+
+from ..units import fmt_us
+from .model import Report, StepRow
+
+
+def device_cell(report: Report, row: StepRow) -> str:
+    """A step's device busy time as a table cell: `-` where no device lane was recorded."""
+    return "-" if report.verdict.regime == "host-only" else fmt_us(row.device_busy_us)
+
+
+def step_counts(report: Report) -> str:
+    """`3 steps` / `1 step`, or `whole trace, no ProfilerStep` without step markers."""
+    steps = int(report.trace.window["steps"])
+    if not steps:
+        return "whole trace, no ProfilerStep"
+    return f"{steps} step{'s' if steps != 1 else ''}"
+
+
+def steps_line(report: Report) -> str:
+    """The line under the step table: the medians, and the device share where there is one."""
+    m = report.metrics
+    line = (
+        f"median step {fmt_us(m['step_time_us'])}, {m['kernels_per_step']:g} kernels and "
+        f"{m['launches_per_step']:g} launches per step"
+    )
+    if report.verdict.regime != "host-only":
+        line += f"; device busy {m['device_busy_ratio'] * 100:.1f}% of the window"
+    return line

@@ -1,0 +1,23 @@
+"""One formatter for times: readable units in prose, the compact form only in the table."""
+
+from kinetoscope.units import fmt_bytes, fmt_pct, fmt_us, table_percent, table_time
+
+
+def test_prose_times_pick_the_unit_and_keep_a_space():
+    assert fmt_us(23.104) == "23.104 us"
+    assert fmt_us(2314.0) == "2.314 ms"
+    assert fmt_us(1.25e6) == "1.250 s"
+    assert fmt_us(262.865, 1) == "262.9 us"
+    assert fmt_us(None) == "-" and fmt_us(float("nan")) == "-"
+
+
+def test_profiler_table_times_are_compact_like_key_averages_table():
+    assert table_time(2314.0) == "2.314ms"
+    assert table_time(23.104) == "23.104us"
+    assert table_time(2.5e6) == "2.500s"
+    assert table_percent(1.0, 8.0) == "12.50%" and table_percent(1.0, 0.0) == "0.00%"
+
+
+def test_shares_and_sizes():
+    assert fmt_pct(0.9854) == "98.5%"
+    assert fmt_bytes(32 << 20) == "32.0 MB" and fmt_bytes(512) == "512 B"
