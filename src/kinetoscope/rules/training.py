@@ -14,7 +14,15 @@ from ..analysis.dataloader import data_waits
 from ..analysis.idle import CATEGORIES, IdleSplit, idle_breakdown
 from ..analysis.steps import step_stats
 from ..analysis.syncs import sync_sites
+from ..units import count, fmt_us
 from .base import Evidence, Finding, NotChecked, rule
+
+#: The idle split's categories in plain words (HTA's host_wait / kernel_wait / other).
+_CATEGORY_WORDS = {
+    "host_wait": "waiting for the host",
+    "kernel_wait": "short gaps between kernels",
+    "other": "other",
+}
 
 FAMILY = "Training-loop health"
 
@@ -55,7 +63,7 @@ def dataloader_bound(ctx) -> list[Finding]:
             Evidence(
                 f"{w.share:.0%} of the {'step' if w.step is not None else 'window'} in "
                 "DataLoader.__next__, device idle for "
-                f"{w.device_idle_us / 1e3:.2f} ms of it",
+                f"{fmt_us(w.device_idle_us)} of it",
                 name=trace.name(i),
                 ts_us=trace.rel(trace.ts[i]),
                 dur_us=float(trace.dur[i]),
@@ -131,8 +139,9 @@ def host_sync(ctx) -> list[Finding]:
         first = max(members, key=lambda s: s.wait_us)
         evidence.append(
             Evidence(
-                f"{name}{f' (-> {call})' if call != name else ''} in {context}: {len(members)}x, "
-                f"{sum(s.wait_us for s in members):.1f} us blocked in total",
+                f"{name}{f' (-> {call})' if call != name else ''} in {context}: "
+                f"{count(len(members), 'call')}, "
+                f"{fmt_us(sum(s.wait_us for s in members))} blocked in total",
                 name=name,
                 ts_us=trace.rel(trace.ts[first.index]),
                 dur_us=first.wait_us,
@@ -147,10 +156,10 @@ def host_sync(ctx) -> list[Finding]:
         Finding(
             id="host-sync",
             severity="warn" if share >= warn_share else "info",
-            title=f"{len(sites)} host-device syncs {where} ({waited / 1e3:.2f} ms blocked)",
+            title=f"{count(len(sites), 'host-device sync')} {where} ({fmt_us(waited)} blocked)",
             explanation=(
                 "The host stops and waits for the device to finish queued work "
-                f"({', '.join(f'{n} {k}' for k, n in kinds.most_common())}). While it waits it "
+                f"({', '.join(count(n, k) for k, n in kinds.most_common())}). While it waits it "
                 "cannot enqueue the next kernels, so the device drains and idles after each "
                 f"sync. Blocked time is {share:.1%} of the profiled steps."
             ),
@@ -184,7 +193,8 @@ def step_outlier(ctx) -> list[Finding]:
     min_steps = int(ctx.threshold("min_steps"))
     if len(trace.steps) < min_steps:
         raise NotChecked(
-            f"{len(trace.steps)} ProfilerStep(s) recorded, {min_steps} needed to compare steps",
+            f"{count(len(trace.steps), 'ProfilerStep')} recorded, {min_steps} needed to compare "
+            "steps",
             _STEP_ADVICE,
         )
     stats = ctx.analysis(step_stats)
@@ -202,13 +212,13 @@ def step_outlier(ctx) -> list[Finding]:
         diffs = {k: parts[s.number][k] - typical[k] for k in _PART_NAMES}
         cause = max(diffs, key=lambda k: diffs[k])
         what = (
-            f"{_PART_NAMES[cause]} +{diffs[cause] / 1e3:.2f} ms vs the median step"
+            f"{_PART_NAMES[cause]} +{fmt_us(diffs[cause])} vs the median step"
             if diffs[cause] > 0.25 * (s.dur - med)
             else "no single cause stands out (host and device both slower)"
         )
         evidence.append(
             Evidence(
-                f"{s.dur / 1e3:.2f} ms = {s.dur / med:.2f}x the median {med / 1e3:.2f} ms; {what}",
+                f"{fmt_us(s.dur)} = {s.dur / med:.2f}x the median {fmt_us(med)}; {what}",
                 name=f"ProfilerStep#{s.number}",
                 ts_us=trace.rel(s.start),
                 dur_us=s.dur,
@@ -308,12 +318,12 @@ def gpu_idle_breakdown(ctx) -> list[Finding]:
     for st, split in sorted(per_stream, key=lambda p: -p[1].idle)[:4]:
         if split.idle <= 0:
             continue
-        text = ", ".join(f"{c} {split.share(c):.0%}" for c in CATEGORIES)
+        text = ", ".join(f"{_CATEGORY_WORDS[c]} {split.share(c):.0%}" for c in CATEGORIES)
         start, dur, cat = st.longest_gap or (None, None, "")
         evidence.append(
             Evidence(
-                f"idle {split.idle / 1e3:.2f} ms between its events ({text}); "
-                f"longest gap {(dur or 0) / 1e3:.2f} ms ({cat})",
+                f"idle {fmt_us(split.idle)} between its events ({text}); "
+                f"longest gap {fmt_us(dur or 0)} ({_CATEGORY_WORDS.get(cat, cat)})",
                 name=st.label,
                 ts_us=trace.rel(start) if start is not None else None,
                 dur_us=dur,
@@ -328,11 +338,11 @@ def gpu_idle_breakdown(ctx) -> list[Finding]:
     impact = main.host_wait / n_steps if severity == "warn" else 0.0
     by_step = _idle_by_step(streams)
     for number, split in sorted(by_step.items(), key=lambda kv: -kv[1].idle)[:5]:
-        text = ", ".join(f"{c} {split.share(c):.0%}" for c in CATEGORIES)
+        text = ", ".join(f"{_CATEGORY_WORDS[c]} {split.share(c):.0%}" for c in CATEGORIES)
         step = next(s for s in trace.steps if s.number == number)
         evidence.append(
             Evidence(
-                f"streams idle {split.idle / 1e3:.2f} ms in the step ({text})",
+                f"streams idle {fmt_us(split.idle)} in the step ({text})",
                 name=f"ProfilerStep#{number}",
                 ts_us=trace.rel(step.start),
                 dur_us=step.dur,
@@ -427,8 +437,9 @@ def profiling_window(ctx) -> list[Finding]:
     if steps:
         evidence.append(
             Evidence(
-                f"steps #{steps[0].number}..#{steps[-1].number}, "
-                f"window {(trace.end_time - trace.start_time) / 1e3:.1f} ms, {len(trace):,} events",
+                f"steps #{steps[0].number}..#{steps[-1].number}: "
+                f"{fmt_us(sum(s.dur for s in steps))} of steps in a "
+                f"{fmt_us(trace.end_time - trace.start_time)} recording, {len(trace):,} events",
                 value=len(steps),
                 unit="steps",
             )
