@@ -9,6 +9,7 @@ closed. Matching it is what lets `table` agree with `key_averages()`.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from .model import Trace
 
 _EPS = 1e-3  # us; absorbs ns rounding where a child ends "after" its parent
+_BLOCK = 1 << 16  # events turned into Python numbers at a time (bounds the memory)
 
 
 def build_parents(trace: Trace) -> np.ndarray:
@@ -27,31 +29,46 @@ def build_parents(trace: Trace) -> np.ndarray:
     if not len(idx):
         return parent
     order = idx[np.lexsort((idx, -trace.dur[idx], trace.ts[idx], trace.lane[idx]))]
-    lanes = trace.lane[order].tolist()
-    starts = trace.ts[order].tolist()
-    ends = (trace.ts[order] + trace.dur[order]).tolist()
-    out = [-1] * len(order)
-    stack_idx: list[int] = []
-    stack_end: list[float] = []
-    current_lane = None
-    order_list = order.tolist()
-    for k, event in enumerate(order_list):
-        lane = lanes[k]
-        if lane != current_lane:
-            stack_idx.clear()
-            stack_end.clear()
-            current_lane = lane
-        start = starts[k]
-        end = ends[k]
-        while stack_end and (start >= stack_end[-1] or end > stack_end[-1] + _EPS):
-            stack_idx.pop()
-            stack_end.pop()
-        if stack_idx:
-            out[k] = stack_idx[-1]
-        stack_idx.append(event)
-        stack_end.append(end)
-    parent[order] = out
+    lanes = trace.lane[order]
+    bounds = [0, *(np.flatnonzero(lanes[1:] != lanes[:-1]) + 1).tolist(), len(order)]
+    for begin, stop in zip(bounds[:-1], bounds[1:], strict=True):  # one thread at a time
+        stack_idx: list[int] = [-1]  # a root that nothing leaves: parent -1
+        stack_end: list[float] = [math.inf]
+        for block in range(begin, stop, _BLOCK):
+            rows = order[block : min(block + _BLOCK, stop)]
+            parent[rows] = _nest(
+                rows.tolist(),
+                trace.ts[rows].tolist(),
+                (trace.ts[rows] + trace.dur[rows]).tolist(),
+                stack_idx,
+                stack_end,
+            )
     return parent
+
+
+def _nest(
+    rows: list[int],
+    starts: list[float],
+    ends: list[float],
+    stack_idx: list[int],
+    stack_end: list[float],
+) -> list[int]:
+    """Parents of events sorted by (start, longest first), continuing the open stack."""
+    out = []
+    append = out.append
+    push_idx, pop_idx = stack_idx.append, stack_idx.pop
+    push_end, pop_end = stack_end.append, stack_end.pop
+    top = stack_end[-1]
+    for event, start, end in zip(rows, starts, ends, strict=True):
+        while start >= top or end > top + _EPS:  # closed, or overhung: leave it
+            pop_idx()
+            pop_end()
+            top = stack_end[-1]
+        append(stack_idx[-1])
+        push_idx(event)
+        push_end(end)
+        top = end
+    return out
 
 
 def self_times(trace: Trace) -> np.ndarray:
