@@ -288,6 +288,7 @@ class _Builder:
             k: [] for k in ("ts", "dur", "name", "cat", "lane", "instant", "ext", "corr")
         }
         self.cat_codes: list[int] = []  # normalised `Cat` of each raw category id
+        self.cat_on_device = np.zeros(0, bool)  # by raw category id
         self.device_parts: list[
             tuple[np.ndarray, np.ndarray, np.ndarray]
         ] = []  # lane, stream, device
@@ -347,9 +348,11 @@ class _Builder:
 
     def _device_ids(self, args: list[Any], cat: np.ndarray, lane: np.ndarray) -> None:
         """Stream and device of device events: what names a device lane."""
-        for raw in list(self.cats)[len(self.cat_codes) :]:
-            self.cat_codes.append(int(normalize_category(raw, "")))
-        on_device = np.flatnonzero(np.isin(np.array(self.cat_codes, np.uint8)[cat], _DEVICE_CATS))
+        if len(self.cat_codes) < len(self.cats):  # new raw categories
+            for raw in list(self.cats)[len(self.cat_codes) :]:
+                self.cat_codes.append(int(normalize_category(raw, "")))
+            self.cat_on_device = np.isin(np.array(self.cat_codes, np.uint8), _DEVICE_CATS)
+        on_device = np.flatnonzero(self.cat_on_device[cat])
         if not len(on_device):
             return
         device_args = [args[i] for i in on_device.tolist()]
