@@ -186,7 +186,7 @@ def _line(row: dict) -> str:
 def table(results: list[dict]) -> str:
     """The Markdown table docs/benchmarks.md shows."""
     lines = [
-        "| file | JSON size | kinetoscope wall (CPU) | MB/s | peak RSS (x file) "
+        "| file | JSON size | kinetoscope wall (CPU) | MB/s | peak RSS, parent + worker (x file) "
         "| HTA wall (CPU) | HTA peak RSS (x file) | speed-up |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -198,7 +198,12 @@ def table(results: list[dict]) -> str:
             f"{mb:.0f} MB",
             f"{k['wall_s']:.2f} s ({k['cpu_s']:.2f} s)",
             f"{mb / k['wall_s']:.0f}",
-            f"{k['peak_rss_bytes'] / 1e6:.0f} MB ({k['peak_rss_bytes'] / row['json_bytes']:.2f}x)",
+            f"{k['peak_rss_bytes'] / 1e6:.0f} MB ({k['peak_rss_bytes'] / row['json_bytes']:.2f}x)"
+            + (
+                f", worker {k['worker_peak_rss_bytes'] / 1e6:.0f} MB"
+                if k.get("worker_peak_rss_bytes")
+                else ""
+            ),
         ]
         if "hta" in row and row["hta"]["ok"]:
             h = row["hta"]
