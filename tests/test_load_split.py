@@ -169,3 +169,14 @@ def test_small_and_gzip_files_load_in_one_pass(tmp_path, monkeypatch):
     monkeypatch.setattr(load_module, "build_split", refuse)
     kinetoscope.load(write_trace(tmp_path / "t.json", events(30)))  # below the default size
     kinetoscope.load(write_trace(tmp_path / "t.json.gz", events(30), gz=True), split_min_bytes=0)
+
+
+def test_no_process_to_be_had_falls_back(tmp_path, monkeypatch):
+    path = write_trace(tmp_path / "t.json", events(300))
+
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    assert load_module.build_split(path, load_module._Builder) is None
+    assert len(kinetoscope.load(path, split_min_bytes=0)) == 900

@@ -64,7 +64,12 @@ def build_split(path: Path, new_builder: Callable[[str], Any]):
         return None
     head, first_end, second_start = point
     read_fd, write_fd = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to be had (limits, memory): one pass it is
+        os.close(read_fd)
+        os.close(write_fd)
+        return None
     if pid == 0:  # the worker: never returns
         os.close(read_fd)
         _worker(path, head, second_start, new_builder, write_fd)
