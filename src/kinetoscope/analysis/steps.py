@@ -18,7 +18,7 @@ import numpy as np
 
 from ..trace import Cat, Trace
 from ..trace.steps import STEP_RE
-from .intervals import clip, union_length
+from .intervals import clip, merge, union_length
 
 
 @dataclass(frozen=True)
@@ -85,18 +85,24 @@ def step_stats(trace: Trace) -> list[StepStats]:
 @lru_cache(maxsize=8)
 def _step_stats_cached(trace: Trace) -> list[StepStats]:
     host = np.flatnonzero(host_activity_mask(trace))
-    host_s, host_e = trace.ts[host], trace.end[host]
+    # busy time in a window is the union cut to the window: merge once, then
+    # each step only cuts the few merged intervals it overlaps
+    host_s, host_e = merge(trace.ts[host], trace.end[host])
     work = np.flatnonzero(trace.device_work)
     anchor = device_anchor(trace)[work]
-    work_s, work_e = trace.ts[work], trace.end[work]
+    work_s, work_e = merge(trace.ts[work], trace.end[work])
     is_kernel = trace.cat[work] == int(Cat.KERNEL)
-    launch_ts = trace.ts[trace.launches]
+    # counts in [start, end) by binary search on sorted copies
+    by_anchor = np.argsort(anchor, kind="stable")
+    anchor = anchor[by_anchor]
+    kernels_before = np.concatenate(([0], np.cumsum(is_kernel[by_anchor])))
+    launch_ts = np.sort(trace.ts[trace.launches])
     out = []
     whole = not trace.steps
     for number, index, start, end in windows(trace):
-        hs, he = clip(host_s, host_e, start, end)
-        ds, de = clip(work_s, work_e, start, end)
-        sel = np.ones(len(work), dtype=bool) if whole else (anchor >= start) & (anchor < end)
+        hs, he = _clip_merged(host_s, host_e, start, end)
+        ds, de = _clip_merged(work_s, work_e, start, end)
+        first, stop = (0, len(work)) if whole else np.searchsorted(anchor, [start, end])
         out.append(
             StepStats(
                 number=number,
@@ -105,9 +111,17 @@ def _step_stats_cached(trace: Trace) -> list[StepStats]:
                 end=end,
                 host_busy_us=union_length(hs, he),
                 device_busy_us=union_length(ds, de),
-                kernels=int(is_kernel[sel].sum()),
-                launches=int(((launch_ts >= start) & (launch_ts < end)).sum()),
-                device_events=int(sel.sum()),
+                kernels=int(kernels_before[stop] - kernels_before[first]),
+                launches=int(np.diff(np.searchsorted(launch_ts, [start, end]))[0]),
+                device_events=int(stop - first),
             )
         )
     return out
+
+
+def _clip_merged(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float):
+    """`clip` of sorted disjoint intervals (both columns ascending): only the ones
+    that can overlap [lo, hi] are cut."""
+    first = np.searchsorted(ends, lo, side="right")
+    stop = np.searchsorted(starts, hi, side="left")
+    return clip(starts[first:stop], ends[first:stop], lo, hi)

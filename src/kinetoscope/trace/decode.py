@@ -2,7 +2,7 @@
 
 Kineto writes one top-level object whose `traceEvents` array holds nearly all
 the bytes. `EventStream` finds where that array opens, then cuts the text that
-follows at event boundaries every few MB and decodes each piece straight into
+follows at event boundaries every few hundred kB and decodes each piece straight into
 `Event` structs holding only the fields the analyses use. No dict per event is
 built, and neither the file nor its decompressed text is ever held whole, so
 peak memory stays well under the size of the JSON text.
@@ -127,8 +127,9 @@ class TopLevel(msgspec.Struct):
 
 
 _TOP = msgspec.json.Decoder(TopLevel)
-#: decompressed bytes decoded per batch
-_PIECE = 4 << 20
+#: decompressed bytes decoded per batch: small enough that the text, its events
+#: and their columns stay in the CPU caches (4 MB pieces load ~30% slower)
+_PIECE = 256 << 10
 #: the batch size when the whole text is decoded at once (fallback path)
 _RAW_BATCH = 32768
 _CONTROL_TABLE = bytes.maketrans(bytes(range(32)), b" " * 32)
@@ -142,6 +143,10 @@ _CONTROL_WARNING = "raw control characters inside strings were replaced by space
 
 class _Malformed(Exception):
     """A piece of text is not valid JSON (carries msgspec's message)."""
+
+
+class NotSplittable(Exception):
+    """A part of a split file cannot be decoded on its own: load the file in one pass."""
 
 
 class EventStream:
@@ -158,29 +163,64 @@ class EventStream:
         self.top: TopLevel | None = None
         self.count = 0
         self._clean = False  # control characters seen: clean every later piece
+        self.is_suffix = False  # True: decoding the second part of a split file
 
     def batches(self, chunks: Iterable[bytes | memoryview]) -> Iterator[list[Any]]:
         chunks = iter(chunks)
-        buf = bytearray()
-        started = False
-        match = None
-        for chunk in chunks:
-            searched = max(0, len(buf) - 32)
-            buf += chunk
-            if not started:
-                started = self._check_start(buf)
-            if started and (match := _EVENTS_KEY.search(buf, searched)):
-                break
-        if not started:
-            raise TraceError(self.path, "is empty")
+        buf, match = self._read_head(chunks)
         head = bytes(buf[: match.end()]) if match else b""
         if not match or not self._head_is_top_level(head):
             for chunk in chunks:  # copy each piece before the next overwrites it
                 buf += chunk
             yield from self._whole(bytes(buf))
             return
-        rest = buf[match.end() :]
-        offset = match.end()  # position of rest[0] in the whole text
+        rest, offset = yield from self._events(chunks, buf[match.end() :], match.end())
+        yield from self._finish(rest, head, offset)
+
+    def prefix_batches(self, chunks: Iterable[bytes | memoryview]) -> Iterator[list[Any]]:
+        """Decode text that holds the head and the events before a cut at an event
+        boundary (the first part of a split file); raises `NotSplittable` when the
+        text does not end exactly at a complete event (a wrong cut) or the head is
+        not the usual one."""
+        chunks = iter(chunks)
+        buf, match = self._read_head(chunks)
+        if not match or not self._head_is_top_level(bytes(buf[: match.end()])):
+            raise NotSplittable
+        rest, _ = yield from self._events(chunks, buf[match.end() :], match.end())
+        try:
+            yield self._decode_array(_bracket(rest, len(rest)))
+        except (_Malformed, TraceError):
+            raise NotSplittable from None
+
+    def suffix_batches(
+        self, chunks: Iterable[bytes | memoryview], head: bytes, offset: int
+    ) -> Iterator[list[Any]]:
+        """Decode the events that start at byte `offset` (just after a cut) up to the
+        array's end, then the top-level keys after it (`head`: the text up to and
+        including `"traceEvents": [`). A file cut off early raises `NotSplittable`:
+        its warning counts every event of the file, which only one pass can."""
+        self.is_suffix = True
+        rest, offset = yield from self._events(iter(chunks), bytearray(), offset)
+        yield from self._finish(rest, head, offset)
+
+    def _read_head(self, chunks: Iterator[bytes | memoryview]) -> tuple[bytearray, Any]:
+        """Read until `"traceEvents": [` (the match) or the end of the text (None)."""
+        buf = bytearray()
+        started = False
+        for chunk in chunks:
+            searched = max(0, len(buf) - 32)
+            buf += chunk
+            if not started:
+                started = self._check_start(buf)
+            if started and (match := _EVENTS_KEY.search(buf, searched)):
+                return buf, match
+        if not started:
+            raise TraceError(self.path, "is empty")
+        return buf, None
+
+    def _events(self, chunks: Iterator[bytes | memoryview], rest: bytearray, offset: int):
+        """Yield batches of the events in `rest` + `chunks`, cut at event boundaries
+        every `_PIECE` bytes; return (the undecoded tail, its offset in the text)."""
         for chunk in chunks:
             rest += chunk
             if len(rest) < _PIECE:
@@ -192,7 +232,7 @@ class EventStream:
             yield batch
             del rest[:cut]
             offset += cut
-        yield from self._finish(rest, head, offset)
+        return rest, offset
 
     # ---- the head: everything before the event array --------------------
     def _check_start(self, buf: bytearray) -> bool:
@@ -239,6 +279,8 @@ class EventStream:
             self.top = self._decode_tail(head, text[end:])
             return
         # no closing bracket: the file was cut off; keep every complete event
+        if self.is_suffix:
+            raise NotSplittable
         recovered = self._recover(rest)
         if recovered is not None:
             batch, lost_at = recovered
@@ -481,3 +523,24 @@ def _recover_truncated(data: bytes, path: str) -> tuple[TopLevel, int] | None:
         except (msgspec.DecodeError, msgspec.ValidationError):
             continue
     return None
+
+
+def events_head(text: bytes) -> bytes | None:
+    """The text up to and including `"traceEvents": [` when `text`, the start of
+    a file, opens the usual top-level object with it; else None."""
+    first = _FIRST.match(text)
+    if first is None or first.group(1) != b"{":
+        return None
+    match = _EVENTS_KEY.search(text)
+    if match is None:
+        return None
+    head = text[: match.end()]
+    return head if EventStream._head_is_top_level(head) else None
+
+
+def first_boundary(text: bytes) -> tuple[int, int] | None:
+    """(end of an event, start of the next) for the first `},{` in `text`.
+
+    Only a guess (it may lie inside a string); `prefix_batches` catches a wrong one."""
+    match = _BOUNDARY.search(text)
+    return (match.start() + 1, match.end() - 1) if match else None

@@ -18,7 +18,9 @@ from .categories import DEVICE_CATS, Cat, normalize_category
 from .decode import EventStream, TopLevel
 from .model import Device, KernelArgs, Lane, MemoryEvents, Trace, TraceMeta
 from .source import trace_chunks
+from .split import SPLIT_MIN_BYTES, build_split, cores
 
+_GZIP_MAGIC = b"\x1f\x8b"
 _TIMED_PH = frozenset({"X", "i", "I"})
 _MAX_LANE_TABLE = 1 << 20  # (pid, tid) cells before lanes are interned as tuples instead
 _DEVICE_CATS = np.array([int(c) for c in DEVICE_CATS], dtype=np.uint8)
@@ -30,31 +32,44 @@ _PH, _NAME, _CAT, _TS, _DUR, _PID, _TID, _ID, _ARGS = (
 _EXTERNAL_ID, _EXTERNAL_ID_OLD, _CORRELATION, _STREAM, _DEVICE = (
     attrgetter(a) for a in ("external_id", "external_id_old", "correlation", "stream", "device")
 )
-_GRID, _REGISTERS, _ALLOC, _DIMS, _TYPES, _FLOPS, _COPY_BYTES = (
+_GRID, _BLOCK, _REGISTERS, _SHARED_MEMORY, _ALLOC, _DIMS, _TYPES, _FLOPS, _COPY_BYTES = (
     attrgetter(a)
-    for a in ("grid", "registers", "alloc_bytes", "input_dims", "input_type", "flops", "copy_bytes")
+    for a in (
+        "grid",
+        "block",
+        "registers",
+        "shared_memory",
+        "alloc_bytes",
+        "input_dims",
+        "input_type",
+        "flops",
+        "copy_bytes",
+    )
 )
 
 
-def load(path: str | os.PathLike) -> Trace:
+def load(path: str | os.PathLike, *, split_min_bytes: int | None = None) -> Trace:
     """Load a `.json`, `.json.gz` or `.pt.trace.json[.gz]` file into a `Trace`.
 
     Raises `TraceError` (one line, names the file) for anything unusable.
     Recoverable damage (truncation, control characters) becomes `Trace.warnings`.
+    An uncompressed file of at least `split_min_bytes` is loaded in two halves
+    on two cores (`split.py`); by default from `SPLIT_MIN_BYTES` up and only
+    when two cores are free to use; an explicit value always tries.
     """
     path = Path(path)
-    warnings: list[str] = []
-    stream = EventStream(str(path), warnings)
-    builder = _Builder(str(path))
+    built = None
     with _cyclic_gc_paused():
-        for batch in stream.batches(trace_chunks(path, warnings)):
-            builder.add(batch)
-    top = stream.top
+        if _split_wanted(path, split_min_bytes):
+            built = build_split(path, _Builder)
+        if built is None:
+            built = _build(path)
+    builder, top, count, warnings = built
     if top is None or top.traceEvents is None:
         raise TraceError(path, "is JSON but not a Kineto trace (no 'traceEvents' key)")
     trace = builder.finish(_meta(top), _devices(top), warnings)
     if len(trace) == 0:
-        if stream.count == 0:
+        if count == 0:
             raise TraceError(path, "has no events (empty 'traceEvents')")
         raise TraceError(path, "has no timed events (only metadata)")
     if not trace.mask(
@@ -64,6 +79,30 @@ def load(path: str | os.PathLike) -> Trace:
             path, "is not a PyTorch profiler (Kineto) trace: no operator, runtime or device events"
         )
     return trace
+
+
+def _build(path: Path) -> tuple[_Builder, TopLevel | None, int, list[str]]:
+    """One pass over the file: (builder fed every event, top-level object, events
+    decoded, warnings)."""
+    warnings: list[str] = []
+    stream = EventStream(str(path), warnings)
+    builder = _Builder(str(path))
+    for batch in stream.batches(trace_chunks(path, warnings)):
+        builder.add(batch)
+    return builder, stream.top, stream.count, warnings
+
+
+def _split_wanted(path: Path, min_bytes: int | None) -> bool:
+    """An uncompressed file large enough to be worth two processes."""
+    if not hasattr(os, "fork") or min_bytes is None and cores() < 2:
+        return False
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            gzipped = handle.read(2) == _GZIP_MAGIC
+    except OSError:  # missing, a directory, unreadable: the one-pass load says which
+        return False
+    return not gzipped and size >= (SPLIT_MIN_BYTES if min_bytes is None else min_bytes)
 
 
 @contextmanager
@@ -188,32 +227,72 @@ def _present(values: list[Any]) -> np.ndarray:
     return np.flatnonzero(np.fromiter(map(is_not, values, repeat(None)), bool, len(values)))
 
 
+class _LaneIds:
+    """Interns (pid, tid) pairs as lane ids, numbered in order of first appearance.
+
+    pid and tid are interned apart (no tuple per event), then looked up together
+    in a small (pid, tid) -> lane table."""
+
+    def __init__(self) -> None:
+        self.keys: dict[tuple[Any, Any], int] = {}  # (pid, tid) -> lane id
+        self.pids: dict[Any, int] = {}
+        self.tids: dict[Any, int] = {}
+        self.table = np.full((0, 0), -1, np.int32)  # [pid id, tid id] -> lane id
+
+    def __call__(self, events: list[Any]) -> np.ndarray:
+        pid = np.array(_intern(self.pids, list(map(_PID, events))), np.intp)
+        tid = np.array(_intern(self.tids, list(map(_TID, events))), np.intp)
+        if len(self.pids) * len(self.tids) > _MAX_LANE_TABLE:  # many processes and threads
+            keys = list(zip(map(_PID, events), map(_TID, events), strict=True))
+            return np.array(_intern(self.keys, keys), np.int32)
+        table = self.table
+        if table.shape[0] < len(self.pids) or table.shape[1] < len(self.tids):
+            table = np.full((len(self.pids) * 2, len(self.tids) * 2), -1, np.int32)
+            table[: self.table.shape[0], : self.table.shape[1]] = self.table
+            self.table = table
+        lane = table[pid, tid]
+        new = np.flatnonzero(lane < 0)
+        if len(new):
+            _, first = np.unique(pid[new] * table.shape[1] + tid[new], return_index=True)
+            pid_values, tid_values = list(self.pids), list(self.tids)
+            for i in new[np.sort(first)].tolist():  # new pairs, in order of appearance
+                key = (pid_values[pid[i]], tid_values[tid[i]])
+                table[pid[i], tid[i]] = self.keys[key] = len(self.keys)
+            lane = table[pid, tid]
+        return lane
+
+    def merge(self, keys: list[tuple[Any, Any]]) -> np.ndarray:
+        """Ids here of another interner's keys (listed in its id order), adding new ones."""
+        return np.array([self.keys.setdefault(k, len(self.keys)) for k in keys] or [0], np.int32)
+
+
 class _Builder:
     """Turns decoded batches into numpy column parts, then concatenates them.
 
     Each batch is read column-wise (one C-level pass per field through
     `attrgetter`, names and lanes interned through dict lookups) rather than
     event by event, and becomes numpy arrays at once, so no per-event Python
-    objects outlive their batch.
+    objects outlive their batch. Every id (name, category, lane) is numbered in
+    order of first appearance in the file, whatever the batches, so that two
+    builders fed the two halves of a file can be merged (`state`, `absorb`)
+    into exactly what one builder fed the whole file holds.
     """
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.names: dict[str, int] = {}
         self.cats: dict[str | None, int] = {}
-        self.lane_keys: dict[tuple[Any, Any], int] = {}  # (pid, tid) -> lane id
-        self.pids: dict[Any, int] = {}
-        self.tids: dict[Any, int] = {}
-        self.lane_table = np.full((0, 0), -1, np.int32)  # [pid id, tid id] -> lane id
+        self.lanes = _LaneIds()  # of timed events
+        self.flow_lanes = _LaneIds()  # of flow events; merged into `lanes` at the end
         self.parts: dict[str, list[np.ndarray]] = {
             k: [] for k in ("ts", "dur", "name", "cat", "lane", "instant", "ext", "corr")
         }
         self.cat_codes: list[int] = []  # normalised `Cat` of each raw category id
+        self.cat_on_device = np.zeros(0, bool)  # by raw category id
         self.device_parts: list[
             tuple[np.ndarray, np.ndarray, np.ndarray]
         ] = []  # lane, stream, device
-        self.kernel_index: list[np.ndarray] = []
-        self.kernel_cfg: list[Any] = []  # the Args of those events
+        self.kernel_parts: list[tuple[np.ndarray, ...]] = []  # index, grid, block, regs, smem
         self.memory_rows: list[tuple] = []
         self.input_dims: dict[int, str] = {}
         self.input_types: dict[int, str] = {}
@@ -223,30 +302,6 @@ class _Builder:
         self.process_names: dict[Any, str] = {}
         self.thread_names: dict[tuple[Any, Any], str] = {}
         self.count = 0
-
-    def _lanes_of(self, events: list[Any]) -> np.ndarray:
-        """Lane id of each event: pid and tid are interned apart (no tuple per event),
-        then looked up together in a small (pid, tid) -> lane table."""
-        pid = np.array(_intern(self.pids, list(map(_PID, events))), np.intp)
-        tid = np.array(_intern(self.tids, list(map(_TID, events))), np.intp)
-        if len(self.pids) * len(self.tids) > _MAX_LANE_TABLE:  # many processes and threads
-            keys = list(zip(map(_PID, events), map(_TID, events), strict=True))
-            return np.array(_intern(self.lane_keys, keys), np.int32)
-        table = self.lane_table
-        if table.shape[0] < len(self.pids) or table.shape[1] < len(self.tids):
-            table = np.full((len(self.pids) * 2, len(self.tids) * 2), -1, np.int32)
-            table[: self.lane_table.shape[0], : self.lane_table.shape[1]] = self.lane_table
-            self.lane_table = table
-        lane = table[pid, tid]
-        new = np.flatnonzero(lane < 0)
-        if len(new):
-            _, first = np.unique(pid[new] * table.shape[1] + tid[new], return_index=True)
-            pid_values, tid_values = list(self.pids), list(self.tids)
-            for i in new[np.sort(first)].tolist():  # new pairs, in order of appearance
-                key = (pid_values[pid[i]], tid_values[tid[i]])
-                table[pid[i], tid[i]] = self.lane_keys[key] = len(self.lane_keys)
-            lane = table[pid, tid]
-        return lane
 
     def add(self, batch: list[Any]) -> None:
         phs = list(map(_PH, batch))
@@ -279,7 +334,7 @@ class _Builder:
         parts["name"].append(np.array(_intern(self.names, name_list), np.int32))
         cat = np.array(_intern(self.cats, list(map(_CAT, timed))), np.int32)
         parts["cat"].append(cat)
-        lane = self._lanes_of(timed)
+        lane = self.lanes(timed)
         parts["lane"].append(lane)
         args = list(map(_ARGS, timed))
         ext = _ids(list(map(_EXTERNAL_ID, args)))
@@ -293,9 +348,11 @@ class _Builder:
 
     def _device_ids(self, args: list[Any], cat: np.ndarray, lane: np.ndarray) -> None:
         """Stream and device of device events: what names a device lane."""
-        for raw in list(self.cats)[len(self.cat_codes) :]:
-            self.cat_codes.append(int(normalize_category(raw, "")))
-        on_device = np.flatnonzero(np.isin(np.array(self.cat_codes, np.uint8)[cat], _DEVICE_CATS))
+        if len(self.cat_codes) < len(self.cats):  # new raw categories
+            for raw in list(self.cats)[len(self.cat_codes) :]:
+                self.cat_codes.append(int(normalize_category(raw, "")))
+            self.cat_on_device = np.isin(np.array(self.cat_codes, np.uint8), _DEVICE_CATS)
+        on_device = np.flatnonzero(self.cat_on_device[cat])
         if not len(on_device):
             return
         device_args = [args[i] for i in on_device.tolist()]
@@ -318,8 +375,16 @@ class _Builder:
             if type(grids[i]) is not str or args[i].registers is not None
         ]
         if keep:
-            self.kernel_index.append(np.array(keep, np.int64) + base)
-            self.kernel_cfg.extend(args[i] for i in keep)
+            cfg = [args[i] for i in keep]
+            self.kernel_parts.append(
+                (
+                    np.array(keep, np.int64) + base,
+                    _triples(list(map(_GRID, cfg))),
+                    _triples(list(map(_BLOCK, cfg))),
+                    _ids(list(map(_REGISTERS, cfg))),
+                    _ids(list(map(_SHARED_MEMORY, cfg))),
+                )
+            )
         alloc = _present(list(map(_ALLOC, args)))
         for i in alloc.tolist():
             if name_list[i] == "[memory]":
@@ -357,7 +422,7 @@ class _Builder:
         flows = list(compress(flows, map(_FLOW_PH.__contains__, map(_PH, flows))))
         if flows:
             self.flows["id"].append(_ids(list(map(_ID, flows))))
-            self.flows["lane"].append(self._lanes_of(flows))
+            self.flows["lane"].append(self.flow_lanes(flows))
             self.flows["ts"].append(np.fromiter(map(_TS, flows), np.float64, len(flows)))
         for ev in compress(events, map("M".__eq__, map(_PH, events))):
             self._metadata(ev)
@@ -370,6 +435,61 @@ class _Builder:
             self.process_names[ev.pid] = str(args.meta_name)
         elif ev.name == "thread_name":
             self.thread_names[(ev.pid, ev.tid)] = str(args.meta_name)
+
+    def state(self) -> dict[str, Any]:
+        """Everything gathered so far, as plain data (for a worker to send back)."""
+        return {
+            "names": list(self.names),
+            "cats": list(self.cats),
+            "lanes": list(self.lanes.keys),
+            "flow_lanes": list(self.flow_lanes.keys),
+            "parts": {k: _joined(v) for k, v in self.parts.items()},
+            "device_parts": [tuple(map(np.concatenate, zip(*self.device_parts, strict=True)))]
+            if self.device_parts
+            else [],
+            "kernel_parts": [tuple(map(np.concatenate, zip(*self.kernel_parts, strict=True)))]
+            if self.kernel_parts
+            else [],
+            "flows": {k: _joined(v) for k, v in self.flows.items()},
+            "memory_rows": self.memory_rows,
+            "input_dims": self.input_dims,
+            "input_types": self.input_types,
+            "flops": self.flops,
+            "copy_bytes": self.copy_bytes,
+            "process_names": self.process_names,
+            "thread_names": self.thread_names,
+            "count": self.count,
+        }
+
+    def absorb(self, state: dict[str, Any]) -> None:
+        """Append the `state` of a builder fed the events that follow this one's.
+
+        Ids the other builder gave are renumbered into this one's tables; new
+        names, categories and lanes are added in its order, which is their order
+        of first appearance in the file, as one builder would have numbered them."""
+        base = self.count
+        name_map = np.array(_intern(self.names, state["names"]) or [0], np.int32)
+        cat_map = np.array(_intern(self.cats, state["cats"]) or [0], np.int32)
+        lane_map = self.lanes.merge(state["lanes"])
+        flow_lane_map = self.flow_lanes.merge(state["flow_lanes"])
+        remap = {"name": name_map, "cat": cat_map, "lane": lane_map}
+        for key, column in state["parts"].items():
+            if column is not None:
+                self.parts[key].append(remap[key][column] if key in remap else column)
+        for lane, stream, device in state["device_parts"]:
+            self.device_parts.append((lane_map[lane], stream, device))
+        for index, *config in state["kernel_parts"]:
+            self.kernel_parts.append((index + base, *config))
+        if state["flows"]["id"] is not None:
+            self.flows["id"].append(state["flows"]["id"])
+            self.flows["lane"].append(flow_lane_map[state["flows"]["lane"]])
+            self.flows["ts"].append(state["flows"]["ts"])
+        self.memory_rows.extend((row[0] + base, *row[1:]) for row in state["memory_rows"])
+        for key in ("input_dims", "input_types", "flops", "copy_bytes"):
+            getattr(self, key).update((i + base, v) for i, v in state[key].items())
+        self.process_names.update(state["process_names"])
+        self.thread_names.update(state["thread_names"])
+        self.count += state["count"]
 
     def _column(self, key: str, dtype) -> np.ndarray:
         parts = self.parts.pop(key)
@@ -388,15 +508,14 @@ class _Builder:
         lane = self._column("lane", np.int32)
         corr = self._column("corr", np.int64)
         ts = self._column("ts", np.float64)
+        # lanes only flows use come after those of timed events
+        flow_lane_ids = self.lanes.merge(list(self.flow_lanes.keys))
         lanes = self._lanes(lane, cat)
         if self.flows["id"]:
-            _link_flows(
-                tuple(np.concatenate(self.flows.pop(k)) for k in ("id", "lane", "ts")),
-                ts,
-                lane,
-                cat,
-                corr,
+            flow_id, flow_lane, flow_ts = (
+                np.concatenate(self.flows.pop(k)) for k in ("id", "lane", "ts")
             )
+            _link_flows((flow_id, flow_lane_ids[flow_lane], flow_ts), ts, lane, cat, corr)
         dur = self._column("dur", np.float64)
         np.nan_to_num(dur, copy=False)
         np.maximum(dur, 0.0, out=dur)
@@ -414,7 +533,7 @@ class _Builder:
             correlation=corr,
             lanes=lanes,
             devices=devices,
-            kernel_args=_kernel_args(self.kernel_index, self.kernel_cfg),
+            kernel_args=_kernel_args(self.kernel_parts),
             memory=_memory(self.memory_rows),
             input_dims=self.input_dims,
             input_types=self.input_types,
@@ -425,7 +544,7 @@ class _Builder:
 
     def _lanes(self, lane, cat) -> list[Lane]:
         """Classify each (pid, tid) as host thread or device stream by what runs on it."""
-        n_lanes = len(self.lane_keys)
+        n_lanes = len(self.lanes.keys)
         device_cats = np.array([int(c) for c in DEVICE_CATS], dtype=np.uint8)
         host_cats = np.array(
             [
@@ -441,7 +560,7 @@ class _Builder:
         first_stream = _first_per_lane(device_lane, stream, n_lanes)
         first_device = _first_per_lane(device_lane, device, n_lanes)
         out = []
-        for (pid, tid), lane_id in self.lane_keys.items():
+        for (pid, tid), lane_id in self.lanes.keys.items():
             if dev_count[lane_id] > 0:
                 stream_id = int(first_stream[lane_id])
                 stream_id = stream_id if stream_id >= 0 else _stream_from_tid(tid)
@@ -493,7 +612,8 @@ def _link_flows(flows: tuple[np.ndarray, ...], ts, lane, cat, corr) -> None:
     flow_ns = np.rint(flow_ts * 1000).astype(np.int64)
     origin = min(cand_ns.min(), flow_ns.min())
     span = int(max(cand_ns.max(), flow_ns.max()) - origin) + 1
-    if span * (int(lane.max()) + 1) >= 2**62:  # cannot pack (lane, time) into one key
+    lanes = max(int(lane.max()), int(flow_lane.max())) + 1
+    if span * lanes >= 2**62:  # cannot pack (lane, time) into one key
         return
     cand_key = lane[candidates].astype(np.int64) * span + (cand_ns - origin)
     flow_key = flow_lane.astype(np.int64) * span + (flow_ns - origin)
@@ -506,13 +626,17 @@ def _link_flows(flows: tuple[np.ndarray, ...], ts, lane, cat, corr) -> None:
     corr[candidates[order[pos[hit]]]] = flow_id[hit]
 
 
-def _kernel_args(index: list[np.ndarray], cfg: list[Any]) -> KernelArgs:
+def _joined(parts: list[np.ndarray]) -> np.ndarray | None:
+    return np.concatenate(parts) if parts else None
+
+
+def _kernel_args(parts: list[tuple[np.ndarray, ...]]) -> KernelArgs:
+    if not parts:
+        empty, triples = np.zeros(0, np.int64), np.zeros((0, 3), np.int64)
+        return KernelArgs(empty, triples, triples.copy(), empty.copy(), empty.copy())
+    index, grid, block, registers, shared = (np.concatenate(c) for c in zip(*parts, strict=True))
     return KernelArgs(
-        index=np.concatenate(index) if index else np.zeros(0, np.int64),
-        grid=_triples(list(map(_GRID, cfg))),
-        block=_triples(list(map(attrgetter("block"), cfg))),
-        registers=_ids(list(map(_REGISTERS, cfg))),
-        shared_memory=_ids(list(map(attrgetter("shared_memory"), cfg))),
+        index=index, grid=grid, block=block, registers=registers, shared_memory=shared
     )
 
 

@@ -1,6 +1,6 @@
 """Turn a path into a stream of the trace's JSON bytes, tolerating what real files do.
 
-The text is streamed in pieces of a few MB so that neither the file nor its
+The text is streamed in pieces of a few hundred kB so that neither the file nor its
 decompressed text is ever held whole: the decoder turns each piece into columns
 and drops it. Gzip is inflated by ISA-L (about 2x zlib's speed); a gzip stream
 cut off early keeps every byte that was decompressed so the decoder can still
@@ -17,9 +17,8 @@ from isal import isal_zlib
 
 from ..errors import TraceError
 
-#: bytes of text per step: large enough that per-step overhead vanishes, small
-#: enough that the pieces held at once stay a few MB
-_READ = 1 << 20
+#: bytes of text per step: as large as the decoder's pieces (decode.py `_PIECE`)
+_READ = 256 << 10
 _GZIP_READ = 256 << 10  # compressed bytes read per step
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -49,15 +48,27 @@ def trace_chunks(path: Path, warnings: list[str]) -> Iterator[bytes | memoryview
     return _gunzip(handle, path, warnings) if gzipped else _plain(handle)
 
 
-def _plain(handle) -> Iterator[memoryview]:
+def _plain(handle, stop: int | None = None) -> Iterator[memoryview]:
     """Read into one reused buffer: a fresh 1 MB `bytes` per read costs page faults
     (large blocks are mmap'd and unmapped each time), about 5x the read itself.
-    Each piece is only valid until the next one; the decoder copies it at once."""
+    Each piece is only valid until the next one; the decoder copies it at once.
+    With `stop`, reading ends at that byte of the file."""
     buffer = bytearray(_READ)
     view = memoryview(buffer)
+    left = stop - handle.tell() if stop is not None else None
     with handle:
-        while size := handle.readinto(buffer):
+        while size := handle.readinto(buffer if left is None or left >= _READ else view[:left]):
             yield view[:size]
+            if left is not None:
+                left -= size
+
+
+def plain_range(path: Path, start: int, stop: int | None = None) -> Iterator[memoryview]:
+    """Bytes `start` to `stop` (the end when None) of an uncompressed file, piece by
+    piece, under the same rules as `trace_chunks` (for a split load)."""
+    handle = open(path, "rb")  # noqa: SIM115 (closed by the generator)
+    handle.seek(start)
+    return _plain(handle, stop)
 
 
 def _gunzip(handle, path: Path, warnings: list[str]) -> Iterator[bytes]:

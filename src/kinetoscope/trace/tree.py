@@ -22,36 +22,56 @@ _EPS = 1e-3  # us; absorbs ns rounding where a child ends "after" its parent
 
 
 def build_parents(trace: Trace) -> np.ndarray:
+    """Parent of each host event: the profiler's open-event stack, computed in numpy.
+
+    The stack after an event is that event's chain of parents, so an event's
+    parent is the first event up the chain of the event sorted before it that
+    encloses it (the stack pops exactly the ones that do not). Every event
+    starts pointing at its predecessor; those whose target does not enclose them
+    move to the target's current parent pointer, round after round. A pointer
+    never passes the true parent (whoever does not enclose an event has that
+    event's parent among its own ancestors), and an enclosing target is the true
+    parent, so each pointer stops there; rounds are bounded by the nesting depth.
+    """
     parent = np.full(len(trace), -1, dtype=np.int64)
     idx = np.flatnonzero(trace.host_tree_mask)
     if not len(idx):
         return parent
-    order = idx[np.lexsort((idx, -trace.dur[idx], trace.ts[idx], trace.lane[idx]))]
-    lanes = trace.lane[order].tolist()
-    starts = trace.ts[order].tolist()
-    ends = (trace.ts[order] + trace.dur[order]).tolist()
-    out = [-1] * len(order)
-    stack_idx: list[int] = []
-    stack_end: list[float] = []
-    current_lane = None
-    order_list = order.tolist()
-    for k, event in enumerate(order_list):
-        lane = lanes[k]
-        if lane != current_lane:
-            stack_idx.clear()
-            stack_end.clear()
-            current_lane = lane
-        start = starts[k]
-        end = ends[k]
-        while stack_end and (start >= stack_end[-1] or end > stack_end[-1] + _EPS):
-            stack_idx.pop()
-            stack_end.pop()
-        if stack_idx:
-            out[k] = stack_idx[-1]
-        stack_idx.append(event)
-        stack_end.append(end)
-    parent[order] = out
+    order = idx[_nesting_order(trace.lane[idx], trace.ts[idx], trace.dur[idx])]
+    start = trace.ts[order]
+    end = start + trace.dur[order]
+    lane = trace.lane[order]
+    pointer = np.arange(-1, len(order) - 1)  # positions in `order`
+    pointer[1:][lane[1:] != lane[:-1]] = -1  # the first event of a thread
+    active = np.flatnonzero(pointer >= 0)
+    while len(active):
+        target = pointer[active]
+        # the stack's test for leaving an open event (NaN never leaves, as there)
+        leaves = (start[active] >= end[target]) | (end[active] > end[target] + _EPS)
+        moving = active[leaves]
+        pointer[moving] = pointer[pointer[moving]]
+        active = moving[pointer[moving] >= 0]
+    found = pointer >= 0
+    parent[order[found]] = order[pointer[found]]
     return parent
+
+
+def _nesting_order(lane: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """Order by (thread, start, longest first, position): a stable sort by start is
+    fast on the nearly sorted timestamps of a trace; only ties need the rest."""
+    order = np.argsort(start, kind="stable")
+    order = order[np.argsort(lane[order], kind="stable")]
+    same_lane, same_start = lane[order], start[order]
+    tie = (same_lane[1:] == same_lane[:-1]) & (same_start[1:] == same_start[:-1])
+    if tie.any():
+        tied = np.zeros(len(order), dtype=bool)
+        tied[1:] |= tie
+        tied[:-1] |= tie
+        at = np.flatnonzero(tied)
+        group = np.cumsum(np.concatenate(([True], ~tie)))[at]
+        members = order[at]
+        order[at] = members[np.lexsort((members, -dur[members], group))]
+    return order
 
 
 def self_times(trace: Trace) -> np.ndarray:
