@@ -33,6 +33,11 @@ def device_steps(trace: Trace, indices: np.ndarray) -> np.ndarray:
     return step_numbers(trace, device_anchor(trace)[indices])
 
 
+def step_of(trace: Trace, ts: float) -> int | None:
+    """The step one host timestamp falls in, None outside every step."""
+    return step_or_none(int(step_numbers(trace, np.array([ts]))[0]))
+
+
 def step_or_none(value: int) -> int | None:
     return None if value < 0 else int(value)
 

@@ -20,6 +20,7 @@ from ..analysis.stepmap import (
     mean_step_us,
     step_count,
     step_numbers,
+    step_of,
     step_or_none,
 )
 from ..units import count, fmt_us
@@ -95,7 +96,7 @@ def compiled_region(ctx) -> list[Finding]:
                 name="CompiledFunctionBackward",
                 ts_us=trace.rel(trace.ts[first]),
                 dur_us=float(trace.dur[first]),
-                step=step_or_none(int(step_numbers(trace, trace.ts[[first]])[0])),
+                step=step_of(trace, trace.ts[first]),
                 value=float(len(backward)),
                 unit="calls",
             )
@@ -148,7 +149,7 @@ def _compiled_function_only(trace, forward, backward) -> Finding:
                     name=name,
                     ts_us=trace.rel(trace.ts[first]),
                     dur_us=float(trace.dur[first]),
-                    step=step_or_none(int(step_numbers(trace, trace.ts[[first]])[0])),
+                    step=step_of(trace, trace.ts[first]),
                     value=float(len(idx)),
                     unit="calls",
                 )
@@ -671,7 +672,7 @@ def fusion_opportunity(ctx) -> list[Finding]:
                 name=trace.name(first),
                 ts_us=trace.rel(trace.ts[first]),
                 dur_us=float(trace.dur[members[0]].sum()),
-                step=step_or_none(int(step_numbers(trace, trace.ts[[trace.launch_of[first]]])[0]))
+                step=step_of(trace, trace.ts[trace.launch_of[first]])
                 if trace.launch_of[first] >= 0
                 else None,
                 value=saving,

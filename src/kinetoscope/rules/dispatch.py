@@ -21,7 +21,7 @@ from ..analysis.stepmap import (
     device_steps,
     host_cost_by_step,
     step_count,
-    step_numbers,
+    step_of,
     step_or_none,
 )
 from ..trace import Cat
@@ -144,7 +144,7 @@ def matmul_dispatch(ctx) -> list[Finding]:
                 name="aten::matmul",
                 ts_us=trace.rel(trace.ts[first]),
                 dur_us=float(trace.dur[first]),
-                step=step_or_none(int(step_numbers(trace, trace.ts[[first]])[0])),
+                step=step_of(trace, trace.ts[first]),
                 value=float(len(idx)),
                 unit="calls",
             )
@@ -225,7 +225,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
                     name=trace.name(a),
                     ts_us=trace.rel(trace.ts[a]),
                     dur_us=float(trace.dur[a]),
-                    step=step_or_none(int(step_numbers(trace, trace.ts[[a]])[0])),
+                    step=step_of(trace, trace.ts[a]),
                     value=float(cost[k]),
                     unit="us",
                 )
@@ -284,7 +284,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
             name="aten::addmm",
             ts_us=trace.rel(trace.ts[first]),
             dur_us=float(trace.dur[first]),
-            step=step_or_none(int(step_numbers(trace, trace.ts[[first]])[0])),
+            step=step_of(trace, trace.ts[first]),
             value=float(len(addmms)),
             unit="calls",
         )
