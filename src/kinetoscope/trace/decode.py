@@ -433,8 +433,8 @@ def normalize_lenient(batch: list[Any]) -> list[Any]:
         ev.ph = ev.ph if isinstance(ev.ph, str) else str(ev.ph)
         ev.name = ev.name if isinstance(ev.name, str) else str(ev.name)
         ev.cat = ev.cat if ev.cat is None or isinstance(ev.cat, str) else str(ev.cat)
-        ev.ts = _float(ev.ts)
-        ev.dur = _float(ev.dur)
+        ev.ts = as_float(ev.ts)
+        ev.dur = as_float(ev.dur)
         for attr in ("pid", "tid"):
             value = getattr(ev, attr)
             if not isinstance(value, (int, str)):
@@ -443,18 +443,19 @@ def normalize_lenient(batch: list[Any]) -> list[Any]:
         if not isinstance(args, _LENIENT_ARGS):
             args = ev.args = _LENIENT_ARGS()
         for attr in ID_ARGS:
-            setattr(args, attr, _int(getattr(args, attr)))
+            setattr(args, attr, as_int(getattr(args, attr)))
         for attr in ("grid", "block"):
             if not isinstance(getattr(args, attr), list):
                 setattr(args, attr, None)
         if args.flops is not None:
-            args.flops = _float(args.flops)
+            args.flops = as_float(args.flops)
         if args.meta_name is not None:
             args.meta_name = str(args.meta_name)
     return batch
 
 
-def _int(value: Any, default: int = -1) -> int:
+def as_int(value: Any, default: int = -1) -> int:
+    """`value` as an int, `default` where absent or not a number (ids use -1)."""
     if value is None:
         return default
     try:
@@ -463,7 +464,8 @@ def _int(value: Any, default: int = -1) -> int:
         return default
 
 
-def _float(value: Any) -> float:
+def as_float(value: Any) -> float:
+    """`value` as a float, NaN where it is not a number."""
     try:
         return float(value)
     except (TypeError, ValueError):

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import TraceError
 from .categories import DEVICE_CATS, Cat, normalize_category
-from .decode import EventStream, TopLevel
+from .decode import EventStream, TopLevel, as_float, as_int
 from .model import Device, KernelArgs, Lane, MemoryEvents, Trace, TraceMeta
 from .source import trace_chunks
 from .split import SPLIT_MIN_BYTES, build_split, cores
@@ -174,15 +174,6 @@ def _devices(top: TopLevel) -> list[Device]:
     return out
 
 
-def _int(value: Any, default: int = -1) -> int:
-    if value is None:
-        return default
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
-
-
 def _json_text(value: Any) -> str:
     """JSON text of an argument kept undecoded (Raw) or decoded leniently."""
     if type(value) is msgspec.Raw:
@@ -190,19 +181,12 @@ def _json_text(value: Any) -> str:
     return msgspec.json.encode(value).decode("utf-8", "replace")
 
 
-def _float(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return float("nan")
-
-
 def _ids(values: list[Any]) -> np.ndarray:
     """int64 column of id-like values; None (explicit null) and junk become -1."""
     try:
         return np.array(values, dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
-        return np.array([_in_int64(_int(v)) for v in values], np.int64)
+        return np.array([_in_int64(as_int(v)) for v in values], np.int64)
 
 
 def _in_int64(value: int) -> int:
@@ -408,8 +392,8 @@ class _Builder:
                 texts = [_json_text(values[i]) for i in at.tolist()]
                 out.update(zip((at + base).tolist(), texts, strict=True))
         for getter, out, convert in (
-            (_FLOPS, self.flops, _float),
-            (_COPY_BYTES, self.copy_bytes, _int),
+            (_FLOPS, self.flops, as_float),
+            (_COPY_BYTES, self.copy_bytes, as_int),
         ):
             values = list(map(getter, args))
             if values.count(None) < len(values):
@@ -565,7 +549,7 @@ class _Builder:
                 stream_id = int(first_stream[lane_id])
                 stream_id = stream_id if stream_id >= 0 else _stream_from_tid(tid)
                 device_id = int(first_device[lane_id])
-                device_id = device_id if device_id >= 0 else _int(pid, None)
+                device_id = device_id if device_id >= 0 else as_int(pid, None)
                 label = f"stream {stream_id}" if stream_id is not None else str(tid)
                 out.append(Lane(lane_id, pid, tid, "device", label, device_id, stream_id))
             elif host_count[lane_id] > 0:
@@ -650,7 +634,7 @@ def _triples(values: list[Any]) -> np.ndarray:
         pass
     return np.array(
         [
-            [_int(x) for x in v] if isinstance(v, list) and len(v) == 3 else [-1, -1, -1]
+            [as_int(x) for x in v] if isinstance(v, list) and len(v) == 3 else [-1, -1, -1]
             for v in values
         ],
         dtype=np.int64,
@@ -659,14 +643,14 @@ def _triples(values: list[Any]) -> np.ndarray:
 
 def _memory(rows: list[tuple]) -> MemoryEvents:
     cols = list(zip(*rows, strict=True)) if rows else [[]] * 8
-    as_int = [np.array([_int(v) for v in col], dtype=np.int64) for col in cols]
+    ints = [np.array([as_int(v) for v in col], dtype=np.int64) for col in cols]
     return MemoryEvents(
-        index=as_int[0],
+        index=ints[0],
         ts=np.array(cols[1], dtype=np.float64),
-        nbytes=as_int[2],
-        total_allocated=as_int[3],
-        total_reserved=as_int[4],
-        device_type=as_int[5],
-        device_id=as_int[6],
-        addr=as_int[7],
+        nbytes=ints[2],
+        total_allocated=ints[3],
+        total_reserved=ints[4],
+        device_type=ints[5],
+        device_id=ints[6],
+        addr=ints[7],
     )
