@@ -20,6 +20,7 @@ import numpy as np
 
 from ..trace import Cat, Trace
 from ..trace.categories import DEVICE_CATS
+from ..trace.tree import minus_children
 from .steps import device_anchor
 from .window import in_window
 
@@ -98,9 +99,7 @@ def key_averages(
 
     kept, parent = _collapse_repeated_names(trace)
     host = np.flatnonzero(kept)
-    self_time = trace.dur.copy()
-    child = host[parent[host] >= 0]
-    np.subtract.at(self_time, parent[child], trace.dur[child])
+    self_time = minus_children(trace.dur, parent, host[parent[host] >= 0])
     device = np.flatnonzero(trace.mask(*DEVICE_CATS) & (trace.lane_kind == 2))
     in_scope = np.ones(len(trace), dtype=bool)
     if window:

@@ -80,11 +80,15 @@ def self_times(trace: Trace) -> np.ndarray:
     Not clipped at zero, as in the profiler: overlapping Python frames recorded
     with `with_stack=True` can make it slightly negative.
     """
-    parent = trace.parent
-    child = np.flatnonzero(parent >= 0)
-    spent = np.zeros(len(trace), dtype=np.float64)
-    np.add.at(spent, parent[child], trace.dur[child])
-    return trace.dur - spent
+    return minus_children(trace.dur, trace.parent, np.flatnonzero(trace.parent >= 0))
+
+
+def minus_children(dur: np.ndarray, parent: np.ndarray, children: np.ndarray) -> np.ndarray:
+    """`dur` of every event less the durations of the given `children` under their
+    `parent`: self time for any version of the tree (the table collapses some nodes)."""
+    out = dur.astype(np.float64, copy=True)
+    np.subtract.at(out, parent[children], dur[children])
+    return out
 
 
 def launching_ops(trace: Trace) -> np.ndarray:
