@@ -12,6 +12,7 @@ from statistics import median
 
 from ..analysis.dataloader import data_waits
 from ..analysis.idle import CATEGORIES, IdleSplit, idle_breakdown
+from ..analysis.stepmap import step_count
 from ..analysis.steps import step_stats
 from ..analysis.syncs import sync_sites
 from ..units import count, fmt_us
@@ -313,7 +314,7 @@ def gpu_idle_breakdown(ctx) -> list[Finding]:
     if share < min_share:
         return []
     dominant = in_steps.dominant
-    n_steps = max(len(trace.steps), 1)
+    n_steps = step_count(trace)
     evidence = []
     for st, split in sorted(per_stream, key=lambda p: -p[1].idle)[:4]:
         if split.idle <= 0:

@@ -14,7 +14,7 @@ import msgspec
 import numpy as np
 
 from ..errors import TraceError
-from .categories import DEVICE_CATS, Cat, normalize_category
+from .categories import DEVICE_CATS, HOST_TREE_CATS, Cat, normalize_category
 from .decode import EventStream, TopLevel, as_float, as_int
 from .model import Device, KernelArgs, Lane, MemoryEvents, Trace, TraceMeta
 from .source import trace_chunks
@@ -72,9 +72,7 @@ def load(path: str | os.PathLike, *, split_min_bytes: int | None = None) -> Trac
         if count == 0:
             raise TraceError(path, "has no events (empty 'traceEvents')")
         raise TraceError(path, "has no timed events (only metadata)")
-    if not trace.mask(
-        Cat.CPU_OP, Cat.USER_ANNOTATION, Cat.RUNTIME, Cat.DRIVER, Cat.PYTHON, *DEVICE_CATS
-    ).any():
+    if not trace.mask(*HOST_TREE_CATS, *DEVICE_CATS).any():
         raise TraceError(
             path, "is not a PyTorch profiler (Kineto) trace: no operator, runtime or device events"
         )
@@ -530,13 +528,7 @@ class _Builder:
         """Classify each (pid, tid) as host thread or device stream by what runs on it."""
         n_lanes = len(self.lanes.keys)
         device_cats = np.array([int(c) for c in DEVICE_CATS], dtype=np.uint8)
-        host_cats = np.array(
-            [
-                int(c)
-                for c in (Cat.CPU_OP, Cat.USER_ANNOTATION, Cat.RUNTIME, Cat.DRIVER, Cat.PYTHON)
-            ],
-            dtype=np.uint8,
-        )
+        host_cats = np.array([int(c) for c in HOST_TREE_CATS], dtype=np.uint8)
         dev_count = np.bincount(lane[np.isin(cat, device_cats)], minlength=n_lanes)
         host_count = np.bincount(lane[np.isin(cat, host_cats)], minlength=n_lanes)
         parts = self.device_parts or [(np.zeros(0, np.int32),) + (np.zeros(0, np.int64),) * 2]
