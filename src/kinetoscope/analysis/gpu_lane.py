@@ -94,12 +94,7 @@ def kernel_gaps(trace: Trace) -> dict[int | None, list[Gap]]:
     starts, ends = trace.ts[work], trace.end[work]
     run_end = np.maximum.accumulate(ends)
     # the event holding the running maximum end: what the device was busy with before the gap
-    holder = np.zeros(len(work), dtype=np.int64)
-    best = 0
-    for k, end in enumerate(ends.tolist()):
-        if end >= ends[best]:
-            best = k
-        holder[k] = best
+    holder = np.maximum.accumulate(np.where(ends >= run_end, np.arange(len(work)), 0))
     gap = starts[1:] - run_end[:-1]
     for k in np.flatnonzero(gap > _MIN_GAP_US).tolist():
         step = int(steps[k + 1])

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..trace import Trace
+from .stepmap import step_numbers, step_or_none
 from .steps import device_anchor
 
 CATEGORIES = ("host_wait", "kernel_wait", "other")
@@ -69,8 +70,6 @@ def idle_breakdown(trace: Trace, kernel_gap_us: float = HTA_KERNEL_GAP_US) -> li
         return []
     launch = trace.launch_of
     anchor = device_anchor(trace)
-    step_start = np.array([s.start for s in trace.steps])
-    step_end = np.array([s.end for s in trace.steps])
     out = []
     for lane_id in np.unique(trace.lane[work]):
         ev = work[trace.lane[work] == lane_id]
@@ -81,17 +80,17 @@ def idle_breakdown(trace: Trace, kernel_gap_us: float = HTA_KERNEL_GAP_US) -> li
         launched = launch[nxt] >= 0
         host_late = launched & (trace.ts[np.where(launched, launch[nxt], 0)] > ends[:-1])
         category = np.where(host_late, 0, np.where(gap < kernel_gap_us, 1, 2))
-        step_of = _step_numbers(trace, anchor[nxt], step_start, step_end)
-        busy_step = _step_numbers(trace, anchor[ev], step_start, step_end)
+        step_of = step_numbers(trace, anchor[nxt])
+        busy_step = step_numbers(trace, anchor[ev])
         stream = StreamIdle(int(lane_id), trace.lanes[int(lane_id)].label, IdleSplit())
         for number in dict.fromkeys(busy_step.tolist()):
             sel = busy_step == number
-            split = stream.by_step.setdefault(_key(number), IdleSplit())
+            split = stream.by_step.setdefault(step_or_none(number), IdleSplit())
             split.busy = float(trace.dur[ev[sel]].sum())
         for code, name in enumerate(CATEGORIES):
             for number in dict.fromkeys(step_of[category == code].tolist()):
                 sel = (category == code) & (step_of == number)
-                split = stream.by_step.setdefault(_key(number), IdleSplit())
+                split = stream.by_step.setdefault(step_or_none(number), IdleSplit())
                 setattr(split, name, float(gap[sel].sum()))
                 split.gaps += int(sel.sum())
         for split in stream.by_step.values():
@@ -101,17 +100,3 @@ def idle_breakdown(trace: Trace, kernel_gap_us: float = HTA_KERNEL_GAP_US) -> li
             stream.longest_gap = (float(ends[k]), float(gap[k]), CATEGORIES[int(category[k])])
         out.append(stream)
     return out
-
-
-def _step_numbers(trace, ts, step_start, step_end) -> np.ndarray:
-    """ProfilerStep number holding each timestamp, -1 for none."""
-    if not len(step_start):
-        return np.full(len(ts), -1)
-    k = np.searchsorted(step_start, ts, side="right") - 1
-    inside = (k >= 0) & (ts < step_end[np.clip(k, 0, None)])
-    numbers = np.array([s.number for s in trace.steps])
-    return np.where(inside, numbers[np.clip(k, 0, None)], -1)
-
-
-def _key(number: int) -> int | None:
-    return None if number == -1 else int(number)
