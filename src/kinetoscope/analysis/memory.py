@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..trace import Cat, Trace
+from .stepmap import step_of
 
 DEVICE_TYPES = {0: "cpu", 1: "cuda"}
 
@@ -135,14 +136,7 @@ def op_label(trace: Trace, op: int) -> str:
 
 
 def _allocation(trace: Trace, event: int, ts: float, nbytes: int) -> Allocation:
-    return Allocation(event, ts, nbytes, enclosing_op(trace, event), _step_of(trace, ts))
-
-
-def _step_of(trace: Trace, ts: float) -> int | None:
-    for s in trace.steps:
-        if s.start <= ts < s.end:
-            return s.number
-    return None
+    return Allocation(event, ts, nbytes, enclosing_op(trace, event), step_of(trace, ts))
 
 
 def _churn(trace, ts, nbytes, allocated, reserved) -> list[StepChurn]:

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..trace import Cat, Trace
 from ..trace.categories import SYNC_NAMES
+from .stepmap import step_of
 
 SCALAR_OPS = frozenset({"aten::item", "aten::_local_scalar_dense"})
 DEVICE_SYNC_NAMES = frozenset({"cudaDeviceSynchronize", "hipDeviceSynchronize"})
@@ -62,7 +63,6 @@ def sync_sites(trace: Trace) -> list[SyncSite]:
     kinds = {int(i): k for i in cand if (k := _kind(trace, int(i), dtoh))}
     parent = trace.parent
     steps = trace.steps
-    step_start = np.array([s.start for s in steps])
     last_host_op = _last_op_start_per_lane(trace)
     roots: dict[int, list[int]] = {}
     for i in sorted(kinds, key=lambda j: trace.ts[j]):
@@ -76,10 +76,9 @@ def sync_sites(trace: Trace) -> list[SyncSite]:
     for root, members in roots.items():
         ts = float(trace.ts[root])
         if steps:
-            k = int(np.searchsorted(step_start, ts, side="right")) - 1
-            if k < 0 or ts >= steps[k].end:
+            step = step_of(trace, ts)
+            if step is None:
                 continue  # outside every step: the profiler's flush or setup
-            step = steps[k].number
         else:
             step = None
             if trace.name(root) in DEVICE_SYNC_NAMES and ts >= last_host_op.get(
