@@ -70,6 +70,14 @@ class KernelName:
         return ", ".join(parts)
 
 
+def _named(name: str, library: str, kind: str, **fields) -> KernelName:
+    """A `KernelName` whose short name is the raw name and whose family is
+    `library:kind`, the common case for library kernels named without C++ syntax."""
+    return KernelName(
+        raw=name, short=name, family=f"{library}:{kind}", library=library, kind=kind, **fields
+    )
+
+
 # ---------------------------------------------------------------- C++ names
 def _strip_balanced(text: str, open_: str, close: str) -> str:
     out = []
@@ -501,12 +509,10 @@ def _decode_xmma(name: str) -> KernelName:
     tile = re.search(r"tilesize(\d+x\d+x\d+)", low)
     stages = re.search(r"stage(\d+)", low)
     mma = re.search(r"tensor(\d+x\d+x\d+)", low)
-    return KernelName(
-        raw=name,
-        short=name,
-        family=f"{library}:{kind}",
-        library=library,
-        kind=kind,
+    return _named(
+        name,
+        library,
+        kind,
         arch=_arch(name),
         dtype=dtype,
         mma=mma.group(1) if mma else None,
@@ -562,12 +568,10 @@ def _decode_prefixed_blas(name: str, library: str, kind: str) -> KernelName:
     if re.search(r"_h(?:\d+)?gemm|hgemm|hscudnn", low):
         dtype = "f16"
     dtype = _dtype_from_tokens(tokens) or dtype
-    return KernelName(
-        raw=name,
-        short=name,
-        family=f"{library}:{kind}",
-        library=library,
-        kind=kind,
+    return _named(
+        name,
+        library,
+        kind,
         arch=_arch(name),
         dtype=dtype,
         mma=mma.group(1) if mma else None,
