@@ -198,3 +198,24 @@ def test_gzip_and_plain_give_the_same_trace(tmp_path):
     plain.write_bytes(gzip.decompress(src.read_bytes()))
     a, b = kinetoscope.load(src), kinetoscope.load(plain)
     assert np.array_equal(a.ts, b.ts) and a.names == b.names
+
+
+def test_digit_string_and_int_tids_are_one_thread(tmp_path):
+    # 2021 traces write ops with "tid": "25738" and [memory] instants with "tid": 25738
+    events = [
+        op("aten::empty", 0, 10, tid="25738", pid=25738),
+        {
+            "ph": "i",
+            "s": "t",
+            "name": "[memory]",
+            "pid": 25738,
+            "tid": 25738,
+            "ts": 5,
+            "args": {"Bytes": 4, "Device Type": 0, "Device Id": -1},
+        },
+        {"ph": "M", "name": "thread_name", "pid": 25738, "tid": "25738", "args": {"name": "main"}},
+    ]
+    trace = kinetoscope.load(write_trace(tmp_path / "t.json", events))
+    assert len(trace.lanes) == 1
+    assert trace.lane[0] == trace.lane[1]
+    assert (trace.lanes[0].tid, trace.lanes[0].label) == (25738, "main")

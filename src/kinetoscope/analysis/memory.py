@@ -106,13 +106,8 @@ def memory_timeline(trace: Trace, top: int = 10) -> list[DeviceMemory]:
 def enclosing_op(trace: Trace, event: int) -> int:
     """Innermost cpu_op / user annotation on the event's thread that contains its time."""
     ts = trace.ts[event]
-    # instants may sit in a lane of their own (2021 traces write the ops' tid as a
-    # string and the instants' as an int): match the thread by (pid, tid) as text
-    own = trace.lanes[int(trace.lane[event])]
-    key = (str(own.pid), str(own.tid))
-    lanes = [ln.id for ln in trace.lanes if (str(ln.pid), str(ln.tid)) == key]
     cand = np.flatnonzero(
-        np.isin(trace.lane, lanes)
+        (trace.lane == trace.lane[event])
         & np.isin(trace.cat, np.array([int(Cat.CPU_OP), int(Cat.USER_ANNOTATION)], np.uint8))
         & ~trace.is_instant
         & (trace.ts <= ts)

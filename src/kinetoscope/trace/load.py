@@ -209,11 +209,17 @@ def _present(values: list[Any]) -> np.ndarray:
     return np.flatnonzero(np.fromiter(map(is_not, values, repeat(None)), bool, len(values)))
 
 
+def _canonical(value: Any) -> Any:
+    """A pid or tid written as digits is the same thread as the number: 2021 traces
+    give ops `"tid": "25738"` and their `[memory]` instants `"tid": 25738`."""
+    return int(value) if type(value) is str and value.isdigit() else value
+
+
 class _LaneIds:
     """Interns (pid, tid) pairs as lane ids, numbered in order of first appearance.
 
     pid and tid are interned apart (no tuple per event), then looked up together
-    in a small (pid, tid) -> lane table."""
+    in a small (pid, tid) -> lane table; spellings of one thread share a lane."""
 
     def __init__(self) -> None:
         self.keys: dict[tuple[Any, Any], int] = {}  # (pid, tid) -> lane id
@@ -225,7 +231,10 @@ class _LaneIds:
         pid = np.array(_intern(self.pids, list(map(_PID, events))), np.intp)
         tid = np.array(_intern(self.tids, list(map(_TID, events))), np.intp)
         if len(self.pids) * len(self.tids) > _MAX_LANE_TABLE:  # many processes and threads
-            keys = list(zip(map(_PID, events), map(_TID, events), strict=True))
+            keys = [
+                (_canonical(p), _canonical(t))
+                for p, t in zip(map(_PID, events), map(_TID, events), strict=True)
+            ]
             return np.array(_intern(self.keys, keys), np.int32)
         table = self.table
         if table.shape[0] < len(self.pids) or table.shape[1] < len(self.tids):
@@ -238,8 +247,8 @@ class _LaneIds:
             _, first = np.unique(pid[new] * table.shape[1] + tid[new], return_index=True)
             pid_values, tid_values = list(self.pids), list(self.tids)
             for i in new[np.sort(first)].tolist():  # new pairs, in order of appearance
-                key = (pid_values[pid[i]], tid_values[tid[i]])
-                table[pid[i], tid[i]] = self.keys[key] = len(self.keys)
+                key = (_canonical(pid_values[pid[i]]), _canonical(tid_values[tid[i]]))
+                table[pid[i], tid[i]] = self.keys.setdefault(key, len(self.keys))
             lane = table[pid, tid]
         return lane
 
@@ -416,7 +425,7 @@ class _Builder:
         if ev.name == "process_name":
             self.process_names[ev.pid] = str(args.meta_name)
         elif ev.name == "thread_name":
-            self.thread_names[(ev.pid, ev.tid)] = str(args.meta_name)
+            self.thread_names[(_canonical(ev.pid), _canonical(ev.tid))] = str(args.meta_name)
 
     def state(self) -> dict[str, Any]:
         """Everything gathered so far, as plain data (for a worker to send back)."""
