@@ -1,12 +1,25 @@
 """Per-step host and device activity: the table every verdict starts from.
 
-Kernels and launches are counted for the step whose host window contains the
-launch call (work launched in step N belongs to step N even if it runs after
-the host moved on; device events with no launch link fall back to their own
-start). Device busy time is the union of device work inside the step's host
-window, so it never exceeds the step (the `gpu_user_annotation` copy of a step
-is not used: on ROCm it often covers only a fragment of the step). Traces
-without `ProfilerStep#N` get one pseudo-step spanning the whole trace.
+Device work belongs to the step that issued it, never to the step whose host
+window its device timestamps happen to overlap: the device runs behind the host
+(launches are asynchronous), so with a lagging device every kernel of a
+3-step window can run after the host has finished all three steps. Each kernel,
+copy or memset is therefore placed by its *anchor*:
+
+1. the start of the runtime call that launched it (correlation id / flow), so
+   work launched in step N belongs to step N wherever it runs;
+2. for device events without a launch link in the trace, the step whose device-side
+   `ProfilerStep#N` annotation (`gpu_user_annotation`) contains it: the
+   anchor is that step's host start;
+3. otherwise its own start.
+
+A step's device busy time is the union of the durations of the device events
+attributed to it. It can exceed the step's host duration when the device lags
+(the step's work takes longer on the device than the host took to issue it):
+`device_ratio` = device busy / step duration then reads above 100%, which
+says the device, not the host, sets the pace. Traces without
+`ProfilerStep#N` get one pseudo-step spanning the whole trace, which owns all
+device work.
 """
 
 from __future__ import annotations
@@ -28,7 +41,7 @@ class StepStats:
     start: float
     end: float
     host_busy_us: float
-    device_busy_us: float  # union of device work inside the step's window
+    device_busy_us: float  # union of the device work attributed to the step
     kernels: int
     launches: int
     device_events: int
@@ -47,6 +60,7 @@ class StepStats:
 
     @property
     def device_ratio(self) -> float:
+        """Device busy / step duration; above 1 when the device lags behind the host."""
         return self.device_busy_us / self.dur if self.dur > 0 else 0.0
 
 
@@ -63,11 +77,26 @@ def host_activity_mask(trace: Trace) -> np.ndarray:
 
 
 def device_anchor(trace: Trace) -> np.ndarray:
-    """Timestamp used to place each event in a step: its launch's start when known."""
+    """Timestamp used to place each event in a step (see the module docstring):
+    its launch's start when linked, else the host start of the step whose
+    device-side annotation contains it, else its own start."""
+    return _anchor_cached(trace)
+
+
+@lru_cache(maxsize=8)
+def _anchor_cached(trace: Trace) -> np.ndarray:
     launch = trace.launch_of
     anchor = trace.ts.copy()
     linked = launch >= 0
     anchor[linked] = trace.ts[launch[linked]]
+    annotated = [s for s in trace.steps if s.device_start is not None]
+    if annotated:
+        loose = np.flatnonzero(~linked & (trace.lane_kind == 2))
+        ts = trace.ts[loose]
+        for s in annotated:
+            inside = (ts >= s.device_start) & (ts < s.device_end)
+            anchor[loose[inside]] = s.start
+    anchor.setflags(write=False)
     return anchor
 
 
@@ -85,24 +114,23 @@ def step_stats(trace: Trace) -> list[StepStats]:
 @lru_cache(maxsize=8)
 def _step_stats_cached(trace: Trace) -> list[StepStats]:
     host = np.flatnonzero(host_activity_mask(trace))
-    # busy time in a window is the union cut to the window: merge once, then
+    # host busy time in a window is the union cut to the window: merge once, then
     # each step only cuts the few merged intervals it overlaps
     host_s, host_e = merge(trace.ts[host], trace.end[host])
     work = np.flatnonzero(trace.device_work)
     anchor = device_anchor(trace)[work]
-    work_s, work_e = merge(trace.ts[work], trace.end[work])
-    is_kernel = trace.cat[work] == int(Cat.KERNEL)
-    # counts in [start, end) by binary search on sorted copies
+    # device events in anchor order: a step's work is one slice [first, stop)
     by_anchor = np.argsort(anchor, kind="stable")
-    anchor = anchor[by_anchor]
-    kernels_before = np.concatenate(([0], np.cumsum(is_kernel[by_anchor])))
+    work, anchor = work[by_anchor], anchor[by_anchor]
+    is_kernel = trace.cat[work] == int(Cat.KERNEL)
+    kernels_before = np.concatenate(([0], np.cumsum(is_kernel)))
     launch_ts = np.sort(trace.ts[trace.launches])
     out = []
     whole = not trace.steps
     for number, index, start, end in windows(trace):
         hs, he = _clip_merged(host_s, host_e, start, end)
-        ds, de = _clip_merged(work_s, work_e, start, end)
         first, stop = (0, len(work)) if whole else np.searchsorted(anchor, [start, end])
+        mine = work[first:stop]
         out.append(
             StepStats(
                 number=number,
@@ -110,7 +138,7 @@ def _step_stats_cached(trace: Trace) -> list[StepStats]:
                 start=start,
                 end=end,
                 host_busy_us=union_length(hs, he),
-                device_busy_us=union_length(ds, de),
+                device_busy_us=union_length(trace.ts[mine], trace.end[mine]),
                 kernels=int(kernels_before[stop] - kernels_before[first]),
                 launches=int(np.diff(np.searchsorted(launch_ts, [start, end]))[0]),
                 device_events=int(stop - first),

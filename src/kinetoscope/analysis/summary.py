@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace import Cat, Trace
-from .metrics import trace_metrics
-from .steps import StepStats, host_activity_mask, step_stats
+from .stats import StepFigures, TraceStats, trace_stats
+from .steps import host_activity_mask
 
 
 @dataclass(frozen=True)
@@ -24,12 +24,14 @@ class Ranked:
 @dataclass(frozen=True)
 class TraceSummary:
     path: str
+    origin_us: float  # absolute start of the trace: the zero of every relative time
     devices: list[dict]
     versions: dict
     window_start_us: float
     window_dur_us: float
-    steps: list[StepStats]
+    steps: list[StepFigures]
     metrics: dict[str, float]
+    stats: TraceStats
     top_kernels: list[Ranked]
     top_host_ops: list[Ranked]
     warnings: list[str]
@@ -61,16 +63,19 @@ def summarize(trace: Trace, top: int = 5) -> TraceSummary:
     versions = dict(trace.meta.versions)
     if trace.meta.kinetoscope:
         versions.update({k: v for k, v in trace.meta.kinetoscope.items() if k.endswith("version")})
-    steps = step_stats(trace)
+    stats = trace_stats(trace)
+    steps = stats.steps
     start = steps[0].start if steps else trace.start_time
     return TraceSummary(
         path=trace.path,
+        origin_us=stats.origin_us,
         devices=[d.__dict__ for d in trace.devices],
         versions=versions,
         window_start_us=trace.rel(start),
         window_dur_us=sum(s.dur for s in steps),
         steps=steps,
-        metrics=trace_metrics(trace),
+        metrics=stats.metrics(),
+        stats=stats,
         top_kernels=_rank(trace, kernels, trace.dur[kernels], kernel_total, top),
         top_host_ops=_rank(trace, ops, self_time, float(self_time.sum()), top),
         warnings=list(trace.warnings),

@@ -1,81 +1,96 @@
-"""Places where the host blocks until the device catches up.
+"""Real host-device syncs: runtime calls during which the host thread blocks on the device.
 
-A sync site is the outermost of: a runtime synchronize call
-(`cudaStreamSynchronize`, `cudaDeviceSynchronize`, ...), `aten::item` /
-`aten::_local_scalar_dense` (what `.item()`, `bool(tensor)` and printing
-call), or the host call that enqueued a device-to-host copy. Nested ones
-(`aten::item` -> `_local_scalar_dense` -> `cudaStreamSynchronize`) are one site,
-timed by the outermost. The profiler's own flush at the end of the window (a
-device synchronize after the last step, or after the last host op when the trace
-has no steps) is not a site.
+A sync is a host call that does not return until device work has completed:
+`cudaDeviceSynchronize`, `cudaStreamSynchronize`, `cudaEventSynchronize`, a
+synchronous `cudaMemcpy` (the driver and HIP equivalents too). Not syncs:
+`cudaStreamWaitEvent` (the *device* waits, the host returns at once),
+`cudaMemcpyAsync` (what a `non_blocking` copy is; a blocking `.cpu()` shows up
+through the `cudaStreamSynchronize` PyTorch issues right after it), and
+`aten::item` / `aten::_local_scalar_dense` by themselves: `.item()` on a CPU
+tensor (Adam's step counter without `capturable=True`) runs no runtime call
+and never waits for a device. A scalar read is a sync site only when it
+contains a blocking call, and then it names the site (the op the user wrote).
+
+Sites are grouped by their outermost scalar op (`aten::item` ->
+`_local_scalar_dense` -> `cudaMemcpyAsync` + `cudaStreamSynchronize` is one
+site); the time blocked is the summed duration of the blocking calls inside
+it. The profiler's own flush at the end of the window (a device synchronize
+after the last step, or after the last host op when the trace has no steps) is
+not a site.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from ..trace import Cat, Trace
-from ..trace.categories import SYNC_NAMES
 from .stepmap import step_of
 
+#: Host runtime/driver calls that block the calling thread until the device is done.
+BLOCKING_CALLS = frozenset(
+    {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cudaMemcpy",
+        "cuCtxSynchronize",
+        "cuStreamSynchronize",
+        "cuEventSynchronize",
+        "hipDeviceSynchronize",
+        "hipStreamSynchronize",
+        "hipEventSynchronize",
+        "hipMemcpy",
+    }
+)
 SCALAR_OPS = frozenset({"aten::item", "aten::_local_scalar_dense"})
-DEVICE_SYNC_NAMES = frozenset({"cudaDeviceSynchronize", "hipDeviceSynchronize"})
+DEVICE_SYNC_NAMES = frozenset({"cudaDeviceSynchronize", "hipDeviceSynchronize", "cuCtxSynchronize"})
 
 
 @dataclass(frozen=True)
 class SyncSite:
-    index: int  # outermost blocking event (host)
-    kind: str  # "sync call", "scalar read" or "DtoH copy"
-    call: str  # innermost blocking call under it, e.g. cudaStreamSynchronize
-    context: int  # innermost enclosing op that is not itself blocking (-1 if none)
+    index: int  # the site: outermost scalar op holding the blocking calls, else the call
+    kind: str  # "scalar read" (.item() and friends) or "sync call"
+    call: str  # the (last) blocking call, e.g. cudaStreamSynchronize
+    calls: tuple[int, ...]  # event indices of the blocking calls in the site
+    context: int  # innermost enclosing op that is not itself part of the site (-1 if none)
+    frame: int  # innermost enclosing python_function event (-1 without with_stack)
     step: int | None
-    wait_us: float  # host time blocked: the outermost event's duration
+    wait_us: float  # host time blocked: summed duration of the blocking calls
 
 
-def _dtoh_launches(trace: Trace) -> set[int]:
-    """Host calls that enqueued a device-to-host copy."""
-    ids = trace.name_ids_matching(lambda n: "DtoH" in n or "Device -> Host" in n)
-    copies = np.flatnonzero(
-        (trace.cat == int(Cat.MEMCPY)) & np.isin(trace.name_id, ids) & (trace.launch_of >= 0)
-    )
-    return {int(i) for i in trace.launch_of[copies]}
-
-
-def _kind(trace: Trace, i: int, dtoh: set[int]) -> str | None:
-    name = trace.name(i)
-    if name in SYNC_NAMES and trace.cat[i] in (int(Cat.RUNTIME), int(Cat.DRIVER)):
-        return "sync call"
-    if name in SCALAR_OPS:
-        return "scalar read"
-    if i in dtoh:
-        return "DtoH copy"
-    return None
+def blocking_calls(trace: Trace) -> np.ndarray:
+    """Host runtime/driver calls that block on the device, in time order."""
+    ids = trace.name_ids_matching(lambda n: n in BLOCKING_CALLS)
+    mask = np.isin(trace.name_id, ids) & trace.mask(Cat.RUNTIME, Cat.DRIVER)
+    idx = np.flatnonzero(mask & trace.host_tree_mask)
+    return idx[np.argsort(trace.ts[idx], kind="stable")]
 
 
 def sync_sites(trace: Trace) -> list[SyncSite]:
+    return _sync_sites_cached(trace)
+
+
+@lru_cache(maxsize=8)
+def _sync_sites_cached(trace: Trace) -> list[SyncSite]:
     """Blocking sites inside steps (or, without steps, before the final flush)."""
-    dtoh = _dtoh_launches(trace)
-    ids = trace.name_ids_matching(lambda n: n in SYNC_NAMES or n in SCALAR_OPS)
-    cand = np.flatnonzero(np.isin(trace.name_id, ids) & trace.host_tree_mask)
-    cand = np.union1d(cand, np.fromiter(dtoh, dtype=np.int64, count=len(dtoh)))
-    kinds = {int(i): k for i in cand if (k := _kind(trace, int(i), dtoh))}
+    scalar = set(trace.name_ids_matching(lambda n: n in SCALAR_OPS).tolist())
     parent = trace.parent
-    steps = trace.steps
-    last_host_op = _last_op_start_per_lane(trace)
-    roots: dict[int, list[int]] = {}
-    for i in sorted(kinds, key=lambda j: trace.ts[j]):
-        root, p = i, int(parent[i])
+    groups: dict[int, list[int]] = {}
+    for call in blocking_calls(trace).tolist():
+        root, p = call, int(parent[call])
         while p >= 0:
-            if p in kinds:
+            if int(trace.name_id[p]) in scalar:
                 root = p
             p = int(parent[p])
-        roots.setdefault(root, []).append(i)
+        groups.setdefault(root, []).append(call)
+    last_host_op = _last_op_start_per_lane(trace)
     sites = []
-    for root, members in roots.items():
+    for root, calls in groups.items():
         ts = float(trace.ts[root])
-        if steps:
+        if trace.steps:
             step = step_of(trace, ts)
             if step is None:
                 continue  # outside every step: the profiler's flush or setup
@@ -85,25 +100,28 @@ def sync_sites(trace: Trace) -> list[SyncSite]:
                 int(trace.lane[root]), -np.inf
             ):
                 continue  # nothing runs after it on its thread: the final flush
-        calls = [j for j in members if kinds[j] == "sync call"] or members
-        innermost = max(calls, key=lambda j: trace.ts[j])
-        context = int(parent[root])
-        while context >= 0 and trace.cat[context] not in (
-            int(Cat.CPU_OP),
-            int(Cat.USER_ANNOTATION),
-        ):
-            context = int(parent[context])
         sites.append(
             SyncSite(
                 index=root,
-                kind=kinds[root],
-                call=trace.name(innermost),
-                context=context,
+                kind="sync call" if root in calls else "scalar read",
+                call=trace.name(calls[-1]),
+                calls=tuple(calls),
+                context=_enclosing(trace, root, (Cat.CPU_OP, Cat.USER_ANNOTATION)),
+                frame=_enclosing(trace, root, (Cat.PYTHON,)),
                 step=step,
-                wait_us=float(trace.dur[root]),
+                wait_us=float(trace.dur[calls].sum()),
             )
         )
     return sites
+
+
+def _enclosing(trace: Trace, index: int, cats: tuple[Cat, ...]) -> int:
+    """Innermost ancestor of `index` in one of `cats`, -1 if none."""
+    codes = {int(c) for c in cats}
+    p = int(trace.parent[index])
+    while p >= 0 and int(trace.cat[p]) not in codes:
+        p = int(trace.parent[p])
+    return p
 
 
 def _last_op_start_per_lane(trace: Trace) -> dict[int, float]:

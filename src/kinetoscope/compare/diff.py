@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from difflib import SequenceMatcher
-from statistics import median
 from typing import Any
 
 import numpy as np
 
+from ..analysis.stats import trace_metrics
 from ..analysis.steps import StepStats, step_stats
 from ..rules.base import SEVERITY_ORDER, Finding
 from ..trace import Trace
@@ -41,7 +41,8 @@ class Run:
 
 @dataclass
 class Side:
-    """Medians over the steps of one run, and what it ran on."""
+    """One run's figures (medians per step; `device_busy_ratio` over the window, as in
+    every command), and what it ran on."""
 
     path: str
     steps: int
@@ -169,7 +170,9 @@ def vendors(trace: Trace) -> list[str]:
 
 
 def side(run: Run, stats: list[StepStats]) -> Side:
+    """The run's figures as `analysis.stats` computes them for every command."""
     trace = run.trace
+    m = trace_metrics(trace)
     return Side(
         path=trace.path,
         steps=len(stats),
@@ -177,12 +180,12 @@ def side(run: Run, stats: list[StepStats]) -> Side:
         devices=[d.name for d in trace.devices],
         vendors=vendors(trace),
         regime=run.regime,
-        step_time_us=median(s.dur for s in stats),
-        host_time_us=median(s.host_busy_us for s in stats),
-        device_busy_us=median(s.device_busy_us for s in stats),
-        device_busy_ratio=median(s.device_ratio for s in stats),
-        kernels_per_step=median(s.kernels for s in stats),
-        launches_per_step=median(s.launches for s in stats),
+        step_time_us=m["step_time_us"],
+        host_time_us=m["host_time_per_step_us"],
+        device_busy_us=m["device_busy_per_step_us"],
+        device_busy_ratio=m["device_busy_ratio"],
+        kernels_per_step=m["kernels_per_step"],
+        launches_per_step=m["launches_per_step"],
     )
 
 

@@ -1,8 +1,10 @@
 """What expectations are measured against: a `Report` (or its saved JSON) as `Facts`.
 
-Report metrics are kept as they are; per-step forms of the window totals are
-added (`host_time_per_step_us`, `device_busy_per_step_us`) because totals of
-runs with different step counts do not compare. Known ids are every
+Report metrics are kept as they are (schema 2 reports carry the per-step
+medians `host_time_per_step_us` and `device_busy_per_step_us` from
+`analysis.stats`); for schema 1 reports, which lack them, they are derived from
+the window totals, because totals of runs with different step counts do not
+compare. Known ids are every
 registered rule (regimes are rules too), so `not dataloder-bound` is a typo
 (exit 2), not a silently passing expectation.
 """
@@ -18,7 +20,7 @@ from .expect import Facts
 
 
 def per_step(metrics: dict[str, Any]) -> dict[str, float | None]:
-    """The report metrics plus per-step forms of the window totals."""
+    """The report metrics, plus per-step forms of the window totals where it lacks them."""
     out: dict[str, float | None] = {
         k: float(v) if isinstance(v, int | float) else None for k, v in metrics.items()
     }
@@ -27,7 +29,7 @@ def per_step(metrics: dict[str, Any]) -> dict[str, float | None]:
         ("host_time_us", "host_time_per_step_us"),
         ("device_busy_us", "device_busy_per_step_us"),
     ):
-        if out.get(total) is not None:
+        if out.get(name) is None and out.get(total) is not None:
             out[name] = out[total] / steps
     return out
 

@@ -1,28 +1,27 @@
 """Trace -> Report: run the rules and gather the numbers every renderer shows.
 
 This is the only place in `report/` that computes; renderers lay out what it
-returns. The verdict comes from `rules.regime.classify`, the same call the
-regime rules make, so the verdict line and the regime finding always agree.
+returns. The verdict comes from `rules.verdict.classify`, the same call the
+regime rules make, so the verdict line and the regime finding always agree;
+every figure (metrics, step rows, outliers) comes from `analysis.stats`, the
+one statistics module summary, diff and check read too.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable
 
 import numpy as np
 
 from ..analysis.intervals import merge
-from ..analysis.metrics import trace_metrics
-from ..analysis.steps import host_activity_mask, step_stats
+from ..analysis.stats import OUTLIER_FACTOR, STATISTIC, TraceStats, trace_stats
+from ..analysis.steps import host_activity_mask
 from ..analysis.window import in_window, window_device_work
 from ..rules.engine import load_rules, run_rules
-from ..rules.regime import classify
+from ..rules.verdict import classify
 from ..trace import Trace
 from .model import Report, StepRow, Timeline, TimelineMark, TraceFacts, Verdict
 
-#: A step lasting longer than this multiple of the median step is flagged.
-OUTLIER_FACTOR = 1.3
 #: Timeline intervals closer than this share of the window are drawn as one.
 TIMELINE_RESOLUTION = 1 / 2000
 
@@ -37,9 +36,10 @@ def build_report(
     wanted = list(rules) if rules is not None else list(load_rules())
     outcome = run_rules(trace, config, wanted)
     call = classify(trace, config)
-    metrics = trace_metrics(trace)
-    metrics["device_to_host_ratio"] = call.ratio
-    steps = _step_rows(trace)
+    factor = float((config or {}).get("step-outlier", {}).get("ratio", OUTLIER_FACTOR))
+    stats = trace_stats(trace, factor)
+    metrics = stats.metrics()
+    steps = _step_rows(trace, stats)
     window = {
         "start_us": steps[0].start_us,
         "end_us": steps[-1].start_us + steps[-1].dur_us,
@@ -50,6 +50,7 @@ def build_report(
         version=__version__,
         trace=TraceFacts(
             path=trace.path,
+            origin_us=stats.origin_us,
             events=len(trace),
             devices=[
                 {
@@ -74,25 +75,26 @@ def build_report(
             device_busy_us=call.device_busy_us,
             ratio=call.ratio,
             device=call.device,
+            decomposition={
+                k: call.shares[k]
+                for k in ("data_share", "sync_share", "dispatch_share", "other_share")
+            },
         ),
         steps=steps,
         metrics=metrics,
+        statistics={"labels": STATISTIC, "per_step": stats.spread_dict()},
         findings=outcome.findings,
         not_checked=outcome.not_checked,
         rules=wanted,
-        timeline=_timeline(trace, window, outcome.findings),
+        timeline=_timeline(trace, stats, window, outcome.findings),
     )
 
 
-def _step_rows(trace: Trace) -> list[StepRow]:
-    stats = step_stats(trace)
-    median = statistics.median(s.dur for s in stats)
+def _step_rows(trace: Trace, stats: TraceStats) -> list[StepRow]:
     rows = []
-    for s in stats:
-        factor = s.dur / median if median > 0 else 1.0
-        outlier = None
-        if len(stats) >= 3 and factor > OUTLIER_FACTOR:
-            outlier = f"{factor:.1f}x the median step"
+    for s in stats.steps:
+        factor = stats.outlier_factor(s.number)
+        outlier = f"{factor:.1f}x the median step" if factor is not None else None
         rows.append(
             StepRow(
                 label=s.label,
@@ -103,6 +105,11 @@ def _step_rows(trace: Trace) -> list[StepRow]:
                 device_busy_us=s.device_busy_us,
                 kernels=s.kernels,
                 launches=s.launches,
+                syncs=s.syncs,
+                data_wait_us=s.data_wait_us,
+                sync_wait_us=s.sync_wait_us,
+                dispatch_us=s.dispatch_us,
+                other_us=s.other_us,
                 outlier=outlier,
             )
         )
@@ -122,7 +129,7 @@ def _lane(trace: Trace, starts: np.ndarray, ends: np.ndarray, resolution: float)
     return [(round(float(a), 3), round(float(b), 3)) for a, b in zip(s[joined], out_e, strict=True)]
 
 
-def _timeline(trace: Trace, window: dict, findings) -> Timeline:
+def _timeline(trace: Trace, stats: TraceStats, window: dict, findings) -> Timeline:
     resolution = max(window["end_us"] - window["start_us"], 1.0) * TIMELINE_RESOLUTION
     host = np.flatnonzero(host_activity_mask(trace))
     host = host[in_window(trace, trace.ts[host])]
@@ -143,6 +150,6 @@ def _timeline(trace: Trace, window: dict, findings) -> Timeline:
         start_us=window["start_us"],
         end_us=end,
         lanes=lanes,
-        steps=[(s.label, trace.rel(s.start), trace.rel(s.end)) for s in step_stats(trace)],
+        steps=[(s.label, trace.rel(s.start), trace.rel(s.end)) for s in stats.steps],
         marks=marks,
     )

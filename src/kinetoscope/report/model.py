@@ -15,12 +15,15 @@ from typing import Any
 from ..rules.base import Finding
 from ..rules.engine import Skipped
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass
 class TraceFacts:
     path: str
+    #: absolute timestamp (us, the trace's own clock) of the trace start: the zero of
+    #: every relative time in the report
+    origin_us: float
     events: int
     devices: list[dict[str, Any]]
     versions: dict[str, Any]
@@ -39,6 +42,8 @@ class Verdict:
     #: device busy time / host time, the number compared to the regime thresholds
     ratio: float
     device: str | None
+    #: host time split into window shares: data_share, sync_share, dispatch_share, other_share
+    decomposition: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -51,6 +56,11 @@ class StepRow:
     device_busy_us: float
     kernels: int
     launches: int
+    syncs: int  # real host-device syncs in the step
+    data_wait_us: float
+    sync_wait_us: float
+    dispatch_us: float
+    other_us: float
     #: why the step stands out (e.g. "2.4x the median"), None for ordinary steps
     outlier: str | None = None
 
@@ -82,6 +92,8 @@ class Report:
     verdict: Verdict
     steps: list[StepRow]
     metrics: dict[str, float]
+    #: `labels`: which statistic each metric is; `per_step`: {figure: {median, mean, p90}}
+    statistics: dict[str, Any]
     findings: list[Finding]
     not_checked: list[Skipped]
     rules: list[str]
@@ -96,6 +108,7 @@ class Report:
                 "verdict": asdict(self.verdict),
                 "steps": [asdict(s) for s in self.steps],
                 "metrics": self.metrics,
+                "statistics": self.statistics,
                 "findings": [f.to_dict() for f in self.findings],
                 "not_checked": [s.to_dict() for s in self.not_checked],
                 "rules": self.rules,

@@ -2,25 +2,33 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import Any
 
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis.stats import OUTLIER_FACTOR, STATISTIC, decomposition_text
 from ..analysis.summary import Ranked, TraceSummary
-from ..units import fmt_bytes, fmt_us
+from ..units import count, fmt_bytes, fmt_us
 
 _NAME_WIDTH = 60
 
 
 def summary_data(summary: TraceSummary) -> dict[str, Any]:
-    data = asdict(summary)
+    """JSON form: times relative to the trace start (`origin_us` is that start, absolute)."""
+    data = {
+        f.name: getattr(summary, f.name)
+        for f in fields(summary)
+        if f.name not in ("steps", "stats")
+    }
+    data["top_kernels"] = [asdict(r) for r in summary.top_kernels]
+    data["top_host_ops"] = [asdict(r) for r in summary.top_host_ops]
     data["steps"] = [
         {
             "step": s.number,
-            "start_us": s.start,
+            "start_us": s.start - summary.origin_us,
             "dur_us": s.dur,
             "host_busy_us": s.host_busy_us,
             "device_busy_us": s.device_busy_us,
@@ -28,9 +36,15 @@ def summary_data(summary: TraceSummary) -> dict[str, Any]:
             "device_ratio": s.device_ratio,
             "kernels": s.kernels,
             "launches": s.launches,
+            "syncs": s.syncs,
+            "data_wait_us": s.data_wait_us,
+            "sync_wait_us": s.sync_wait_us,
+            "dispatch_us": s.dispatch_us,
+            "other_us": s.other_us,
         }
         for s in summary.steps
     ]
+    data["statistics"] = {"labels": STATISTIC, "per_step": summary.stats.spread_dict()}
     return data
 
 
@@ -93,6 +107,14 @@ def render_summary(summary: TraceSummary, console: Console) -> None:
         f"host {fmt_us(m['host_time_us'])} ({100 * m['host_busy_ratio']:.1f}%), "
         f"device {fmt_us(m['device_busy_us'])} ({100 * m['device_busy_ratio']:.1f}%) "
         "of the window"
+    )
+    head.append("\n")
+    step = summary.stats.spreads["step_time_us"]
+    head.append("per step ", style="bold")
+    head.append(
+        f"median {fmt_us(step.median)} (mean {fmt_us(step.mean)}, p90 {fmt_us(step.p90)}); "
+        f"host time: {decomposition_text(m)}; "
+        f"{count(int(m['outlier_steps']), 'step')} over {OUTLIER_FACTOR:g}x the median"
     )
     steps = Table(title="steps", title_justify="left", show_edge=False)
     for col in (

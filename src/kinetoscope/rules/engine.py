@@ -13,6 +13,7 @@ from .base import REGISTRY, SEVERITY_ORDER, Finding, NotChecked, Rule
 #: Rule family modules under `kinetoscope.rules`; importing one registers its rules.
 RULE_MODULES: list[str] = [
     "regime",
+    "regime_waits",
     "profiler_table",
     "cpu_lane",
     "gpu_lane",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..analysis.metrics import trace_metrics
+from ..analysis.stats import trace_metrics
 from ..analysis.stepmap import step_count
 from ..analysis.steps import StepStats
 

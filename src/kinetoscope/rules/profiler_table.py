@@ -176,7 +176,7 @@ def call_count(ctx) -> list[Finding]:
 
 
 def _host_per_step(ctx) -> float:
-    from ..analysis.metrics import trace_metrics
+    from ..analysis.stats import trace_metrics
 
     m = ctx.analysis(trace_metrics)
     return m["host_time_us"] / step_count(ctx.trace)

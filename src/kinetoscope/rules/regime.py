@@ -1,19 +1,12 @@
-"""Regime: one verdict per trace (overhead-bound, compute-bound, mixed, host-only).
-
-All four rules read the same `classify` call, and so does the report's verdict,
-so exactly one of them fires and it always agrees with the verdict line. The
-ratio compared to the thresholds is device busy time over host time in the
-active window (the series compares Self device total to Self CPU total).
+"""Regime rules judged on device busy vs host time: overhead-bound, compute-bound, mixed,
+host-only. The verdict itself (which regime, for all regime rules) is `rules.verdict.classify`;
+the wait and compile regimes are in `rules.regime_waits`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from ..analysis.metrics import trace_metrics
-from ..analysis.stepmap import step_count
 from ..analysis.steps import host_activity_mask, step_stats
 from ..analysis.table import window_key_averages
 from ..analysis.window import (
@@ -24,75 +17,10 @@ from ..analysis.window import (
 )
 from ..trace import Trace
 from ..units import fmt_pct, fmt_us
-from .base import REGISTRY, Evidence, Finding, rule
+from .base import Evidence, Finding, rule
+from .verdict import DEFAULTS, REGIMES, RegimeCall, classify
 
-REGIMES = ("overhead-bound", "compute-bound", "mixed", "host-only")
-
-
-@dataclass(frozen=True)
-class RegimeCall:
-    regime: str
-    host_time_us: float
-    device_busy_us: float
-    #: device busy / host time (device busy / window where no host time was recorded)
-    ratio: float
-    window_us: float
-    step_count: int
-    overhead_max_ratio: float
-    compute_min_ratio: float
-    device: str | None
-
-    @property
-    def summary(self) -> str:
-        """The verdict line: the regime and the two numbers behind it."""
-        where = f" on {self.device}" if self.device else ""
-        if self.regime == "host-only":
-            return (
-                f"host-only: {fmt_us(self.host_time_us)} of host time and no device activity "
-                "recorded"
-            )
-        return (
-            f"{self.regime}: device busy {fmt_us(self.device_busy_us)} = {fmt_pct(self.ratio)} "
-            f"of host {fmt_us(self.host_time_us)}{where}"
-        )
-
-
-def _threshold(config: dict, rule_id: str, key: str) -> float:
-    return float(config.get(rule_id, {}).get(key, REGISTRY[rule_id].defaults[key]))
-
-
-def device_label(trace: Trace) -> str | None:
-    """The device(s) that ran work; the file lists every GPU on the host, used or not."""
-    used = {ln.device for ln in trace.device_lanes if ln.device is not None}
-    named = [d for d in trace.devices if d.name]
-    names = [d.name for d in named if d.id in used] or [d.name for d in named]
-    if not names:
-        return None
-    if len(set(names)) == 1:
-        return names[0] if len(names) == 1 else f"{len(names)}x {names[0]}"
-    return ", ".join(sorted(set(names)))
-
-
-def classify(trace: Trace, config: dict | None = None) -> RegimeCall:
-    """The regime of the active window under the configured thresholds."""
-    config = config or {}
-    m = trace_metrics(trace)
-    host, device, window = m["host_time_us"], m["device_busy_us"], m["window_us"]
-    base = host if host > 0 else window
-    ratio = device / base if base > 0 else 0.0
-    low = _threshold(config, "overhead-bound", "max_device_ratio")
-    high = _threshold(config, "compute-bound", "min_device_ratio")
-    if not trace.has_device or device <= 0:
-        regime = "host-only"
-    elif ratio < low:
-        regime = "overhead-bound"
-    elif ratio >= high:
-        regime = "compute-bound"
-    else:
-        regime = "mixed"
-    return RegimeCall(
-        regime, host, device, ratio, window, step_count(trace), low, high, device_label(trace)
-    )
+__all__ = ["REGIMES", "classify"]
 
 
 def _numbers(call: RegimeCall) -> list[Evidence]:
@@ -174,7 +102,7 @@ def _top_kernels(trace: Trace, limit: int = 3) -> list[Evidence]:
     "overhead-bound",
     "regime",
     "the device is busy for less than max_device_ratio of the host time",
-    max_device_ratio=0.25,
+    **DEFAULTS["overhead-bound"],
 )
 def overhead_bound(ctx) -> list[Finding]:
     call = classify(ctx.trace, ctx.config)
@@ -226,7 +154,7 @@ def overhead_bound(ctx) -> list[Finding]:
     "compute-bound",
     "regime",
     "the device is busy for at least min_device_ratio of the host time",
-    min_device_ratio=0.8,
+    **DEFAULTS["compute-bound"],
 )
 def compute_bound(ctx) -> list[Finding]:
     call = classify(ctx.trace, ctx.config)

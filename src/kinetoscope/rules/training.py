@@ -12,6 +12,7 @@ from statistics import median
 
 from ..analysis.dataloader import data_waits
 from ..analysis.idle import CATEGORIES, IdleSplit, idle_breakdown
+from ..analysis.stats import OUTLIER_FACTOR, OUTLIER_MIN_STEPS, step_outliers
 from ..analysis.stepmap import step_count
 from ..analysis.steps import step_stats
 from ..analysis.syncs import sync_sites
@@ -111,18 +112,18 @@ def dataloader_bound(ctx) -> list[Finding]:
 @rule(
     "host-sync",
     FAMILY,
-    "the host blocks on the device inside steps (.item(), synchronize, DtoH copies)",
+    "the host blocks on the device inside steps (synchronize calls, .item() on device tensors)",
     warn_share=0.02,
 )
 def host_sync(ctx) -> list[Finding]:
     trace = ctx.trace
-    if not trace.has_device:
-        raise NotChecked(
-            "no device activity in the trace: the host cannot wait for a device",
-            "profile with ProfilerActivity.CUDA (or the ROCm equivalent) on a GPU machine",
-        )
     sites = ctx.analysis(sync_sites)
     if not sites:
+        if not trace.has_device:
+            raise NotChecked(
+                "no device activity in the trace: the host cannot wait for a device",
+                "profile with ProfilerActivity.CUDA (or the ROCm equivalent) on a GPU machine",
+            )
         return []
     stats = ctx.analysis(step_stats)
     n_steps = len(stats)
@@ -130,19 +131,22 @@ def host_sync(ctx) -> list[Finding]:
     waited = sum(s.wait_us for s in sites)
     share = waited / window if window > 0 else 0.0
     warn_share = ctx.threshold("warn_share")
-    groups: dict[tuple[str, str, str], list] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str], list] = defaultdict(list)
     for s in sites:
         context = trace.name(s.context) if s.context >= 0 else "-"
-        groups[(trace.name(s.index), s.call, context)].append(s)
+        frame = trace.name(s.frame) if s.frame >= 0 else ""
+        groups[(trace.name(s.index), s.call, context, frame)].append(s)
     ranked = sorted(groups.items(), key=lambda kv: -sum(s.wait_us for s in kv[1]))
     evidence = []
-    for (name, call, context), members in ranked[:6]:
+    for (name, call, context, frame), members in ranked[:6]:
         first = max(members, key=lambda s: s.wait_us)
+        per_step = len(members) / n_steps if n_steps else len(members)
         evidence.append(
             Evidence(
-                f"{name}{f' (-> {call})' if call != name else ''} in {context}: "
-                f"{count(len(members), 'call')}, "
-                f"{fmt_us(sum(s.wait_us for s in members))} blocked in total",
+                f"{name}{f' (-> {call})' if call != name else ''} in {context}"
+                f"{f' from {frame}' if frame else ''}: {count(len(members), 'sync')} "
+                f"({per_step:.3g} per step), {fmt_us(sum(s.wait_us for s in members))} blocked "
+                "in total",
                 name=name,
                 ts_us=trace.rel(trace.ts[first.index]),
                 dur_us=first.wait_us,
@@ -153,11 +157,15 @@ def host_sync(ctx) -> list[Finding]:
         )
     kinds = Counter(s.kind for s in sites)
     where = "inside steps" if trace.steps else "in the window"
+    per_step = len(sites) / n_steps if n_steps else float(len(sites))
     return [
         Finding(
             id="host-sync",
             severity="warn" if share >= warn_share else "info",
-            title=f"{count(len(sites), 'host-device sync')} {where} ({fmt_us(waited)} blocked)",
+            title=(
+                f"{count(len(sites), 'host-device sync')} {where} ({per_step:.3g} per step, "
+                f"{fmt_us(waited)} blocked)"
+            ),
             explanation=(
                 "The host stops and waits for the device to finish queued work "
                 f"({', '.join(count(n, k) for k, n in kinds.most_common())}). While it waits it "
@@ -174,6 +182,7 @@ def host_sync(ctx) -> list[Finding]:
             evidence=evidence,
             measured={
                 "syncs": len(sites),
+                "syncs_per_step": round(per_step, 3),
                 "blocked_us": round(waited, 1),
                 "share_of_steps": round(share, 4),
                 "warn_share": warn_share,
@@ -186,8 +195,8 @@ def host_sync(ctx) -> list[Finding]:
     "step-outlier",
     FAMILY,
     "a step lasts much longer than the median step",
-    ratio=1.3,
-    min_steps=3,
+    ratio=OUTLIER_FACTOR,
+    min_steps=OUTLIER_MIN_STEPS,
 )
 def step_outlier(ctx) -> list[Finding]:
     trace = ctx.trace
@@ -199,15 +208,16 @@ def step_outlier(ctx) -> list[Finding]:
             _STEP_ADVICE,
         )
     stats = ctx.analysis(step_stats)
-    # the first step is cold-start's business: it pays one-time costs by design
-    later = stats[1:]
-    med = median(s.dur for s in later)
+    # the one outlier count every command shows (analysis.stats): the median is over all
+    # steps, and a slow first step counts too (cold-start explains its one-time costs)
+    med = median(s.dur for s in stats)
     ratio = ctx.threshold("ratio")
-    slow = [s for s in later if s.dur > ratio * med]
+    flagged = {number for number, _ in step_outliers(stats, ratio)}
+    slow = [s for s in stats if s.number in flagged]
     if not slow:
         return []
     parts = _step_parts(ctx)
-    typical = {k: median(parts[s.number][k] for s in later) for k in _PART_NAMES}
+    typical = {k: median(parts[s.number][k] for s in stats) for k in _PART_NAMES}
     evidence = []
     for s in sorted(slow, key=lambda s: -s.dur):
         diffs = {k: parts[s.number][k] - typical[k] for k in _PART_NAMES}
@@ -217,6 +227,8 @@ def step_outlier(ctx) -> list[Finding]:
             if diffs[cause] > 0.25 * (s.dur - med)
             else "no single cause stands out (host and device both slower)"
         )
+        if s is stats[0]:
+            what += " (the first profiled step: one-time costs, see cold-start)"
         evidence.append(
             Evidence(
                 f"{fmt_us(s.dur)} = {s.dur / med:.2f}x the median {fmt_us(med)}; {what}",
@@ -233,7 +245,7 @@ def step_outlier(ctx) -> list[Finding]:
         Finding(
             id="step-outlier",
             severity="warn" if worst > 2 * med else "info",
-            title=f"{len(slow)} of {len(later)} steps are over {ratio:g}x the median step",
+            title=f"{len(slow)} of {len(stats)} steps are over {ratio:g}x the median step",
             explanation=(
                 "Most steps take about the same time, but some take much longer. Averages hide "
                 "this; the slow steps point at something that happens only sometimes: a sync, a "
@@ -250,7 +262,7 @@ def step_outlier(ctx) -> list[Finding]:
                 "median_step_us": round(med, 1),
                 "worst_ratio": round(worst / med, 3),
                 "ratio": ratio,
-                "steps_compared": len(later),
+                "steps_compared": len(stats),
             },
         )
     ]

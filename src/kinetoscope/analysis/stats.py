@@ -1,0 +1,210 @@
+"""The one set of numbers: every per-step and window figure a user can compare.
+
+`summary`, `explain` (text, JSON, HTML), `diff`, `check`, `sweep` and the
+multi-rank view all read these figures instead of recomputing their own, so a
+trace gives the same step time, busy ratio, shares and outlier count in every
+command. Each figure says which statistic it is (`STATISTIC`): per-step figures
+are the median over the profiled steps (JSON also carries the mean and p90),
+window figures are totals or ratios of totals over the window (the steps
+summed; the whole trace when it has no `ProfilerStep#N`).
+
+Ratios are defined once: `device_busy_ratio` = device busy / window time (the
+device work *attributed* to the steps, see `analysis.steps`; above 100% when
+the device lags behind the host), `host_busy_ratio` = host busy / window time,
+`device_to_host_ratio` = device busy / host busy time (the regime's number;
+over the window time when no host time was recorded).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..trace import Trace
+from .hosttime import PARTS, StepHostTime, host_time
+from .steps import StepStats, step_stats
+from .syncs import sync_sites
+
+#: A step lasting longer than this multiple of the median step is an outlier
+#: (the `step-outlier` rule's default `ratio`; the rule and the step table share it).
+OUTLIER_FACTOR = 1.3
+#: Fewer steps than this and no step is called an outlier (nothing to compare with).
+OUTLIER_MIN_STEPS = 3
+
+#: Per-step figures: (key in `metrics`, StepFigures attribute).
+PER_STEP = (
+    ("step_time_us", "dur"),
+    ("host_time_per_step_us", "host_busy_us"),
+    ("device_busy_per_step_us", "device_busy_us"),
+    ("device_ratio_per_step", "device_ratio"),
+    ("kernels_per_step", "kernels"),
+    ("launches_per_step", "launches"),
+    ("syncs_per_step", "syncs"),
+    ("data_wait_us", "data_wait_us"),
+    ("sync_wait_us", "sync_wait_us"),
+    ("dispatch_us", "dispatch_us"),
+    ("other_us", "other_us"),
+)
+#: Host-time parts as shares of the window (they add up to 1): (key, StepHostTime field).
+SHARES = (
+    ("data_share", "data_wait_us"),
+    ("sync_share", "sync_wait_us"),
+    ("dispatch_share", "dispatch_us"),
+    ("other_share", "other_us"),
+    ("dispatch_exposed_share", "dispatch_exposed_us"),
+    ("other_exposed_share", "other_exposed_us"),
+    ("compile_share", "compile_us"),
+)
+#: What each figure of `metrics` is, for labels in every renderer and the JSON.
+STATISTIC = {
+    **{key: "median of steps" for key, _ in PER_STEP},
+    "steps": "count",
+    "window_us": "total over the window",
+    "host_time_us": "total over the window",
+    "device_busy_us": "total over the window",
+    "compile_us": "total over the window",
+    "host_busy_ratio": "window total ratio",
+    "device_busy_ratio": "window total ratio",
+    "device_to_host_ratio": "window total ratio",
+    "outlier_steps": "count",
+    **{key: "window total ratio" for key, _ in SHARES},
+}
+
+
+@dataclass(frozen=True)
+class StepFigures:
+    """One step's figures: activity (`analysis.steps`) and host-time decomposition."""
+
+    activity: StepStats
+    host: StepHostTime
+    syncs: int
+
+    def __getattr__(self, name: str):
+        # the step's fields read through: figures.dur, figures.kernels, figures.data_wait_us
+        for part in ("activity", "host"):
+            obj = object.__getattribute__(self, part)
+            if hasattr(obj, name):
+                return getattr(obj, name)
+        raise AttributeError(name)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A per-step figure over the steps."""
+
+    median: float
+    mean: float
+    p90: float
+
+    @classmethod
+    def of(cls, values: list[float]) -> Spread:
+        arr = np.asarray(values, dtype=np.float64)
+        if not len(arr):
+            return cls(0.0, 0.0, 0.0)
+        return cls(float(np.median(arr)), float(arr.mean()), float(np.percentile(arr, 90)))
+
+
+@dataclass(frozen=True)
+class TraceStats:
+    origin_us: float  # absolute timestamp of the trace start: every relative time's zero
+    steps: list[StepFigures]
+    spreads: dict[str, Spread]  # per-step figures (PER_STEP keys)
+    window_us: float
+    host_time_us: float
+    device_busy_us: float
+    compile_us: float
+    outliers: list[tuple[int | None, float]]  # (step number, x median) of the outlier steps
+    has_steps: bool
+
+    def outlier_factor(self, number: int | None) -> float | None:
+        return dict(self.outliers).get(number)
+
+    def metrics(self) -> dict[str, float]:
+        """The flat figures of `Report.metrics` (and what `check` can name)."""
+        window = self.window_us
+        return {
+            "steps": len(self.steps) if self.has_steps else 0,
+            "window_us": window,
+            "host_time_us": self.host_time_us,
+            "device_busy_us": self.device_busy_us,
+            "compile_us": self.compile_us,
+            "host_busy_ratio": self.host_time_us / window if window > 0 else 0.0,
+            "device_busy_ratio": self.device_busy_us / window if window > 0 else 0.0,
+            "device_to_host_ratio": _ratio(self.device_busy_us, self.host_time_us or window),
+            "outlier_steps": len(self.outliers),
+            **self.shares(),
+            **{key: spread.median for key, spread in self.spreads.items()},
+        }
+
+    def shares(self) -> dict[str, float]:
+        """Host-time parts (and compile time) as shares of the window."""
+        window = self.window_us
+        return {
+            key: sum(getattr(s.host, field) for s in self.steps) / window if window > 0 else 0.0
+            for key, field in SHARES
+        }
+
+    def spread_dict(self) -> dict[str, dict[str, float]]:
+        """`{figure: {median, mean, p90}}` for the JSON outputs."""
+        return {
+            k: {"median": s.median, "mean": s.mean, "p90": s.p90} for k, s in self.spreads.items()
+        }
+
+
+def trace_stats(trace: Trace, outlier_factor: float = OUTLIER_FACTOR) -> TraceStats:
+    return _stats_cached(trace, outlier_factor)
+
+
+@lru_cache(maxsize=8)
+def _stats_cached(trace: Trace, outlier_factor: float) -> TraceStats:
+    activity = step_stats(trace)
+    hosts = host_time(trace)
+    syncs: dict[int | None, int] = {}
+    for site in sync_sites(trace):
+        syncs[site.step] = syncs.get(site.step, 0) + 1
+    steps = [
+        StepFigures(a, h, syncs.get(a.number, 0)) for a, h in zip(activity, hosts, strict=True)
+    ]
+    spreads = {key: Spread.of([getattr(s, attr) for s in steps]) for key, attr in PER_STEP}
+    return TraceStats(
+        origin_us=trace.start_time,
+        steps=steps,
+        spreads=spreads,
+        window_us=sum(s.dur for s in steps),
+        host_time_us=sum(s.host_busy_us for s in steps),
+        device_busy_us=sum(s.device_busy_us for s in steps),
+        compile_us=sum(s.compile_us for s in steps),
+        outliers=step_outliers(activity, outlier_factor),
+        has_steps=bool(trace.steps),
+    )
+
+
+def step_outliers(steps: list[StepStats], factor: float = OUTLIER_FACTOR):
+    """(step number, x median) of the steps lasting over `factor` x the median step
+    (all steps, the first included: it is slow when cold, and cold-start says why)."""
+    if len(steps) < OUTLIER_MIN_STEPS:
+        return []
+    med = float(np.median([s.dur for s in steps]))
+    if med <= 0:
+        return []
+    return [(s.number, s.dur / med) for s in steps if s.dur > factor * med]
+
+
+def trace_metrics(trace: Trace) -> dict[str, float]:
+    """`trace_stats(trace).metrics()`: the flat figures, for rules that need one or two."""
+    return trace_stats(trace).metrics()
+
+
+def _ratio(part: float, whole: float) -> float:
+    return part / whole if whole > 0 else 0.0
+
+
+def decomposition_text(metrics: dict[str, float]) -> str:
+    """`data wait 39.4%, sync wait 0.1%, dispatch + launch 52.8%, Python/other 7.7%`:
+    the host-time parts as shares of the window, as every renderer words them."""
+    keys = ("data_share", "sync_share", "dispatch_share", "other_share")
+    return ", ".join(
+        f"{words} {100 * metrics[key]:.1f}%" for key, (_, words) in zip(keys, PARTS, strict=True)
+    )
