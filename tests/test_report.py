@@ -50,7 +50,7 @@ def test_explain_accepts_a_path_or_a_trace():
 def test_json_contract():
     report = kinetoscope.explain(corpus(BERT))
     data = json.loads(report.to_json())
-    assert data["kinetoscope"] == kinetoscope.__version__ and data["schema_version"] == 1
+    assert data["kinetoscope"] == kinetoscope.__version__ and data["schema_version"] == 2
     assert {"path", "devices", "versions", "window"} <= set(data["trace"])
     assert data["trace"]["devices"][0]["name"] == "NVIDIA H100 80GB HBM3"
     assert data["verdict"]["regime"] == "overhead-bound"

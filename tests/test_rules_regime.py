@@ -74,7 +74,14 @@ def test_series_large_matmul_is_compute_bound(tmp_path):
 
 def test_thresholds_move_the_verdict(tmp_path):
     path = matmul_add_trace(tmp_path / "large.json", 4908.0, 4400.0, 95.0, sync=True)
+    # device busy 91.6% of the window: with compute-bound moved to 95% the device is no
+    # longer saturated, and the host's cudaDeviceSynchronize (90% of the step) dominates
     report = kinetoscope.explain(path, config={"compute-bound": {"min_device_ratio": 0.95}})
+    assert report.verdict.regime == "sync-bound" and fired(report) == ["sync-bound"]
+    report = kinetoscope.explain(
+        path,
+        config={"compute-bound": {"min_device_ratio": 0.95}, "sync-bound": {"min_share": 0.95}},
+    )
     assert report.verdict.regime == "mixed" and fired(report) == ["mixed"]
     report = kinetoscope.explain(path, config={"overhead-bound": {"max_device_ratio": 0.95}})
     assert report.verdict.regime == "overhead-bound"
