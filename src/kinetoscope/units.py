@@ -3,7 +3,8 @@
 Inside the library every time is microseconds; only text meant for people goes
 through here (finding titles, evidence, verdict lines, rendered tables). Rules,
 renderers and compare/ all import this module, so a time reads the same
-everywhere: `2.314 ms`. The `table_*` variants print the compact form of
+everywhere: 3 significant digits with a unit (`393 us`, `1.18 ms`, `23.1 us`),
+never `393.000 us`. The `table_*` variants print the compact form of
 `key_averages().table()` (`2.314ms`) and are meant only for that table.
 """
 
@@ -22,10 +23,28 @@ def _scaled(us: float, digits: int, sep: str) -> str:
 
 
 def fmt_us(us: float | None, digits: int = 3) -> str:
-    """`23.104 us`, `2.314 ms`, `1.250 s`: the unit that keeps the number readable."""
+    """`23.1 us`, `2.31 ms`, `1.25 s`: `digits` significant digits (at least 3, so calls
+    written for the former fixed-decimals form keep 3) in the unit that keeps it readable."""
     if us is None or (isinstance(us, float) and math.isnan(us)):
         return "-"
-    return _scaled(us, digits, " ")
+    sig = max(digits, 3)
+    value = float(us)
+    if value == 0:
+        return "0 us"
+    for scale, unit in ((1.0, "us"), (1e3, "ms"), (1e6, "s")):
+        rounded = float(f"{value / scale:.{sig}g}")
+        if abs(rounded) < 1000 or unit == "s":
+            return f"{_significant(rounded, sig)} {unit}"
+    raise AssertionError("unreachable: seconds take any magnitude")
+
+
+def _significant(x: float, sig: int) -> str:
+    """`x` (already rounded to `sig` significant digits) without exponent, trailing
+    zeros kept to show the precision: 1.2 -> `1.20`, 393.0 -> `393`."""
+    if abs(x) >= 10 ** (sig - 1):
+        return f"{x:.0f}"
+    decimals = sig - 1 - math.floor(math.log10(abs(x)))
+    return f"{x:.{decimals}f}"
 
 
 def fmt_pct(share: float, digits: int = 1) -> str:
