@@ -17,6 +17,7 @@ RULE_MODULES: list[str] = [
     "profiler_table",
     "cpu_lane",
     "gpu_lane",
+    "kernel_variance",
     "dispatch",
     "kernel_names",
     "compile",
