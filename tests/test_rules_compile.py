@@ -219,17 +219,16 @@ def test_separately_compiled_functions_are_not_called_breaks(tmp_path):
     assert "aten::relu x1" in f.evidence[1].text
 
 
-def test_fusion_chains_skip_fills_and_collapse_repeats():
-    # param_linear zeroes 42 gradients with back-to-back fill kernels: independent writes,
-    # not a chain; the backward's add_, add_, threshold_backward is one
+def test_fusion_silent_on_fills_and_gradient_accumulation():
+    # param_linear zeroes 42 gradients with back-to-back fill kernels (independent writes),
+    # and its backward's "add_, add_, threshold_backward" are two AccumulateGrad add_s (each
+    # into a different .grad) before a ReLU backward: no tensor flows through them
     trace = load(corpus("gpu/param_linear_train_2080ti.json.gz"))
-    (f,) = _findings(trace, "fusion-opportunity")
-    assert all("fill_" not in e.text for e in f.evidence)
-    assert f.evidence[0].text.startswith("aten::add_ x2 -> aten::threshold_backward: 780 times")
+    assert _findings(trace, "fusion-opportunity") == []
 
 
 def test_fusion_patterns_collapse_repeats_and_stay_short():
-    from kinetoscope.rules.compile import _pattern
+    from kinetoscope.rules.fusion import _pattern
 
     assert _pattern(("aten::add_", "aten::add_", "aten::gelu")) == "aten::add_ x2 -> aten::gelu"
     # an optimizer's elementwise chain (resnet50_dataloader_workers0: 481 ops) reads as one line

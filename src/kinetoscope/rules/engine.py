@@ -21,6 +21,7 @@ RULE_MODULES: list[str] = [
     "dispatch",
     "kernel_names",
     "compile",
+    "fusion",
     "training",
     "memory",
 ]

@@ -282,5 +282,3 @@ def kernel_gap(ctx) -> list[Finding]:
             },
         )
     ]
-
-
