@@ -111,9 +111,12 @@ def test_compiled_region(compiled, xdit):
 def test_graph_break(compiled, xdit):
     (f,) = _findings(compiled["cold"], "graph-break")
     assert f.severity == "warn" and f.measured["max_regions_per_step"] == 2
-    assert f.measured["resumed_inside"] >= 3  # the resumed frame's region nests in the caller's
+    # steps 0 and 2 compile (first call, then a recompile for the new shape): their regions
+    # are compilation's evidence; the break shows in steps 1 and 3, resumed inside the caller
+    assert f.measured["resumed_inside"] == 2
+    assert {e.step for e in f.evidence} == {1, 3}
     a, b = (f"{c.frame}/0" for c in region_calls(compiled["cold"])[:2])
-    assert f.evidence[0].step == 0 and f"{a}, {b}" in f.evidence[0].text
+    assert f.evidence[0].step == 1 and f"{a}, {b}" in f.evidence[0].text
     assert any(e.text.startswith(f"break between {a} and {b}") for e in f.evidence)
     # the same region called 4 times in one step is not a break
     assert _findings(xdit, "graph-break") == []
@@ -243,3 +246,14 @@ def test_region_evidence_without_steps_names_no_step():
     (f,) = _findings(load(corpus(SMALL)), "compiled-region")
     assert f.evidence[0].text.startswith("1 region call of 0/0, ")
     assert f.title.startswith("1 torch.compile region call, 1 distinct region")
+
+
+def test_compilation_in_window_ranks_first_and_silences_its_evidence(compiled):
+    # the cold trace compiles in steps 0 and 2: every other finding is read after it, and its
+    # compiling steps are not reported as graph breaks or wrapper tax
+    report = run_rules(compiled["cold"])
+    assert report.findings[0].id == "compilation-in-window"
+    assert report.findings[0].severity == "critical"
+    for f in report.findings:
+        if f.id in ("graph-break", "compile-cpu-tax"):
+            assert not {e.step for e in f.evidence} & {0, 2}

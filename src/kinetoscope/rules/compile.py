@@ -10,6 +10,7 @@ from ..analysis.compile import (
     cache_lookups,
     compile_events,
     compile_id_of,
+    compiling_steps,
     eager_between,
     region_calls,
 )
@@ -183,7 +184,10 @@ def graph_break(ctx) -> list[Finding]:
         return []
     need = int(ctx.threshold("regions"))
     hits = []
+    compiling = compiling_steps(trace)  # a compiling step's regions are compilation's evidence
     for step, members in _by_step(calls).items():
+        if step in compiling:
+            continue
         # a graph break makes a new frame K; a new M of the same frame is a recompile
         frames = list(dict.fromkeys((c.frame, c.label) for c in members if c.frame is not None))
         frames = list({f: (f, lbl) for f, lbl in frames}.values())
@@ -462,7 +466,10 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
 )
 def compile_cpu_tax(ctx) -> list[Finding]:
     trace = ctx.trace
-    calls = [c for c in _regions(ctx) if c.graph_call >= 0 or c.ops_us > 0]
+    compiling = compiling_steps(trace)
+    calls = [
+        c for c in _regions(ctx) if (c.graph_call >= 0 or c.ops_us > 0) and c.step not in compiling
+    ]
     if not calls:
         return []
     wrapper = sum(c.wrapper_us for c in calls)
@@ -580,7 +587,8 @@ def compilation_in_window(ctx) -> list[Finding]:
     return [
         Finding(
             id="compilation-in-window",
-            severity="critical" if total > 0.5 * span else "warn",
+            # the window's numbers describe compilation: read this before any other finding
+            severity="critical",
             title=f"torch.compile compiled inside the profiled window ({fmt_us(total, 1)}, "
             f"{total / span:.0%} of the trace)",
             explanation=(

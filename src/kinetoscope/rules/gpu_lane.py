@@ -6,6 +6,7 @@ from collections import Counter
 
 import numpy as np
 
+from ..analysis.compile import compile_events, during_compilation
 from ..analysis.gpu_lane import Gap, buffer_requests, kernel_gaps, launch_latency
 from ..analysis.kernel_names import decode
 from ..analysis.stepmap import device_steps, mean_step_us, step_count, step_or_none
@@ -200,11 +201,15 @@ def kernel_gap(ctx) -> list[Finding]:
     per_step = kernel_gaps(trace)
     min_gap, ratio = ctx.threshold("min_gap_us"), ctx.threshold("ratio")
     flagged = []
+    compiling = ctx.analysis(compile_events)
     for gaps in per_step.values():
         if not gaps:
             continue
         median = float(np.median([g.dur for g in gaps]))
         for g in gaps:
+            # the device idles while Dynamo/Inductor compile: compilation's cost, reported there
+            if during_compilation(trace, compiling, g.start, g.end):
+                continue
             if g.dur > min_gap and g.dur > ratio * median:
                 flagged.append((g, median))
     if not flagged:
