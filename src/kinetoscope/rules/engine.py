@@ -16,6 +16,7 @@ RULE_MODULES: list[str] = [
     "regime",
     "profiler_table",
     "cpu_lane",
+    "cold_start",
     "gpu_lane",
     "kernel_variance",
     "dispatch",
