@@ -257,3 +257,10 @@ def test_compilation_in_window_ranks_first_and_silences_its_evidence(compiled):
     for f in report.findings:
         if f.id in ("graph-break", "compile-cpu-tax"):
             assert not {e.step for e in f.evidence} & {0, 2}
+
+
+def test_no_cuda_graph_advice_on_host_only_compiled_traces(compiled):
+    # CPU traces of compiled functions: reduce-overhead (CUDA graphs) does not exist there
+    for trace in compiled.values():
+        for f in run_rules(trace).findings:
+            assert "reduce-overhead" not in f.suggestion and "CUDA graph" not in f.suggestion

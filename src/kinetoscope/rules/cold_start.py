@@ -43,7 +43,8 @@ _WHAT = {
         "the caching allocator asks the driver for memory only when its pool must grow; a "
         "steady loop reuses blocks and calls none",
         "Warm up until memory stops growing; if it keeps growing, look for tensors kept alive "
-        "across steps (kinetoscope memory TRACE with --profile-memory shows the timeline).",
+        "across steps (record with kinetoscope profile --profile-memory or profile_memory=True; "
+        "kinetoscope memory TRACE then shows the timeline).",
     ),
 }
 

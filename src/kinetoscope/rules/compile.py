@@ -24,6 +24,7 @@ from ..analysis.stepmap import (
     step_or_none,
 )
 from ..units import count, fmt_us
+from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, rule
 from .impact import host_cost_hidden
 
@@ -443,8 +444,13 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
             ),
             suggestion=(
                 "Compile bigger regions (the whole model or training step, not small functions "
-                "called in a loop); mode='reduce-overhead' (CUDA graphs) cuts the per-call work; "
-                "avoid guards on Python values that change."
+                "called in a loop); "
+                + (
+                    "mode='reduce-overhead' (CUDA graphs) cuts the per-call work; "
+                    if cuda_graphs_fit(ctx)
+                    else ""
+                )
+                + "avoid guards on Python values that change."
             ),
             impact_us=0.0 if hidden else per_step,
             evidence=evidence,
@@ -540,8 +546,12 @@ def compile_cpu_tax(ctx) -> list[Finding]:
                 )
             ),
             suggestion=(
-                "Compile amortizes over many ops: compile a larger region; try "
-                "mode='reduce-overhead' (CUDA graphs replay the launches with one call)."
+                "Compile amortizes over many ops: compile a larger region"
+                + (
+                    "; try mode='reduce-overhead' (CUDA graphs replay the launches with one call)."
+                    if cuda_graphs_fit(ctx)
+                    else "."
+                )
             ),
             impact_us=impact,
             evidence=evidence,

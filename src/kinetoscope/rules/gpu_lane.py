@@ -11,6 +11,7 @@ from ..analysis.gpu_lane import Gap, buffer_requests, kernel_gaps, launch_latenc
 from ..analysis.kernel_names import decode
 from ..analysis.stepmap import device_steps, mean_step_us, step_count, step_or_none
 from ..units import count, fmt_us
+from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
 from .requires import NO_LINKS, need_device
 
@@ -170,8 +171,12 @@ def launch_latency_rule(ctx) -> list[Finding]:
             ),
             suggestion=(
                 "Check for first-call costs (warm up before profiling), CPU contention and "
-                "frequency scaling on the host; batch work into fewer, larger kernels or use "
-                "CUDA graphs to pay the launch path once."
+                "frequency scaling on the host; batch work into fewer, larger kernels"
+                + (
+                    " or use CUDA graphs to pay the launch path once."
+                    if cuda_graphs_fit(ctx)
+                    else "."
+                )
             ),
             impact_us=excess,
             evidence=evidence,
