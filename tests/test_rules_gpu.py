@@ -108,15 +108,11 @@ def test_kernel_gap_silent_on_tiny_block():
     assert _run(corpus(TINY), "kernel-gap")[0] == []
 
 
-def test_kernel_variance_on_xdit_and_threshold(xdit):
-    found, _ = _run(xdit, "kernel-variance")
-    (f,) = found
-    assert f.measured["worst_max_over_median"] > 1.3
-    assert "max/median" in f.evidence[0].text
-    silenced, _ = _run(
-        xdit, "kernel-variance", {"kernel-variance": {"max_over_median": 100, "cv": 100}}
-    )
-    assert silenced == []
+def test_kernel_variance_not_checked_on_xdit_single_step(xdit):
+    # one ProfilerStep: the same work cannot be compared across steps (the old rule compared
+    # kernels of one name within the step and fired on 1.4x)
+    found, skipped = _run(xdit, "kernel-variance")
+    assert found == [] and "at least 3 profiled steps" in skipped[0].reason
 
 
 def test_kernel_variance_silent_on_steady_kernels(tmp_path):
@@ -224,9 +220,8 @@ def test_kernel_variance_shows_the_runs(tmp_path):
         load(write_trace(tmp_path / "v.json", events)), only=["kernel-variance"]
     ).findings
     assert f.measured["worst_max_over_median"] == pytest.approx(1100 / 580, abs=1e-3)
-    assert (
-        f.evidence[1].text
-        == "gemm run by run (us): #1 580.0, #2 578.0, #3 1100.0, #4 582.0, #5 579.0"
+    assert f.evidence[0].text.endswith(
+        "Runs (us): #1 580.0, #2 578.0, #3 1100.0, #4 582.0, #5 579.0"
     )
     assert f.evidence[0].step == 3
 

@@ -263,3 +263,18 @@ def compile_id_of(trace: Trace, index: int) -> str | None:
         if m:
             return m.group(1)
     return None
+
+
+def compiling_steps(trace: Trace) -> set[int | None]:
+    """Steps (None: outside every step) in which Dynamo/Inductor compiled: what they show
+    (extra regions, copies, syncs, idle device) belongs to compilation, not the steady state."""
+    events = compile_events(trace)
+    if not len(events):
+        return set()
+    steps = step_numbers(trace, trace.ts[events])
+    return {None if s < 0 else int(s) for s in steps.tolist()}
+
+
+def during_compilation(trace: Trace, events: np.ndarray, start: float, end: float) -> bool:
+    """Whether [start, end] overlaps one of the compilation `events` (from compile_events)."""
+    return bool(np.any((trace.ts[events] < end) & (trace.end[events] > start)))

@@ -3,17 +3,30 @@
 Eager PyTorch runs `gelu(x) * y` as two kernels: the first writes its whole
 result to device memory, the second reads it back. A chain here is a run of
 consecutive ATen elementwise kernels on one stream, each launched by a
-different op. The trace records no tensor identities, so data flow is
-inferred, not proven: kernels that ignore their input (fills, zeroing) and
-multi-tensor `foreach` kernels (already batched across tensors) break a chain.
+different op, where data plausibly flows from one op to the next.
+
+The trace records no tensor identities, so the flow is inferred from what it
+does record: where both ops have recorded shapes (`record_shapes=True`), the
+first op's result shape (its largest input: pointwise results take the
+broadcast shape) must be one of the next op's input shapes. Without shapes
+the order alone is the evidence. What never forms a chain: kernels that ignore
+their input (fills, zeroing), multi-tensor `_foreach_*`/`_fused_*` ops
+(already batched), and parameter updates (optimizer steps, zero_grad,
+autograd's AccumulateGrad): consecutive updates touch different parameters,
+and they are `optimizer-unfused`'s subject, not a fusion of one tensor.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
+from functools import lru_cache
+
+import numpy as np
 
 from ..trace import Trace
 from .kernel_names import decode
+from .optimizer import parameter_update
 
 #: ops whose kernels write without reading a producer's output
 _SOURCE_OPS = frozenset(
@@ -44,11 +57,36 @@ def _fusable(trace: Trace, kernel: int, op: int) -> bool:
         return False
     if "FillFunctor" in d.short or d.short.startswith("multi_tensor_apply_kernel"):
         return False
-    return trace.name(op) not in _SOURCE_OPS
+    return trace.name(op) not in _SOURCE_OPS and not parameter_update(trace, op)
+
+
+@lru_cache(maxsize=4096)
+def _shapes(dims_json: str) -> tuple[tuple[int, ...], ...] | None:
+    """The tensor shapes among an op's recorded input dims (scalars and lists dropped)."""
+    try:
+        dims = json.loads(dims_json)
+    except ValueError:
+        return None
+    out = tuple(
+        tuple(d) for d in dims if isinstance(d, list) and d and all(isinstance(v, int) for v in d)
+    )
+    return out or None
+
+
+def flows(trace: Trace, producer: int, consumer: int) -> bool:
+    """Whether op `producer`'s result can be an input of op `consumer`: the producer's result
+    shape is one of the consumer's input shapes (True when either has no recorded shapes)."""
+    a, b = trace.input_dims.get(producer), trace.input_dims.get(consumer)
+    made, used = (_shapes(a) if a else None), (_shapes(b) if b else None)
+    if made is None or used is None:
+        return True
+    result = max(made, key=lambda s: int(np.prod(s)))
+    return result in used
 
 
 def elementwise_chains(trace: Trace) -> list[list[int]]:
-    """Runs (kernel indices, in time order) of at least two fusable kernels on one stream."""
+    """Runs (kernel indices, in time order) of at least two fusable kernels on one stream,
+    each consuming the previous one's result."""
     op_of = trace.op_of
     by_lane: dict[int, list[int]] = defaultdict(list)
     for k in trace.kernels.tolist():
@@ -58,9 +96,11 @@ def elementwise_chains(trace: Trace) -> list[list[int]]:
         current: list[int] = []
         for k in members:
             ok = _fusable(trace, k, int(op_of[k]))
-            if ok and current and op_of[current[-1]] != op_of[k]:
-                current.append(k)
-                continue
+            if ok and current:
+                prev = int(op_of[current[-1]])
+                if prev != op_of[k] and flows(trace, prev, int(op_of[k])):
+                    current.append(k)
+                    continue
             if len(current) >= 2:
                 chains.append(current)
             current = [k] if ok else []

@@ -1,4 +1,4 @@
-"""Measurements on the device lanes: launch latency, idle gaps, per-kernel spread.
+"""Measurements on the device lanes: launch latency, idle gaps, kernel totals.
 
 Pure functions of a Trace; the rules in `rules/gpu_lane.py` decide what is
 worth saying. Device work is placed in the step whose window holds its launch
@@ -110,43 +110,6 @@ def kernel_gaps(trace: Trace) -> dict[int | None, list[Gap]]:
                 int(work[k + 1]),
             )
         )
-    return out
-
-
-@dataclass(frozen=True)
-class KernelSpread:
-    """Durations of one kernel (same name and grid) across the window."""
-
-    name_id: int
-    grid: tuple[int, int, int] | None
-    indices: np.ndarray  # instances in time order
-    steps: np.ndarray  # step number per instance (-1 without steps)
-
-    def durations(self, trace: Trace) -> np.ndarray:
-        return trace.dur[self.indices]
-
-
-def kernel_spreads(trace: Trace, min_instances: int = 3) -> list[KernelSpread]:
-    """Instances of each (kernel name, grid) that occurs at least `min_instances` times."""
-    kernels = trace.kernels
-    if not len(kernels):
-        return []
-    grid_of: dict[int, tuple[int, int, int]] = {}
-    args = trace.kernel_args
-    for pos, event in enumerate(args.index.tolist()):
-        g = tuple(int(v) for v in args.grid[pos])
-        if g[0] >= 0:
-            grid_of[event] = g  # type: ignore[assignment]
-    steps = device_steps(trace, kernels)
-    groups: dict[tuple[int, tuple | None], list[int]] = {}
-    for k, event in enumerate(kernels.tolist()):
-        groups.setdefault((int(trace.name_id[event]), grid_of.get(event)), []).append(k)
-    out = []
-    for (nid, grid), members in groups.items():
-        if len(members) < min_instances:
-            continue
-        pos = np.array(members, dtype=np.int64)
-        out.append(KernelSpread(nid, grid, kernels[pos], steps[pos]))
     return out
 
 

@@ -10,11 +10,11 @@ from ..analysis.compile import (
     cache_lookups,
     compile_events,
     compile_id_of,
+    compiling_steps,
     eager_between,
     region_calls,
 )
 from ..analysis.dispatch import instances, op_work
-from ..analysis.fusion import elementwise_chains
 from ..analysis.stepmap import (
     host_cost_by_step,
     mean_step_us,
@@ -24,9 +24,9 @@ from ..analysis.stepmap import (
     step_or_none,
 )
 from ..units import count, fmt_us
+from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, rule
 from .impact import host_cost_hidden
-from .requires import need_kernels
 
 
 def _regions(ctx):
@@ -185,7 +185,10 @@ def graph_break(ctx) -> list[Finding]:
         return []
     need = int(ctx.threshold("regions"))
     hits = []
+    compiling = compiling_steps(trace)  # a compiling step's regions are compilation's evidence
     for step, members in _by_step(calls).items():
+        if step in compiling:
+            continue
         # a graph break makes a new frame K; a new M of the same frame is a recompile
         frames = list(dict.fromkeys((c.frame, c.label) for c in members if c.frame is not None))
         frames = list({f: (f, lbl) for f, lbl in frames}.values())
@@ -441,8 +444,13 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
             ),
             suggestion=(
                 "Compile bigger regions (the whole model or training step, not small functions "
-                "called in a loop); mode='reduce-overhead' (CUDA graphs) cuts the per-call work; "
-                "avoid guards on Python values that change."
+                "called in a loop); "
+                + (
+                    "mode='reduce-overhead' (CUDA graphs) cuts the per-call work; "
+                    if cuda_graphs_fit(ctx)
+                    else ""
+                )
+                + "avoid guards on Python values that change."
             ),
             impact_us=0.0 if hidden else per_step,
             evidence=evidence,
@@ -464,7 +472,10 @@ def dynamo_guard_cost(ctx) -> list[Finding]:
 )
 def compile_cpu_tax(ctx) -> list[Finding]:
     trace = ctx.trace
-    calls = [c for c in _regions(ctx) if c.graph_call >= 0 or c.ops_us > 0]
+    compiling = compiling_steps(trace)
+    calls = [
+        c for c in _regions(ctx) if (c.graph_call >= 0 or c.ops_us > 0) and c.step not in compiling
+    ]
     if not calls:
         return []
     wrapper = sum(c.wrapper_us for c in calls)
@@ -535,8 +546,12 @@ def compile_cpu_tax(ctx) -> list[Finding]:
                 )
             ),
             suggestion=(
-                "Compile amortizes over many ops: compile a larger region; try "
-                "mode='reduce-overhead' (CUDA graphs replay the launches with one call)."
+                "Compile amortizes over many ops: compile a larger region"
+                + (
+                    "; try mode='reduce-overhead' (CUDA graphs replay the launches with one call)."
+                    if cuda_graphs_fit(ctx)
+                    else "."
+                )
             ),
             impact_us=impact,
             evidence=evidence,
@@ -582,7 +597,8 @@ def compilation_in_window(ctx) -> list[Finding]:
     return [
         Finding(
             id="compilation-in-window",
-            severity="critical" if total > 0.5 * span else "warn",
+            # the window's numbers describe compilation: read this before any other finding
+            severity="critical",
             title=f"torch.compile compiled inside the profiled window ({fmt_us(total, 1)}, "
             f"{total / span:.0%} of the trace)",
             explanation=(
@@ -601,108 +617,6 @@ def compilation_in_window(ctx) -> list[Finding]:
                 "compile_us": round(total, 3),
                 "compile_events": int(len(events)),
                 "share_of_trace": round(total / span, 4),
-            },
-        )
-    ]
-
-
-#: Longest repeated block `_pattern` looks for, and how many parts it prints.
-_PATTERN_BLOCK, _PATTERN_PARTS = 8, 8
-
-
-def _pattern(names: tuple[str, ...]) -> str:
-    """`aten::add_ x2 -> aten::threshold_backward`: repeats collapsed, so an optimizer's
-    `(aten::add_ -> aten::mul_ -> aten::add_) x161` reads as one line; at most
-    `_PATTERN_PARTS` parts, then how many ops the chain has in all."""
-    parts: list[str] = []
-    i = 0
-    while i < len(names):
-        best_k, best_r = 1, 1
-        for k in range(1, _PATTERN_BLOCK + 1):
-            block, r = names[i : i + k], 1
-            while names[i + r * k : i + (r + 1) * k] == block:
-                r += 1
-            if r > 1 and k * r > best_k * best_r:
-                best_k, best_r = k, r
-        block = names[i : i + best_k]
-        text = " -> ".join(block)
-        parts.append(
-            text if best_r == 1 else f"({text}) x{best_r}" if best_k > 1 else f"{text} x{best_r}"
-        )
-        i += best_k * best_r
-    if len(parts) > _PATTERN_PARTS:
-        parts = parts[: _PATTERN_PARTS - 1] + [f"... ({len(names)} ops in all)"]
-    return " -> ".join(parts)
-
-
-@rule(
-    "fusion-opportunity",
-    "torch-compile",
-    "consecutive eager elementwise kernels that round-trip through device memory",
-    min_saving_us=10.0,
-)
-def fusion_opportunity(ctx) -> list[Finding]:
-    trace = ctx.trace
-    need_kernels(trace)
-    runs = elementwise_chains(trace)
-    if not runs:
-        return []
-    patterns: dict[tuple, list] = defaultdict(list)
-    for run in runs:
-        patterns[tuple(trace.name(int(trace.op_of[k])) for k in run)].append(run)
-    saving_total = 0.0
-    rows = []
-    for pattern, members in patterns.items():
-        device = sum(float(trace.dur[run].sum()) for run in members)
-        saving = sum(float(trace.dur[run].sum() - trace.dur[run].max()) for run in members)
-        saving_total += saving
-        rows.append((saving, pattern, members, device))
-    per_step = saving_total / step_count(trace)
-    if per_step < ctx.threshold("min_saving_us"):
-        return []
-    rows.sort(key=lambda r: -r[0])
-    evidence = []
-    for saving, pattern, members, device in rows[:5]:
-        first = members[0][0]
-        evidence.append(
-            Evidence(
-                f"{_pattern(pattern)}: {count(len(members), 'time')}, {fmt_us(device, 1)} of "
-                "device time "
-                f"in {sum(len(r) for r in members)} kernels (fused: ~{fmt_us(saving, 1)} less)",
-                name=trace.name(first),
-                ts_us=trace.rel(trace.ts[first]),
-                dur_us=float(trace.dur[members[0]].sum()),
-                step=step_of(trace, trace.ts[trace.launch_of[first]])
-                if trace.launch_of[first] >= 0
-                else None,
-                value=saving,
-                unit="us",
-            )
-        )
-    return [
-        Finding(
-            id="fusion-opportunity",
-            severity="warn",
-            title=(
-                f"{count(sum(len(r[2]) for r in rows), 'chain')} of eager elementwise kernels "
-                f"could be fused (~{fmt_us(per_step, 0)} per step)"
-            ),
-            explanation=(
-                "These elementwise kernels run back to back, each launched by its own op: the "
-                "first writes its whole result to device memory and the next reads it back. A "
-                "fused kernel (what torch.compile generates, e.g. triton_poi_fused_gelu_mul) keeps "
-                "the intermediate in registers and makes one pass over memory instead of several."
-            ),
-            suggestion=(
-                "torch.compile the module (or write the fused op); the estimate assumes the "
-                "fused kernel costs about as much as the longest kernel of each chain."
-            ),
-            impact_us=per_step,
-            evidence=evidence,
-            measured={
-                "chains": sum(len(r[2]) for r in rows),
-                "saving_us_per_step": round(per_step, 3),
-                "threshold_min_saving_us": ctx.threshold("min_saving_us"),
             },
         )
     ]

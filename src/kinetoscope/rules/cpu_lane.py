@@ -20,6 +20,7 @@ from ..trace import Cat, Trace
 from ..trace.steps import STEP_RE
 from ..units import fmt_bytes, fmt_pct, fmt_us
 from .base import Evidence, Finding, NotChecked, rule
+from .cold_start import warmup_advice
 from .impact import host_saving_per_step
 
 _NO_STEPS = (
@@ -45,70 +46,6 @@ COPY_OPS = frozenset(
         "aten::_local_scalar_dense",
     }
 )
-
-
-@rule(
-    "cold-start",
-    "cpu-lane",
-    "the first profiled step lasts much longer than the steps after it",
-    factor=1.5,
-    min_steps=3,
-)
-def cold_start(ctx) -> list[Finding]:
-    steps = ctx.trace.steps
-    if not steps:
-        raise NotChecked(*_NO_STEPS)
-    min_steps = int(ctx.threshold("min_steps"))
-    if len(steps) < min_steps:
-        raise NotChecked(
-            f"needs at least {min_steps} profiled steps, the trace has {len(steps)}",
-            "profile more active steps (schedule active=3 or more)",
-        )
-    first, later = steps[0], steps[1:]
-    median = statistics.median(s.dur for s in later)
-    factor = first.dur / median if median > 0 else 0.0
-    limit = ctx.threshold("factor")
-    if factor <= limit:
-        return []
-    trace = ctx.trace
-    evidence = [
-        Evidence(
-            f"step duration{' (first step)' if s is first else ''}",
-            name=trace.name(s.index),
-            ts_us=trace.rel(s.start),
-            dur_us=s.dur,
-            step=s.number,
-        )
-        for s in steps
-    ]
-    return [
-        Finding(
-            id="cold-start",
-            severity="warn",
-            title=(
-                f"Cold start: step #{first.number} lasts {fmt_us(first.dur)}, {factor:.1f}x the "
-                f"median of the later steps ({fmt_us(median)}; threshold {limit:g}x)"
-            ),
-            explanation=(
-                "The first profiled step pays one-time costs (workspace allocation, library "
-                "heuristics such as cuBLAS picking an algorithm, lazy module loading, "
-                "allocator growth). They will not recur, but they inflate every average "
-                "taken over this window."
-            ),
-            suggestion=(
-                "Warm up before measuring: run a few iterations before the profiler starts, "
-                "or use schedule(wait=1, warmup=1, active=3) so the first step is not recorded."
-            ),
-            impact_us=(first.dur - median) / len(steps),
-            evidence=evidence,
-            measured={
-                "first_step_us": round(first.dur, 3),
-                "median_later_us": round(median, 3),
-                "factor": round(factor, 3),
-                "threshold": limit,
-            },
-        )
-    ]
 
 
 def _first_child_start(trace: Trace) -> np.ndarray:
@@ -190,7 +127,7 @@ def _dead_window(trace, name, number, per_step, typical, min_gap, factor) -> Fin
             "nothing the profiler can name: one-time setup (lazy initialisation, first-call "
             "dispatch, allocator or library warm-up). It is the cold-start tax, zoomed in."
         ),
-        suggestion="Warm up before profiling (schedule warmup=1, or run a few iterations first).",
+        suggestion=warmup_advice(trace),
         impact_us=(gap - typical) / step_count(trace),
         evidence=evidence,
         measured={

@@ -26,6 +26,7 @@ from ..analysis.stepmap import (
 )
 from ..trace import Cat
 from ..units import count, fmt_us
+from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
 from .impact import host_cost_hidden
 from .requires import NO_LINKS, need_kernels
@@ -372,8 +373,9 @@ def metadata_only_ops(ctx) -> list[Finding]:
                 "call still goes through the dispatcher on the CPU."
             ),
             suggestion=(
-                "They add up when ops are small: torch.compile traces them away, CUDA graphs "
-                "skip the CPU side entirely; otherwise reshape once outside the loop."
+                "They add up when ops are small: torch.compile traces them away"
+                + (", CUDA graphs skip the CPU side entirely" if cuda_graphs_fit(ctx) else "")
+                + "; otherwise reshape once outside the loop."
             ),
             # CPU time only costs the step when the device waits for the host
             impact_us=0.0 if hidden else per_step_us,

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..trace import Trace
-from .base import REGISTRY, SEVERITY_ORDER, Finding, NotChecked, Rule
+from .base import REGISTRY, Finding, NotChecked, Rule
+from .ranking import rank
 
 #: Rule family modules under `kinetoscope.rules`; importing one registers its rules.
 RULE_MODULES: list[str] = [
@@ -16,10 +17,13 @@ RULE_MODULES: list[str] = [
     "regime_waits",
     "profiler_table",
     "cpu_lane",
+    "cold_start",
     "gpu_lane",
+    "kernel_variance",
     "dispatch",
     "kernel_names",
     "compile",
+    "fusion",
     "training",
     "memory",
 ]
@@ -73,7 +77,7 @@ def run_rules(
     config: dict[str, dict[str, float]] | None = None,
     only: Iterable[str] | None = None,
 ) -> RuleOutcome:
-    """All (or `only` the named) rules, findings ranked by impact then severity."""
+    """All (or `only` the named) rules, findings in reading order (`ranking.rank`)."""
     rules = load_rules()
     wanted = list(only) if only is not None else list(rules)
     outcome = RuleOutcome()
@@ -89,5 +93,5 @@ def run_rules(
             outcome.not_checked.append(
                 Skipped(rule_id, f"rule failed: {type(exc).__name__}: {exc}", "please report this")
             )
-    outcome.findings.sort(key=lambda f: (-f.impact_us, SEVERITY_ORDER[f.severity], f.id))
+    outcome.findings = rank(outcome.findings, rules)
     return outcome

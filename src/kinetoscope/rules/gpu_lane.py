@@ -6,10 +6,12 @@ from collections import Counter
 
 import numpy as np
 
-from ..analysis.gpu_lane import Gap, buffer_requests, kernel_gaps, kernel_spreads, launch_latency
+from ..analysis.compile import compile_events, during_compilation
+from ..analysis.gpu_lane import Gap, buffer_requests, kernel_gaps, launch_latency
 from ..analysis.kernel_names import decode
 from ..analysis.stepmap import device_steps, mean_step_us, step_count, step_or_none
 from ..units import count, fmt_us
+from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
 from .requires import NO_LINKS, need_device
 
@@ -169,8 +171,12 @@ def launch_latency_rule(ctx) -> list[Finding]:
             ),
             suggestion=(
                 "Check for first-call costs (warm up before profiling), CPU contention and "
-                "frequency scaling on the host; batch work into fewer, larger kernels or use "
-                "CUDA graphs to pay the launch path once."
+                "frequency scaling on the host; batch work into fewer, larger kernels"
+                + (
+                    " or use CUDA graphs to pay the launch path once."
+                    if cuda_graphs_fit(ctx)
+                    else "."
+                )
             ),
             impact_us=excess,
             evidence=evidence,
@@ -200,11 +206,15 @@ def kernel_gap(ctx) -> list[Finding]:
     per_step = kernel_gaps(trace)
     min_gap, ratio = ctx.threshold("min_gap_us"), ctx.threshold("ratio")
     flagged = []
+    compiling = ctx.analysis(compile_events)
     for gaps in per_step.values():
         if not gaps:
             continue
         median = float(np.median([g.dur for g in gaps]))
         for g in gaps:
+            # the device idles while Dynamo/Inductor compile: compilation's cost, reported there
+            if during_compilation(trace, compiling, g.start, g.end):
+                continue
             if g.dur > min_gap and g.dur > ratio * median:
                 flagged.append((g, median))
     if not flagged:
@@ -279,104 +289,6 @@ def kernel_gap(ctx) -> list[Finding]:
                 "recurring": recurring,
                 "threshold_min_gap_us": min_gap,
                 "threshold_ratio": ratio,
-            },
-        )
-    ]
-
-
-@rule(
-    "kernel-variance",
-    "gpu-lane",
-    "the same kernel (name and grid) varies across steps",
-    max_over_median=1.3,
-    cv=0.10,
-    min_median_us=10.0,
-)
-def kernel_variance(ctx) -> list[Finding]:
-    trace = ctx.trace
-    need_device(trace)
-    spreads = kernel_spreads(trace, min_instances=3)
-    ratio_t, cv_t, floor = (
-        ctx.threshold("max_over_median"),
-        ctx.threshold("cv"),
-        ctx.threshold("min_median_us"),
-    )
-    hits = []
-    for sp in spreads:
-        d = sp.durations(trace)
-        median = float(np.median(d))
-        if median < floor:
-            continue
-        ratio = float(d.max()) / median
-        cv = float(d.std() / d.mean()) if d.mean() > 0 else 0.0
-        if ratio > ratio_t or cv > cv_t:
-            excess = float(np.clip(d - median, 0, None).sum())
-            hits.append((excess, sp, median, ratio, cv))
-    if not hits:
-        return []
-    hits.sort(key=lambda h: -h[0])
-    evidence = []
-    for _excess, sp, median, ratio, cv in hits[:5]:
-        d = sp.durations(trace)
-        slow = int(sp.indices[int(np.argmax(d))])
-        grid = f" grid {list(sp.grid)}" if sp.grid else ""
-        evidence.append(
-            Evidence(
-                f"{decode(trace.names[sp.name_id]).short}{grid}: {len(d)} runs, median "
-                f"{fmt_us(median, 1)}, mean {fmt_us(d.mean(), 1)}, max {fmt_us(d.max(), 1)} "
-                f"(max/median {ratio:.2f} vs {ratio_t}, CV {cv:.0%} vs {cv_t:.0%})",
-                name=trace.names[sp.name_id],
-                ts_us=trace.rel(trace.ts[slow]),
-                dur_us=float(trace.dur[slow]),
-                step=step_or_none(int(sp.steps[int(np.argmax(d))])),
-                value=ratio,
-            )
-        )
-    _, sp, *_ = hits[0]
-    d = sp.durations(trace)
-    if len(d) <= 12:  # the whole distribution of the worst kernel, run by run
-        runs = ", ".join(
-            (f"#{int(st)} " if st >= 0 else "") + f"{v:.1f}"
-            for st, v in zip(sp.steps.tolist(), d.tolist(), strict=True)
-        )
-    else:
-        p10, p50, p90 = np.percentile(d, [10, 50, 90])
-        runs = f"p10 {p10:.1f}, p50 {p50:.1f}, p90 {p90:.1f}, max {d.max():.1f}"
-    how = "run by run" if len(d) <= 12 else "distribution"
-    evidence.insert(
-        1,
-        Evidence(
-            f"{decode(trace.names[sp.name_id]).short} {how} (us): {runs}",
-            name=trace.names[sp.name_id],
-        ),
-    )
-    total_excess = sum(h[0] for h in hits)
-    top = hits[0]
-    return [
-        Finding(
-            id="kernel-variance",
-            severity="warn",
-            title=(
-                f"{count(len(hits), 'kernel')} varying across runs (worst max/median {top[3]:.2f})"
-            ),
-            explanation=(
-                "The same kernel with the same launch grid does the same work each time, yet "
-                "its duration varies: clocks, thermals, power management or other work sharing "
-                "the device. A mean over a few runs hides this; the distribution shows it."
-            ),
-            suggestion=(
-                "Read the distribution, not the mean: profile more steps, lock clocks for "
-                "benchmarks (nvidia-smi -lgc / rocm-smi), and check what else runs on the device."
-            ),
-            impact_us=total_excess / step_count(trace),
-            evidence=evidence,
-            measured={
-                "kernels": len(hits),
-                "worst_max_over_median": round(top[3], 3),
-                "worst_cv": round(top[4], 3),
-                "threshold_max_over_median": ratio_t,
-                "threshold_cv": cv_t,
-                "threshold_min_median_us": floor,
             },
         )
     ]

@@ -54,7 +54,7 @@ def kernel_name(ctx) -> list[Finding]:
                 "GPU work; a changed name means another branch was taken."
             ),
             suggestion=(
-                "Compare names between runs (kinetoscope compare) before comparing times; an "
+                "Compare names between runs (kinetoscope diff A B) before comparing times; an "
                 "unexpected dtype (f32 instead of bf16/tf32) or a SIMT kernel where tensor cores "
                 "were expected is the first thing to fix."
             ),

@@ -1,0 +1,86 @@
+"""One-time costs visible in a window, by cause, and whether the window followed a warmup.
+
+Each cause leaves its own host calls: lazy module loading (CUDA 11.7+ loads a
+kernel's module on its first launch: `cuModuleLoad*`, `cuLibraryLoad*`,
+`hipModuleLoad*`, or a first launch call that takes milliseconds), library
+handle creation and algorithm search (`cublasCreate`, `cudnnCreate`,
+`cudnnFind*`, `miopenFind*`: cuDNN benchmark mode times every algorithm on the
+first call of each shape), and allocator growth (the caching allocator calls
+`cudaMalloc`/`hipMalloc` only when its pool must grow; in a steady state it
+reuses blocks and calls none).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..trace import Trace
+
+CAUSES: dict[str, re.Pattern] = {
+    "module-load": re.compile(r"^(cu|hip)(Module|Library)Load"),
+    "library-setup": re.compile(
+        r"^(cublas|cublasLt|cudnn|miopen|hipblas|hipblasLt|rocblas)_?(Create|Find)"
+    ),
+    "allocator-growth": re.compile(r"^(cuda|hip)Malloc(?!Host)"),
+}
+#: a launch call this long (us) on the first launch of its kernel is lazy loading at work
+FIRST_LAUNCH_US = 1000.0
+
+
+@dataclass(frozen=True)
+class ColdCause:
+    kind: str  # a key of CAUSES, or "first-launch"
+    events: np.ndarray  # host calls, in time order
+
+    def total_us(self, trace: Trace) -> float:
+        return float(trace.dur[self.events].sum())
+
+
+def cold_causes(trace: Trace) -> list[ColdCause]:
+    """The one-time host calls of each cause present in the trace."""
+    host = (trace.lane_kind == 1) & ~trace.is_instant
+    out = []
+    for kind, pattern in CAUSES.items():
+        ids = trace.name_ids_matching(lambda n, p=pattern: bool(p.match(n)))
+        idx = np.flatnonzero(np.isin(trace.name_id, ids) & host) if len(ids) else []
+        if len(idx):
+            out.append(ColdCause(kind, idx[np.argsort(trace.ts[idx], kind="stable")]))
+    slow = _slow_first_launches(trace)
+    if len(slow):
+        out.append(ColdCause("first-launch", slow))
+    return out
+
+
+def _slow_first_launches(trace: Trace) -> np.ndarray:
+    """Launch calls >= FIRST_LAUNCH_US that are the first launch of their kernel's name."""
+    launch = trace.launch_of
+    kernels = trace.kernels
+    linked = kernels[launch[kernels] >= 0]
+    if not len(linked):
+        return np.zeros(0, dtype=np.int64)
+    linked = linked[np.argsort(trace.ts[launch[linked]], kind="stable")]
+    _, first = np.unique(trace.name_id[linked], return_index=True)
+    calls = launch[linked[first]]
+    # a graph launch enqueues a whole captured graph: its cost is not one kernel's loading
+    single = np.array(["Graph" not in trace.name(int(c)) for c in calls], dtype=bool)
+    calls = calls[single]
+    return np.sort(calls[trace.dur[calls] >= FIRST_LAUNCH_US])
+
+
+def iterations_before_window(trace: Trace) -> int:
+    """How many loop iterations ran before the first recorded step, as far as the trace says:
+    the first `ProfilerStep#N` number (torch counts every iteration from 0), or what
+    kinetoscope recorded in its metadata (warmup iterations + schedule wait and warmup)."""
+    before = min((s.number for s in trace.steps), default=0)
+    meta = trace.meta.kinetoscope or {}
+    schedule = meta.get("schedule") if isinstance(meta.get("schedule"), dict) else {}
+    try:
+        recorded = int(meta.get("warmup_iters") or 0) + sum(
+            int(schedule.get(k) or 0) for k in ("wait", "warmup")
+        )
+    except (TypeError, ValueError):
+        recorded = 0
+    return max(before, recorded)

@@ -1,0 +1,175 @@
+"""`cold-start`: one-time costs inside the window, each cause named with its own fix.
+
+A slow first step says that something was cold; the host calls in the trace
+say what (analysis/cold_start.py). Advice depends on the window: "warm up" is
+only useful when the window has no warmup before it; when iterations already
+ran before it, what is still cold is named instead (a new shape, a lazily
+loaded kernel, an allocator that still grows).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from ..analysis.cold_start import ColdCause, cold_causes, iterations_before_window
+from ..analysis.stepmap import step_count, step_of
+from ..trace import Trace
+from ..units import count, fmt_us
+from .base import Evidence, Finding, NotChecked, rule
+
+_WHAT = {
+    "module-load": (
+        "lazy module loading",
+        "the CUDA/HIP driver loads a kernel's module on its first launch",
+        "Warm up every code path (each shape and dtype) before measuring; CUDA_MODULE_LOADING="
+        "EAGER loads all modules at start-up instead (slower start, no first-launch stalls).",
+    ),
+    "first-launch": (
+        "slow first launches",
+        "the first launch of these kernels takes milliseconds: the driver loads and "
+        "initialises their module (lazy loading) on first use",
+        "Warm up every code path (each shape and dtype) before measuring; CUDA_MODULE_LOADING="
+        "EAGER moves the loading to start-up.",
+    ),
+    "library-setup": (
+        "library handles and algorithm search",
+        "cuBLAS/cuDNN (hipBLAS/MIOpen) create their handles and, for convolutions in "
+        "benchmark mode, time every algorithm on the first call of each shape",
+        "Run each input shape once before measuring; with torch.backends.cudnn.benchmark=True "
+        "keep shapes fixed (every new shape searches again).",
+    ),
+    "allocator-growth": (
+        "allocator growth",
+        "the caching allocator asks the driver for memory only when its pool must grow; a "
+        "steady loop reuses blocks and calls none",
+        "Warm up until memory stops growing; if it keeps growing, look for tensors kept alive "
+        "across steps (record with kinetoscope profile --profile-memory or profile_memory=True; "
+        "kinetoscope memory TRACE then shows the timeline).",
+    ),
+}
+
+
+def warmup_advice(trace: Trace) -> str:
+    """'Warm up' for a window without warmup; otherwise what can still be cold after it."""
+    before = iterations_before_window(trace)
+    if before > 1:
+        return (
+            f"{count(before, 'iteration')} ran before this window, so this is not a missing "
+            "warmup: something was still cold (a new input shape or dtype, a code path run for "
+            "the first time, memory still growing). Make the warmup iterations use the same "
+            "shapes and code paths as the measured ones."
+        )
+    return (
+        "Warm up before measuring: run a few iterations before the profiler starts, or use "
+        "schedule(wait=1, warmup=1, active=3) so the first steps are not recorded."
+    )
+
+
+def _cause_finding(trace: Trace, cause: ColdCause) -> Finding:
+    label, why, fix = _WHAT[cause.kind]
+    total = cause.total_us(trace)
+    evidence = [
+        Evidence(
+            f"{trace.name(i)}: {fmt_us(float(trace.dur[i]), 1)}",
+            name=trace.name(i),
+            ts_us=trace.rel(trace.ts[i]),
+            dur_us=float(trace.dur[i]),
+            step=step_of(trace, trace.ts[i]),
+            value=float(trace.dur[i]),
+            unit="us",
+        )
+        for i in cause.events[:5].tolist()
+    ]
+    before = iterations_before_window(trace)
+    if before > 1:
+        fix = (
+            f"{count(before, 'iteration')} ran before this window, so the warmup did not cover "
+            f"this path (a new shape, dtype or code path). {fix}"
+        )
+    return Finding(
+        id="cold-start",
+        severity="warn" if cause.kind != "allocator-growth" else "info",
+        title=f"Cold start: {label}, {count(len(cause.events), 'call')} ({fmt_us(total, 1)})",
+        explanation=f"One-time cost in the window: {why}. It will not recur in a steady loop.",
+        suggestion=fix,
+        impact_us=total / step_count(trace),
+        evidence=evidence,
+        measured={
+            "cause": cause.kind,
+            "calls": int(len(cause.events)),
+            "total_us": round(total, 3),
+        },
+    )
+
+
+def _first_step(ctx) -> list[Finding]:
+    trace, steps = ctx.trace, ctx.trace.steps
+    first, later = steps[0], steps[1:]
+    median = statistics.median(s.dur for s in later)
+    factor = first.dur / median if median > 0 else 0.0
+    limit = ctx.threshold("factor")
+    if factor <= limit:
+        return []
+    evidence = [
+        Evidence(
+            f"step duration{' (first step)' if s is first else ''}",
+            name=trace.name(s.index),
+            ts_us=trace.rel(s.start),
+            dur_us=s.dur,
+            step=s.number,
+        )
+        for s in steps
+    ]
+    return [
+        Finding(
+            id="cold-start",
+            severity="warn",
+            title=(
+                f"Cold start: step #{first.number} lasts {fmt_us(first.dur)}, {factor:.1f}x the "
+                f"median of the later steps ({fmt_us(median)}; threshold {limit:g}x)"
+            ),
+            explanation=(
+                "The first profiled step pays one-time costs (workspace allocation, library "
+                "heuristics such as cuBLAS picking an algorithm, lazy module loading, "
+                "allocator growth). They will not recur, but they inflate every average "
+                "taken over this window."
+            ),
+            suggestion=warmup_advice(trace),
+            impact_us=(first.dur - median) / len(steps),
+            evidence=evidence,
+            measured={
+                "cause": "first-step",
+                "first_step_us": round(first.dur, 3),
+                "median_later_us": round(median, 3),
+                "factor": round(factor, 3),
+                "threshold": limit,
+            },
+        )
+    ]
+
+
+@rule(
+    "cold-start",
+    "cpu-lane",
+    "one-time costs in the window: a slow first step, lazy loading, library setup, allocations",
+    factor=1.5,
+    min_steps=3,
+)
+def cold_start(ctx) -> list[Finding]:
+    trace = ctx.trace
+    causes = [_cause_finding(trace, c) for c in cold_causes(trace)]
+    min_steps = int(ctx.threshold("min_steps"))
+    if len(trace.steps) >= min_steps:
+        return _first_step(ctx) + causes
+    if causes:
+        return causes
+    if not trace.steps:
+        raise NotChecked(
+            "no ProfilerStep#N windows in the trace",
+            "profile with schedule=torch.profiler.schedule(wait=1, warmup=1, active=3) and call "
+            "prof.step() once per iteration",
+        )
+    raise NotChecked(
+        f"needs at least {min_steps} profiled steps, the trace has {len(trace.steps)}",
+        "profile more active steps (schedule active=3 or more)",
+    )
