@@ -21,6 +21,7 @@ RULE_MODULES: list[str] = [
     "compile",
     "training",
     "memory",
+    "quality",
 ]
 
 T = TypeVar("T")
