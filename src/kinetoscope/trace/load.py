@@ -310,7 +310,7 @@ class _Builder:
         self.device_parts: list[
             tuple[np.ndarray, np.ndarray, np.ndarray]
         ] = []  # lane, stream, device
-        self.kernel_parts: list[tuple[np.ndarray, ...]] = []  # index, grid, block, regs, smem, occupancy
+        self.kernel_parts: list[tuple[np.ndarray, ...]] = []  # index, grid, block, regs, smem, occ.
         self.memory_rows: list[tuple] = []
         self.input_dims: dict[int, str] = {}
         self.input_types: dict[int, str] = {}
