@@ -20,6 +20,7 @@ from ..rules.engine import load_rules, run_rules
 from ..rules.regime import classify
 from ..trace import Trace
 from .model import Report, StepRow, Timeline, TimelineMark, TraceFacts, Verdict
+from .sections import kernel_types_section, quality_section, streams_section
 
 #: A step lasting longer than this multiple of the median step is flagged.
 OUTLIER_FACTOR = 1.3
@@ -81,6 +82,9 @@ def build_report(
         not_checked=outcome.not_checked,
         rules=wanted,
         timeline=_timeline(trace, window, outcome.findings),
+        quality=quality_section(trace),
+        kernel_types=kernel_types_section(trace),
+        streams=streams_section(trace),
     )
 
 
