@@ -205,3 +205,13 @@ def test_exposed_communication_silent_without_collectives():
         trace = load(corpus(relative))
         assert not stream_report(trace).has_communication
         assert not run_rules(trace, None, ["exposed-communication"]).findings
+
+
+def test_multirank_reports_exposed_communication_per_rank():
+    from kinetoscope.multirank import summarize_rank
+
+    path = corpus("multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json")
+    summary = summarize_rank(str(path))
+    # worker0: 5.8 ms of NCCL kernels, almost none of it beside compute
+    assert 0 < summary.exposed_us <= summary.collective_us + 1e-6
+    assert summary.exposed_us > 0.5 * summary.collective_us
