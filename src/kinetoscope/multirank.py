@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .analysis.intervals import merge, union_length
+from .analysis.streams import stream_report
 from .errors import TraceError, UsageError
 from .rules.base import SEVERITY_ORDER
 from .trace import Trace, load
@@ -54,6 +55,8 @@ class RankSummary:
     findings: list[dict[str, Any]] = field(default_factory=list)
     not_checked: list[dict[str, str]] = field(default_factory=list)
     error: str | None = None
+    #: median over steps of communication no compute overlapped (analysis.streams)
+    exposed_us: float = 0.0
 
     @property
     def step_us(self) -> float:
@@ -155,6 +158,7 @@ def summarize_rank(path: str, config: dict | None = None) -> RankSummary:
         collectives=collective_sequence(trace),
         findings=[f.to_dict() for f in outcome.findings],
         not_checked=[s.to_dict() for s in outcome.not_checked],
+        exposed_us=median([s.exposed_us for s in stream_report(trace).steps] or [0.0]),
     )
 
 
@@ -332,6 +336,7 @@ class MultiRankReport:
                     "collective_kernels": s.collective_kernels,
                     "collective_wait_us": round(self.waits.get(r, 0.0), 3),
                     "overlap": round(s.overlap, 4) if s.overlap is not None else None,
+                    "exposed_communication_us": round(s.exposed_us, 3),
                     "findings": s.findings,
                     "not_checked": s.not_checked,
                 }
@@ -357,7 +362,7 @@ class MultiRankReport:
 
     def render(self, markdown: bool) -> str:
         head = ["rank", "steps", "step ms", "busy ms", "compute ms", "coll. ms", "coll. share",
-                "coll. wait ms", "overlap"]  # fmt: skip
+                "coll. wait ms", "overlap", "exposed ms"]  # fmt: skip
         rows = []
         for r, s in self.ranks.items():
             rows.append(
@@ -371,6 +376,7 @@ class MultiRankReport:
                     f"{s.collective_share:.1%}",
                     f"{self.waits[r] / 1e3:.2f}" if self.matched else "-",
                     f"{s.overlap:.1%}" if s.overlap is not None else "-",
+                    f"{s.exposed_us / 1e3:.2f}",
                 ]
             )
         h = "## " if markdown else ""
@@ -381,7 +387,8 @@ class MultiRankReport:
             "step ms: median over the rank's steps (the window without steps); "
             "coll.: collective (NCCL/RCCL) kernels; coll. share: of device busy time; coll. "
             "wait: time in collectives waiting for the last rank; overlap: share of collective "
-            "time during which compute kernels ran on other streams; *: straggler",
+            "time during which compute kernels ran on other streams; exposed: communication per "
+            "step (median) with no compute beside it; *: straggler",
             "",
             self.straggler_text(),
             "",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace import Cat, Trace
+from .quality import TraceQuality, trace_quality
 from .stats import StepFigures, TraceStats, trace_stats
 from .steps import host_activity_mask
 
@@ -35,6 +36,8 @@ class TraceSummary:
     top_kernels: list[Ranked]
     top_host_ops: list[Ranked]
     warnings: list[str]
+    #: the trust check (grade, reasons, timestamp resolution): analysis.quality
+    quality: TraceQuality | None = None
 
 
 def _rank(trace: Trace, index: np.ndarray, values: np.ndarray, total: float, top: int):
@@ -79,4 +82,5 @@ def summarize(trace: Trace, top: int = 5) -> TraceSummary:
         top_kernels=_rank(trace, kernels, trace.dur[kernels], kernel_total, top),
         top_host_ops=_rank(trace, ops, self_time, float(self_time.sum()), top),
         warnings=list(trace.warnings),
+        quality=trace_quality(trace),
     )

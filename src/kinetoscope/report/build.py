@@ -21,6 +21,7 @@ from ..rules.engine import load_rules, run_rules
 from ..rules.verdict import classify
 from ..trace import Trace
 from .model import Report, StepRow, Timeline, TimelineMark, TraceFacts, Verdict
+from .sections import kernel_types_section, quality_section, streams_section
 
 #: Timeline intervals closer than this share of the window are drawn as one.
 TIMELINE_RESOLUTION = 1 / 2000
@@ -87,6 +88,9 @@ def build_report(
         not_checked=outcome.not_checked,
         rules=wanted,
         timeline=_timeline(trace, stats, window, outcome.findings),
+        quality=quality_section(trace),
+        kernel_types=kernel_types_section(trace),
+        streams=streams_section(trace),
     )
 
 

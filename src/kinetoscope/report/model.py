@@ -98,6 +98,12 @@ class Report:
     not_checked: list[Skipped]
     rules: list[str]
     timeline: Timeline
+    #: trust check (report/sections.py): grade, reasons, timestamp resolution, issues
+    quality: dict[str, Any] = field(default_factory=dict)
+    #: device time by kernel type, total and per step
+    kernel_types: dict[str, Any] = field(default_factory=dict)
+    #: busy time per device stream, communication hidden/exposed per step
+    streams: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return _rounded(
@@ -113,6 +119,9 @@ class Report:
                 "not_checked": [s.to_dict() for s in self.not_checked],
                 "rules": self.rules,
                 "timeline": asdict(self.timeline),
+                "quality": self.quality,
+                "kernel_types": self.kernel_types,
+                "streams": self.streams,
             }
         )
 

@@ -140,6 +140,10 @@ def render_summary(summary: TraceSummary, console: Console) -> None:
             str(s.launches),
         )
     parts = [head, Text(), steps]
+    if summary.quality is not None:
+        q = summary.quality
+        line = f"trust: {q.grade}" + (f" ({'; '.join(q.reasons)})" if q.reasons else "")
+        parts.insert(1, Text(line, style="green" if q.grade == "good" else "yellow"))
     if summary.top_kernels:
         parts += [
             Text(),

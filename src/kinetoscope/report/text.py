@@ -48,8 +48,12 @@ def print_report(report: Report, console: Console) -> None:
     console.print(_header(report))
     console.print()
     console.print(_verdict(report))
+    console.print(_quality(report))
     console.print()
     console.print(_steps(report))
+    if report.kernel_types.get("types"):
+        console.print()
+        console.print(_kernel_types(report))
     console.print()
     console.print(_findings(report))
     if report.not_checked:
@@ -92,6 +96,41 @@ def _verdict(report: Report) -> Table:
     line = Text(v.regime.upper(), style=REGIME_STYLE.get(v.regime, "bold"))
     line.append("  " + v.summary.split(": ", 1)[-1], style="")
     return _hanging(Text("Verdict", style="bold"), line)
+
+
+def _quality(report: Report) -> Table:
+    """The trust grade beside the verdict: when not to believe the numbers."""
+    q = report.quality
+    style = {"good": "green", "caution": "yellow", "poor": "bold red"}.get(q.get("grade"), "")
+    line = Text(str(q.get("grade", "unknown")), style=style)
+    if q.get("reasons"):
+        line.append("  " + "; ".join(q["reasons"]), style="")
+    return _hanging(Text("Trust", style="bold"), line)
+
+
+def _kernel_types(report: Report) -> Group:
+    """Device time by kernel type; communication overlap where there is any."""
+    kt = report.kernel_types
+    table = Table(box=None, pad_edge=False, header_style="dim", padding=(0, 1))
+    for name, justify in (("type", "left"), ("events", "right"), ("per step", "right")):
+        table.add_column(name, justify=justify, no_wrap=True)
+    table.add_column("share", justify="right")
+    for row in kt["types"]:
+        table.add_row(
+            row["type"], str(row["events"]), fmt_us(row["per_step_us"]), f"{row['share']:.1%}"
+        )
+    parts: list = [Text("Device time by kernel type", style="bold"), table]
+    streams = report.streams
+    if streams.get("communication_us"):
+        parts.append(
+            Text(
+                f"communication {fmt_us(streams['communication_us'])}: "
+                f"{streams['hidden_share']:.0%} hidden under compute, "
+                f"{fmt_us(streams['exposed_us'])} exposed",
+                style="dim",
+            )
+        )
+    return Group(*parts)
 
 
 def _steps(report: Report) -> Group:

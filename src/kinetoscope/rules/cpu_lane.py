@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from ..analysis.intervals import clip, union_length
+from ..analysis.resolution import timestamp_resolution
 from ..analysis.stepmap import step_count
 from ..analysis.steps import device_anchor
 from ..analysis.window import in_window
@@ -22,6 +23,7 @@ from ..units import fmt_bytes, fmt_pct, fmt_us
 from .base import Evidence, Finding, NotChecked, rule
 from .cold_start import warmup_advice
 from .impact import host_saving_per_step
+from .quality import above_resolution
 
 _NO_STEPS = (
     "no ProfilerStep#N windows in the trace",
@@ -86,14 +88,16 @@ def dispatch_dead_window(ctx) -> list[Finding]:
             if s.number not in gaps[name] and np.isfinite(first_child[i]):
                 gaps[name][s.number] = (i, float(first_child[i] - trace.ts[i]))
     min_gap, factor = ctx.threshold("min_gap_us"), ctx.threshold("factor")
+    resolution = timestamp_resolution(trace).host_us or 0.0
     findings = []
     for name, per_step in gaps.items():
         numbers = sorted(per_step)
         for k, number in enumerate(numbers[:-1]):
             index, gap = per_step[number]
             later = [per_step[n][1] for n in numbers[k + 1 :]]
-            typical = statistics.median(later)
-            if gap <= min_gap or gap <= factor * typical:
+            # below one timestamp step a typical gap reads as 0 and any ratio to it is noise
+            typical = max(statistics.median(later), resolution)
+            if gap <= min_gap or gap <= factor * typical or not above_resolution(ctx, gap, "host"):
                 continue
             findings.append(_dead_window(trace, name, number, per_step, typical, min_gap, factor))
             break  # one finding per annotation: its first dead window

@@ -26,6 +26,7 @@ RULE_MODULES: list[str] = [
     "fusion",
     "training",
     "memory",
+    "quality",
 ]
 
 T = TypeVar("T")

@@ -9,10 +9,12 @@ import numpy as np
 from ..analysis.compile import compile_events, during_compilation
 from ..analysis.gpu_lane import Gap, buffer_requests, kernel_gaps, launch_latency
 from ..analysis.kernel_names import decode
+from ..analysis.resolution import timestamp_resolution
 from ..analysis.stepmap import device_steps, mean_step_us, step_count, step_or_none
 from ..units import count, fmt_us
 from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
+from .quality import above_resolution
 from .requires import NO_LINKS, need_device
 
 
@@ -90,9 +92,11 @@ def launch_latency_rule(ctx) -> list[Finding]:
     tenth = max(len(values) // 5, 1)
     head, tail = float(np.median(values[:tenth])), float(np.median(values[-tenth:]))
     depth50 = float(np.median(lat.queue_depth))
+    head = max(head, timestamp_resolution(trace).coarsest_us)  # below it, 0 is a rounding
     growth = tail / head if head > 0 else float("inf") if tail > 0 else 1.0
-    large = p50 > ctx.threshold("p50_us")
+    large = p50 > ctx.threshold("p50_us") and above_resolution(ctx, p50)
     grows = growth > ctx.threshold("growth") and tail - head > ctx.threshold("p50_us")
+    grows = grows and above_resolution(ctx, tail - head)
     if not (large or grows):
         return []
     queued = depth50 >= ctx.threshold("queue_depth")
@@ -205,17 +209,23 @@ def kernel_gap(ctx) -> list[Finding]:
     need_device(trace)
     per_step = kernel_gaps(trace)
     min_gap, ratio = ctx.threshold("min_gap_us"), ctx.threshold("ratio")
+    resolution = timestamp_resolution(trace).device_us or 0.0
     flagged = []
     compiling = ctx.analysis(compile_events)
     for gaps in per_step.values():
         if not gaps:
             continue
-        median = float(np.median([g.dur for g in gaps]))
+        # a median gap below one timestamp step reads as 0: floor it at the step
+        median = max(float(np.median([g.dur for g in gaps])), resolution)
         for g in gaps:
             # the device idles while Dynamo/Inductor compile: compilation's cost, reported there
             if during_compilation(trace, compiling, g.start, g.end):
                 continue
-            if g.dur > min_gap and g.dur > ratio * median:
+            if (
+                g.dur > min_gap
+                and g.dur > ratio * median
+                and above_resolution(ctx, g.dur, "device")
+            ):
                 flagged.append((g, median))
     if not flagged:
         return []

@@ -38,6 +38,7 @@ _ARG_FIELDS: list[tuple[str, str, Any, Any]] = [
     ("block", "block", list[int] | None, None),
     ("registers", "registers per thread", int | None, None),
     ("shared_memory", "shared memory", int | None, None),
+    ("occupancy", "est. achieved occupancy %", int | float | None, None),
     ("input_dims", "Input Dims", msgspec.Raw, None),  # kept as JSON text
     ("input_type", "Input type", msgspec.Raw, None),
     ("alloc_bytes", "Bytes", int | None, None),
@@ -124,6 +125,10 @@ class TopLevel(msgspec.Struct):
     hip_driver_version: Any = None
     roctracer_version: Any = None
     kinetoscope: Any = None
+    # the profiler's own log lines, by level (Kineto's LoggerCollector metadata)
+    INFO: Any = None
+    WARNING: Any = None
+    ERROR: Any = None
 
 
 _TOP = msgspec.json.Decoder(TopLevel)

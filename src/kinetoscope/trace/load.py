@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import math
 import os
 from contextlib import contextmanager
 from itertools import compress, repeat
@@ -32,13 +33,25 @@ _PH, _NAME, _CAT, _TS, _DUR, _PID, _TID, _ID, _ARGS = (
 _EXTERNAL_ID, _EXTERNAL_ID_OLD, _CORRELATION, _STREAM, _DEVICE = (
     attrgetter(a) for a in ("external_id", "external_id_old", "correlation", "stream", "device")
 )
-_GRID, _BLOCK, _REGISTERS, _SHARED_MEMORY, _ALLOC, _DIMS, _TYPES, _FLOPS, _COPY_BYTES = (
+(
+    _GRID,
+    _BLOCK,
+    _REGISTERS,
+    _SHARED_MEMORY,
+    _OCCUPANCY,
+    _ALLOC,
+    _DIMS,
+    _TYPES,
+    _FLOPS,
+    _COPY_BYTES,
+) = (
     attrgetter(a)
     for a in (
         "grid",
         "block",
         "registers",
         "shared_memory",
+        "occupancy",
         "alloc_bytes",
         "input_dims",
         "input_type",
@@ -130,6 +143,11 @@ def _meta(top: TopLevel) -> TraceMeta:
         if getattr(top, key) is not None
     }
     base = top.baseTimeNanoseconds
+    profiler_log = {
+        level: [str(line) for line in lines]
+        for level, lines in (("INFO", top.INFO), ("WARNING", top.WARNING), ("ERROR", top.ERROR))
+        if isinstance(lines, list)
+    }
     return TraceMeta(
         schema_version=top.schemaVersion,
         base_time_ns=int(base) if isinstance(base, (int, float)) else None,
@@ -138,6 +156,7 @@ def _meta(top: TopLevel) -> TraceMeta:
         distributed=top.distributedInfo if isinstance(top.distributedInfo, dict) else None,
         versions=versions,
         kinetoscope=top.kinetoscope if isinstance(top.kinetoscope, dict) else None,
+        profiler_log=profiler_log,
     )
 
 
@@ -185,6 +204,14 @@ def _ids(values: list[Any]) -> np.ndarray:
         return np.array(values, dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
         return np.array([_in_int64(as_int(v)) for v in values], np.int64)
+
+
+def _floats(values: list[Any]) -> np.ndarray:
+    """float64 column; None and values that are not numbers become NaN."""
+    try:
+        return np.array([math.nan if v is None else v for v in values], dtype=np.float64)
+    except (TypeError, ValueError):
+        return np.array([as_float(v) for v in values], np.float64)
 
 
 def _in_int64(value: int) -> int:
@@ -283,7 +310,7 @@ class _Builder:
         self.device_parts: list[
             tuple[np.ndarray, np.ndarray, np.ndarray]
         ] = []  # lane, stream, device
-        self.kernel_parts: list[tuple[np.ndarray, ...]] = []  # index, grid, block, regs, smem
+        self.kernel_parts: list[tuple[np.ndarray, ...]] = []  # index, grid, block, regs, smem, occ.
         self.memory_rows: list[tuple] = []
         self.input_dims: dict[int, str] = {}
         self.input_types: dict[int, str] = {}
@@ -374,6 +401,7 @@ class _Builder:
                     _triples(list(map(_BLOCK, cfg))),
                     _ids(list(map(_REGISTERS, cfg))),
                     _ids(list(map(_SHARED_MEMORY, cfg))),
+                    _floats(list(map(_OCCUPANCY, cfg))),
                 )
             )
         alloc = _present(list(map(_ALLOC, args)))
@@ -618,10 +646,19 @@ def _joined(parts: list[np.ndarray]) -> np.ndarray | None:
 def _kernel_args(parts: list[tuple[np.ndarray, ...]]) -> KernelArgs:
     if not parts:
         empty, triples = np.zeros(0, np.int64), np.zeros((0, 3), np.int64)
-        return KernelArgs(empty, triples, triples.copy(), empty.copy(), empty.copy())
-    index, grid, block, registers, shared = (np.concatenate(c) for c in zip(*parts, strict=True))
+        return KernelArgs(
+            empty, triples, triples.copy(), empty.copy(), empty.copy(), np.zeros(0)
+        )
+    index, grid, block, registers, shared, occupancy = (
+        np.concatenate(c) for c in zip(*parts, strict=True)
+    )
     return KernelArgs(
-        index=index, grid=grid, block=block, registers=registers, shared_memory=shared
+        index=index,
+        grid=grid,
+        block=block,
+        registers=registers,
+        shared_memory=shared,
+        occupancy=occupancy,
     )
 
 

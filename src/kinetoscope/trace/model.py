@@ -74,6 +74,8 @@ class TraceMeta:
     distributed: dict | None = None
     versions: dict[str, Any] = field(default_factory=dict)
     kinetoscope: dict | None = None
+    #: the profiler's own log lines by level ("INFO", "WARNING", "ERROR"), where written
+    profiler_log: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def rank(self) -> int | None:
@@ -90,6 +92,8 @@ class KernelArgs:
     block: np.ndarray  # (n, 3)
     registers: np.ndarray
     shared_memory: np.ndarray
+    #: CUPTI's "est. achieved occupancy %" (NaN where absent)
+    occupancy: np.ndarray
 
 
 @dataclass

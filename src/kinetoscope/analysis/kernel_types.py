@@ -1,0 +1,220 @@
+"""Device time by kernel type: what kind of work the device spends its time on.
+
+A GEMM-heavy step wants faster matmuls (dtype, tensor cores, shapes); an
+elementwise-heavy one wants fusion; a communication-heavy one wants overlap.
+The type of a kernel is read from how it was produced, not from a list of
+names: the library that emitted it (`kernel_names.decode`: cuBLAS, CUTLASS,
+Tensile, NCCL, ...), the naming conventions of kernel generators (Inductor's
+`triton_poi_` pointwise, `triton_red_`/`triton_per_` reductions, `triton_tem_`
+templates), and for copies and memsets the activity kind and direction CUPTI
+and roctracer write in the event name (`Memcpy HtoD (Pinned -> Device)`).
+
+Device time here is the summed duration of the events (two kernels running
+at once on two streams both count), so the shares say where the device's work
+goes, not how long the step took; kernels are placed in the step that
+launched them (as `step_stats` does).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from ..trace import Cat, Trace
+from .kernel_names import decode
+from .stepmap import device_steps
+from .window import window_device_work
+
+#: Types in display order. Memory copies are split by direction because each
+#: direction has its own cause and fix (HtoD: input pipeline, DtoH: syncs and
+#: `.item()`, DtoD: layout copies, PtoP: multi-GPU traffic).
+KERNEL_TYPES = (
+    "gemm",
+    "attention",
+    "conv",
+    "communication",
+    "elementwise",
+    "reduction",
+    "embedding",
+    "memcpy HtoD",
+    "memcpy DtoH",
+    "memcpy DtoD",
+    "memcpy PtoP",
+    "memcpy other",
+    "memset",
+    "spin",
+    "other",
+)
+
+#: What each type holds, for renderers and docs.
+TYPE_NOTES = {
+    "gemm": "matrix multiplies: cuBLAS/cuBLASLt, CUTLASS, CK, Tensile (hipBLASLt/rocBLAS), "
+    "DeepGEMM, Triton matmul templates",
+    "attention": "fused attention: flash, fmha/mem-efficient, cuDNN SDPA, aiter",
+    "conv": "convolutions (cuDNN, MIOpen, implicit GEMM, FFT and Winograd algorithms)",
+    "communication": "collectives and peer traffic run as kernels: NCCL/RCCL, DeepEP, NVSHMEM",
+    "elementwise": "pointwise kernels, casts, copies, gathers and layout transposes run on SMs",
+    "reduction": "reductions and normalizations: sums, softmax, norms, pooling, top-k, sort",
+    "embedding": "embedding lookups and their fused updates (FBGEMM TBE, embedding_bag)",
+    "memset": "device memsets",
+    "spin": "deliberate busy-waits (torch.cuda._sleep's spin_kernel), used by tests and benchmarks",
+    "other": "kernels whose name says none of the above",
+}
+
+#: Collective and peer-traffic libraries that launch their own kernels: NCCL
+#: and RCCL (`ncclDevKernel_*`, `ncclKernel_*`), DeepEP's dispatch/combine,
+#: NVSHMEM, and custom all-reduce kernels (vLLM's cross_device_reduce, the
+#: NVLS multimem all-reduce) that do the same job outside NCCL.
+_COMMUNICATION = re.compile(
+    r"nccl|rccl|deep_?ep|nvshmem|cross_device_reduce|multimem|all_?reduce|all_?gather"
+    r"|reduce_?scatter|all_?to_?all|sendrecv"
+)
+#: Embedding-bag kernels gather rows and pool them (rotary embeddings are pointwise math).
+_EMBEDDING = re.compile(r"(?<!rotary_)embedding|embedding_bag|\btbe_")
+#: Normalizations and pooling reduce over a channel, row or window: batch norm
+#: (cuDNN's `bn_fw_*`/`bn_bw_*`), layer/RMS/group norm and their backward
+#: (`GammaBetaBackward`), Welford statistics, pooling, histograms.
+_REDUCTION = re.compile(
+    r"(?:^|[^a-z])bn_(?:fw|bw)|batch_?norm|layer_?norm|rms_?norm|group_?norm|gammabeta|welford"
+    r"|pool|histogram|cumsum|scan|prefix_?sum|reduce|softmax|topk|sort|argm"
+)
+#: Pointwise work named by what it does to each element: quantization and
+#: dtype conversion, rotary embeddings, layout transforms (NCHW <-> NHWC),
+#: scaling, KV-cache stores, fills, MIOpen's tensor ops.
+_ELEMENTWISE = re.compile(
+    r"quant|convert|cast|rotary|nchwtonhwc|nhwctonchw|scale|cache|fill|subtensorop|tensorop"
+    r"|activation|gelu|silu|relu|dropout|copy|transpose|permute|gather|scatter|index|cat_?array"
+)
+#: cuDNN's FFT convolution algorithm runs as fft2d_r2c/c2r kernels.
+_FFT_CONV = re.compile(r"fft\d*d?_[rc]2[rc]|fft2d")
+#: Libraries whose every kernel serves a matrix multiply.
+_BLAS = frozenset({"cuBLAS", "hipBLASLt", "rocBLAS", "Tensile", "CUTLASS", "DeepGEMM"})
+_DIRECTIONS = (
+    ("memcpy HtoD", re.compile(r"htod|hosttodevice", re.I)),
+    ("memcpy DtoH", re.compile(r"dtoh|devicetohost", re.I)),
+    ("memcpy DtoD", re.compile(r"dtod|devicetodevice", re.I)),
+    ("memcpy PtoP", re.compile(r"ptop|peertopeer", re.I)),
+)
+
+
+@lru_cache(maxsize=16384)
+def kernel_type(name: str) -> str:
+    """The type of a kernel event named `name` (see KERNEL_TYPES)."""
+    decoded = decode(name)
+    low = name.lower()
+    if decoded.kind == "collective" or decoded.library in ("NCCL", "RCCL"):
+        return "communication"
+    if decoded.library == "Triton" and decoded.triton_kind == "template":
+        ops = " ".join(decoded.fused_ops)
+        if "convolution" in ops:
+            return "conv"
+        return "attention" if "attention" in ops else "gemm"
+    if decoded.kind in ("attention", "conv", "gemm"):
+        return decoded.kind
+    if _COMMUNICATION.search(low):
+        return "communication"
+    if _EMBEDDING.search(low):
+        return "embedding"
+    if decoded.kind == "reduction" or _REDUCTION.search(low):
+        return "reduction"
+    if decoded.kind in ("elementwise", "copy") or _ELEMENTWISE.search(low):
+        return "elementwise"
+    if decoded.library == "cuDNN" and _FFT_CONV.search(low):
+        return "conv"
+    if decoded.library in _BLAS:  # split-K reductions, epilogues: parts of a GEMM
+        return "gemm"
+    if decoded.short.startswith("spin_kernel"):
+        return "spin"
+    return "other"
+
+
+def copy_type(name: str) -> str:
+    """Direction of a memcpy event from its name (`Memcpy HtoD (Pinned -> Device)`)."""
+    for label, pattern in _DIRECTIONS:
+        if pattern.search(name):
+            return label
+    return "memcpy other"
+
+
+@dataclass(frozen=True)
+class TypeRow:
+    type: str
+    events: int
+    total_us: float
+    #: share of all device work time in the window (summed durations)
+    share: float
+    #: total_us over the steps: device time of this type per step
+    per_step_us: float
+
+
+@dataclass(frozen=True)
+class KernelTypes:
+    rows: list[TypeRow]
+    total_us: float
+    steps: int
+    #: step number -> type -> us (steps that launched device work)
+    by_step: dict[int, dict[str, float]] = field(default_factory=dict)
+    #: the largest kernels left as "other" (name, us), so a user sees what was not typed
+    top_other: list[tuple[str, float]] = field(default_factory=list)
+
+    def share(self, type_: str) -> float:
+        return next((r.share for r in self.rows if r.type == type_), 0.0)
+
+
+def event_types(trace: Trace, indices: np.ndarray) -> np.ndarray:
+    """Type label of each device event in `indices`."""
+    by_name: dict[tuple[int, int], str] = {}
+    out = []
+    for i in indices.tolist():
+        key = (int(trace.cat[i]), int(trace.name_id[i]))
+        label = by_name.get(key)
+        if label is None:
+            label = by_name[key] = _type_of(trace, key[0], trace.names[key[1]])
+        out.append(label)
+    return np.array(out, dtype=object)
+
+
+def _type_of(trace: Trace, cat: int, name: str) -> str:
+    if cat == int(Cat.MEMCPY):
+        return copy_type(name)
+    if cat == int(Cat.MEMSET):
+        return "memset"
+    return kernel_type(name)
+
+
+def kernel_types(trace: Trace, indices: np.ndarray | None = None) -> KernelTypes:
+    """Breakdown of device work (`indices`, default: all of it) by type and step."""
+    work = window_device_work(trace) if indices is None else indices
+    labels = event_types(trace, work)
+    durs = trace.dur[work]
+    total = float(durs.sum())
+    steps = max(len(trace.steps), 1)
+    numbers = device_steps(trace, work) if trace.steps else np.full(len(work), -1)
+    rows = []
+    for type_ in KERNEL_TYPES:
+        sel = labels == type_
+        if not sel.any():
+            continue
+        us = float(durs[sel].sum())
+        rows.append(TypeRow(type_, int(sel.sum()), us, us / total if total else 0.0, us / steps))
+    by_step: dict[int, dict[str, float]] = {}
+    for number in np.unique(numbers).tolist():
+        if number < 0:
+            continue
+        here = numbers == number
+        by_step[int(number)] = {
+            type_: float(durs[here & (labels == type_)].sum())
+            for type_ in KERNEL_TYPES
+            if (here & (labels == type_)).any()
+        }
+    other = work[labels == "other"]
+    top_other = []
+    if len(other):
+        sums = np.bincount(trace.name_id[other], weights=trace.dur[other])
+        for name_id in np.argsort(-sums)[:5]:
+            if sums[name_id] > 0:
+                top_other.append((trace.names[int(name_id)], float(sums[name_id])))
+    return KernelTypes(rows, total, steps, by_step, top_other)

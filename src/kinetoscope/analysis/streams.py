@@ -1,0 +1,151 @@
+"""Device streams and communication/compute overlap.
+
+Work on one stream runs in order; work on different streams may run at once.
+Distributed training relies on that: NCCL/RCCL collectives run on their own
+stream so that gradients of one layer are reduced while the backward pass of
+the next is still computing. Communication that runs while no compute kernel
+runs on any stream is exposed: the step waits for it (or for the slowest
+rank, since a collective kernel spins until its peers arrive). This module
+measures, per stream, busy time, and per step, how much communication time
+was hidden under compute and how much was exposed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..trace import Trace
+from .intervals import merge, union_length
+from .kernel_types import event_types
+from .stepmap import device_steps
+from .steps import step_stats
+from .window import window_device_work
+
+#: Device work that moves data between ranks/devices: collective kernels and peer copies.
+COMMUNICATION_TYPES = frozenset({"communication", "memcpy PtoP"})
+
+
+@dataclass(frozen=True)
+class StreamRow:
+    device: int | None
+    stream: int | None
+    label: str
+    events: int
+    #: union of this stream's device work in the window
+    busy_us: float
+    #: part of busy_us spent in communication kernels and peer copies
+    communication_us: float
+
+
+@dataclass(frozen=True)
+class StepOverlap:
+    step: int | None
+    #: the step's host window, or the span of the device work it launched when the
+    #: device runs behind the host and takes longer (the step lasts until its work ends)
+    step_us: float
+    communication_us: float
+    hidden_us: float
+
+    @property
+    def exposed_us(self) -> float:
+        return self.communication_us - self.hidden_us
+
+    @property
+    def exposed_share(self) -> float:
+        """Exposed communication as a share of the step."""
+        return self.exposed_us / self.step_us if self.step_us > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class StreamReport:
+    streams: list[StreamRow]
+    #: union of all communication in the window, and the part under compute on any stream
+    communication_us: float
+    hidden_us: float
+    steps: list[StepOverlap]
+
+    @property
+    def exposed_us(self) -> float:
+        return self.communication_us - self.hidden_us
+
+    @property
+    def hidden_share(self) -> float | None:
+        """Share of communication time hidden under compute; None without communication."""
+        return self.hidden_us / self.communication_us if self.communication_us > 0 else None
+
+    @property
+    def has_communication(self) -> bool:
+        return self.communication_us > 0
+
+
+def _overlap_us(a_s, a_e, b_s, b_e) -> float:
+    """Length of the intersection of two unions of intervals."""
+    a_s, a_e = merge(a_s, a_e)
+    b_s, b_e = merge(b_s, b_e)
+    if not len(a_s) or not len(b_s):
+        return 0.0
+    # |A and B| = |A| + |B| - |A or B|
+    both = union_length(np.concatenate((a_s, b_s)), np.concatenate((a_e, b_e)))
+    return float((a_e - a_s).sum() + (b_e - b_s).sum() - both)
+
+
+def _hidden_us(starts, ends, is_comm, device, selected) -> float:
+    """Communication in `selected` that runs while compute runs on the same device."""
+    total = 0.0
+    for dev in np.unique(device[selected]).tolist():
+        comm = selected & (device == dev)
+        comp = ~is_comm & (device == dev)
+        total += _overlap_us(starts[comm], ends[comm], starts[comp], ends[comp])
+    return total
+
+
+def stream_report(trace: Trace) -> StreamReport:
+    """Busy time per stream and communication overlap, over the active window."""
+    work = window_device_work(trace)
+    labels = event_types(trace, work)
+    is_comm = np.isin(labels, list(COMMUNICATION_TYPES))
+    starts, ends = trace.ts[work], trace.end[work]
+    rows = []
+    for lane_id in np.unique(trace.lane[work]).tolist():
+        lane = trace.lanes[lane_id]
+        here = trace.lane[work] == lane_id
+        rows.append(
+            StreamRow(
+                device=lane.device,
+                stream=lane.stream,
+                label=lane.label,
+                events=int(here.sum()),
+                busy_us=union_length(starts[here], ends[here]),
+                communication_us=union_length(starts[here & is_comm], ends[here & is_comm]),
+            )
+        )
+    rows.sort(key=lambda r: -r.busy_us)
+    device = np.array(
+        [
+            -1 if trace.lanes[i].device is None else trace.lanes[i].device
+            for i in trace.lane[work].tolist()
+        ],
+        dtype=np.int64,
+    )
+    numbers = device_steps(trace, work) if trace.steps else np.full(len(work), -1)
+    steps = []
+    for st in step_stats(trace):
+        launched = np.ones(len(work), bool) if st.number is None else numbers == st.number
+        mine = is_comm & launched
+        span = float(ends[launched].max() - starts[launched].min()) if launched.any() else 0.0
+        steps.append(
+            StepOverlap(
+                step=st.number,
+                step_us=max(st.dur, span),
+                communication_us=union_length(starts[mine], ends[mine]),
+                hidden_us=_hidden_us(starts, ends, is_comm, device, mine),
+            )
+        )
+    return StreamReport(
+        rows,
+        union_length(starts[is_comm], ends[is_comm]),
+        _hidden_us(starts, ends, is_comm, device, is_comm),
+        steps,
+    )
