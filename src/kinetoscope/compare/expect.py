@@ -200,7 +200,6 @@ class _Parser:
             return Compare(tok.text, op, rhs.text)
         raise self.fail(f"expected a number or a name after {op!r}")
 
-
     def _nested(self, sub) -> Node:
         """`sub()` one level deeper, refused past `MAX_DEPTH` levels."""
         self.depth += 1

@@ -13,11 +13,11 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from ..errors import TraceError
+from ..errors import TraceError, input_name
 from .categories import DEVICE_CATS, HOST_TREE_CATS, Cat, normalize_category
 from .decode import EventStream, TopLevel, as_float, as_int
 from .model import Device, KernelArgs, Lane, MemoryEvents, Trace, TraceMeta
-from .source import trace_chunks
+from .source import is_regular_file, trace_chunks
 from .split import SPLIT_MIN_BYTES, build_split, cores
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -83,16 +83,19 @@ def _build(path: Path) -> tuple[_Builder, TopLevel | None, int, list[str]]:
     """One pass over the file: (builder fed every event, top-level object, events
     decoded, warnings)."""
     warnings: list[str] = []
-    stream = EventStream(str(path), warnings)
-    builder = _Builder(str(path))
+    stream = EventStream(input_name(path), warnings)
+    builder = _Builder(input_name(path))
     for batch in stream.batches(trace_chunks(path, warnings)):
         builder.add(batch)
     return builder, stream.top, stream.count, warnings
 
 
 def _split_wanted(path: Path, min_bytes: int | None) -> bool:
-    """An uncompressed file large enough to be worth two processes."""
+    """An uncompressed regular file large enough to be worth two processes (stdin,
+    a FIFO or `/dev/fd/N` is read once, front to back, and never opened here)."""
     if not hasattr(os, "fork") or min_bytes is None and cores() < 2:
+        return False
+    if not is_regular_file(path):
         return False
     try:
         with open(path, "rb") as handle:
