@@ -59,7 +59,7 @@ def load(path: str | os.PathLike, *, split_min_bytes: int | None = None) -> Trac
     """
     path = Path(path)
     built = None
-    with _cyclic_gc_paused():
+    with _cyclic_gc_paused(), _decoder_limits(path):
         if _split_wanted(path, split_min_bytes):
             built = build_split(path, _Builder)
         if built is None:
@@ -104,6 +104,23 @@ def _split_wanted(path: Path, min_bytes: int | None) -> bool:
     except OSError:  # missing, a directory, unreadable: the one-pass load says which
         return False
     return not gzipped and size >= (SPLIT_MIN_BYTES if min_bytes is None else min_bytes)
+
+
+@contextmanager
+def _decoder_limits(path: Path):
+    """The JSON decoder's own refusals, as the user's input being unusable: msgspec
+    raises `UnicodeDecodeError` for bytes that are not UTF-8 and `RecursionError`
+    for values nested deeper than the interpreter's recursion limit (~1000)."""
+    try:
+        yield
+    except UnicodeDecodeError as exc:
+        raise TraceError(
+            path, f"is not valid UTF-8 text ({exc.reason}: byte 0x{exc.object[exc.start]:02x})"
+        ) from None
+    except RecursionError:
+        raise TraceError(
+            path, "has values nested too deeply to decode (about 1000 levels)"
+        ) from None
 
 
 @contextmanager
