@@ -597,7 +597,9 @@ def _opens_an_event(text: bytes, start: int) -> bool:
             at = _TRAILING_AT.search(str(exc))
             if at is None:
                 return False
-            end = start + int(at.group(1))
+            # msgspec's byte is near the trailing text; the object ends at the last
+            # `}` before it (checked by decoding that much)
+            end = text.rfind(b"}", start, start + int(at.group(1)) + 1) + 1
         try:
             value = msgspec.json.decode(view[start:end])
         except (msgspec.DecodeError, RecursionError):
