@@ -133,18 +133,19 @@ def test_truncated_and_control_characters_same_warnings(tmp_path):
     assert no_children_left()
 
 
-def test_a_cut_inside_a_string_falls_back(tmp_path):
+def test_a_boundary_lookalike_inside_a_string_is_not_taken_as_the_cut(tmp_path):
     evs = events(300)
     path = write_trace(tmp_path / "t.json", evs)
     size = len(path.read_bytes())
-    # a name holding '},{' that spans the middle of the file: the first boundary
-    # after the middle lies inside that string
+    # a name holding '},{' that spans the middle of the file: the first `},{` after
+    # the middle lies inside that string, and the split point must skip it
     evs.insert(len(evs) // 2, op("x" * 200 + "},{" * 400, 1.0, 1.0))
     path = write_trace(tmp_path / "t.json", evs)
     _, first_end, _ = split.split_point(path)
     text = path.read_bytes()
     name_at = text.index(b"x" * 200)
-    assert name_at < first_end < name_at + 200 + 3 * 400  # inside the name
+    assert not name_at < first_end < name_at + 200 + 3 * 400  # not inside the name
+    assert text[first_end - 1 : first_end] == b"}"
     assert size < len(text)
     assert_same(
         kinetoscope.load(path, split_min_bytes=ONE_PASS), kinetoscope.load(path, split_min_bytes=0)

@@ -6,11 +6,17 @@ The file has one table per rule id, holding that rule's threshold keys:
     max_device_ratio = 0.3
 
 `--set` entries are applied after the file. An unknown rule id or key is a
-usage error (one line, exit 2) rather than a silently ignored typo.
+usage error (one line, exit 2) rather than a silently ignored typo, and so is a
+value outside what the threshold means: every threshold is a finite,
+non-negative number (a NaN compares false with everything and a negative one
+flips the test it guards, silently changing the verdict); a share is a
+fraction of time, so it lies in [0, 1]; a count (its default is an integer)
+is a whole number.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -59,6 +65,7 @@ def apply_sets(config: Config, assignments: Iterable[str]) -> Config:
 
 
 def validate_config(config: Config, source: str = "config") -> Config:
+    """A checked copy of `config`: known rules and keys, values in range."""
     rules = load_rules()
     for rule_id, table in config.items():
         if rule_id not in rules:
@@ -70,7 +77,31 @@ def validate_config(config: Config, source: str = "config") -> Config:
                 raise UsageError(
                     f"{source}: rule '{rule_id}' has no threshold '{key}' (its thresholds: {have})"
                 )
-    return config
+    return {
+        rule_id: {
+            key: _in_range(
+                _number(value, f"{source}: {rule_id}.{key}"),
+                rules[rule_id].defaults[key],
+                key,
+                f"{source}: {rule_id}.{key}",
+            )
+            for key, value in table.items()
+        }
+        for rule_id, table in config.items()
+    }
+
+
+def _in_range(value: float, default: float, key: str, where: str) -> float:
+    """`value` when it means what threshold `key` means (see the module docstring)."""
+    if not math.isfinite(value):
+        raise UsageError(f"{where}: must be a finite number, got {value!r}")
+    if value < 0:
+        raise UsageError(f"{where}: must not be negative, got {value:g}")
+    if (key == "share" or key.endswith("_share")) and value > 1:
+        raise UsageError(f"{where}: is a share of time, between 0 and 1; got {value:g}")
+    if isinstance(default, int) and not value.is_integer():
+        raise UsageError(f"{where}: is a count, a whole number; got {value:g}")
+    return value
 
 
 def check_rule_ids(ids: Iterable[str]) -> list[str]:

@@ -6,6 +6,15 @@ else escaping the library is our bug (exit 1).
 
 from __future__ import annotations
 
+#: how standard input (`-` on the command line) is named in messages and reports
+STDIN_NAME = "<stdin>"
+
+
+def input_name(path: object) -> str:
+    """How an input is named to the user: `-` is standard input."""
+    text = str(path)
+    return STDIN_NAME if text == "-" else text
+
 
 class KinetoscopeError(Exception):
     """Base class for errors that carry a user-facing one-line message."""
@@ -19,7 +28,7 @@ class TraceError(KinetoscopeError):
     exit_code = 2
 
     def __init__(self, path: object, problem: str) -> None:
-        self.path = str(path)
+        self.path = input_name(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
 

@@ -13,7 +13,6 @@ The rank comes from the trace's `distributedInfo.rank`, else from the file name
 
 from __future__ import annotations
 
-import json
 import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ import numpy as np
 from .analysis.intervals import merge, union_length
 from .analysis.streams import stream_report
 from .errors import TraceError, UsageError
+from .jsontext import dumps
 from .rules.base import SEVERITY_ORDER
 from .trace import Trace, load
 
@@ -282,7 +282,7 @@ def explain_ranks(paths: list[Path], jobs: int, config: dict, fmt: str) -> str:
     ranks = summarize_ranks(paths, jobs, config)
     report = MultiRankReport(ranks)
     if fmt == "json":
-        return json.dumps(report.as_json(), indent=2)
+        return dumps(report.as_json(), indent=2)
     return report.render(markdown=fmt == "md")
 
 

@@ -14,6 +14,7 @@ from kinetoscope.compare.expect import (
     check,
     check_all,
     parse,
+    tokenize,
 )
 
 FACTS = Facts(
@@ -107,3 +108,47 @@ def test_bad_expressions_name_the_problem(text, problem):
 def test_check_all_rejects_before_measuring():
     with pytest.raises(ExpressionError, match="nope"):
         check_all(["kernels_per_step <= 5", "nope > 1"], FACTS)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(" * 5000 + "kernels_per_step <= 5" + ")" * 5000,
+        "not " * 5000 + "dataloader-bound",
+        "not (" * 2000 + "dataloader-bound" + ")" * 2000,
+    ],
+)
+def test_deep_nesting_is_a_one_line_error(text):
+    """Each level costs a Python frame in the parser and the evaluator: past
+    MAX_DEPTH the answer is a usage error, not a RecursionError (exit 1)."""
+    with pytest.raises(ExpressionError, match="nested more than 64 levels") as info:
+        check(text, FACTS)
+    assert "\n" not in str(info.value) and len(str(info.value)) < 300
+
+
+def test_nesting_up_to_the_limit_is_accepted():
+    text = "(" * 64 + "kernels_per_step <= 5" + ")" * 64
+    assert check(text, FACTS).passed == check("kernels_per_step <= 5", FACTS).passed
+
+
+@pytest.mark.parametrize("tail", ["a", "ms5", ""])
+def test_a_20000_digit_number_is_tokenized_in_one_pass(tail):
+    """A number followed by a letter used to make the regex retry every split of
+    its digits (seconds for thousands of digits); now one greedy match decides.
+    An enormous number followed by nothing is a clear out-of-range error."""
+    with pytest.raises(ExpressionError) as info:
+        check("kernels_per_step <= " + "1" * 20000 + tail, FACTS)
+    assert "unexpected" in str(info.value) or "out of range" in str(info.value)
+    assert len(str(info.value)) < 300
+
+
+def test_units_after_numbers_still_split_the_same_way():
+    tokens = tokenize("step_time_us <= 5 sx and a<=5ms")
+    assert [(t.kind, t.text, t.unit) for t in tokens[:5]] == [
+        ("name", "step_time_us", None),
+        ("op", "<=", None),
+        ("num", "5", None),
+        ("name", "sx", None),
+        ("kw", "and", None),
+    ]
+    assert (tokens[-2].text, tokens[-2].unit) == ("5", "ms")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -10,6 +9,7 @@ from rich.console import Console
 
 from ..analysis.summary import summarize
 from ..errors import UsageError
+from ..jsontext import dumps
 from ..report.console import output_width
 from ..report.summary_view import render_summary, summary_data
 from ..trace import load
@@ -26,6 +26,6 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"unknown --format {fmt!r}; choose text or json")
         result = summarize(load(trace_path))
         if fmt == "json":
-            typer.echo(json.dumps(summary_data(result), indent=2, default=str))
+            typer.echo(dumps(summary_data(result), indent=2, default=str))
             return
         render_summary(result, Console(width=output_width()))

@@ -7,13 +7,13 @@ passed to every `profile` run unchanged (e.g. `--device cpu --dtype fp32`).
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import typer
 
 from ..errors import UsageError
+from ..jsontext import dumps
 
 
 def register(app: typer.Typer) -> None:
@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
         stem.parent.mkdir(parents=True, exist_ok=True)
         written = plot_sweep(points, cross, f"{workload}: time per step vs {param}", param, stem)
         data_path = stem.with_suffix(".json")
-        data_path.write_text(json.dumps(sweep_dict(workload, param, points, cross), indent=2))
+        data_path.write_text(dumps(sweep_dict(workload, param, points, cross), indent=2))
         for path in [*written, data_path]:
             console.print(Text(f"wrote {path}"))
         if not all(p.ok for p in points):

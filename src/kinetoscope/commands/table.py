@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
 from ..analysis.table import SORT_KEYS, key_averages
 from ..errors import UsageError
+from ..jsontext import dumps
 from ..report.table_text import render_table
 from ..trace import load
 
@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             rows = result.rows if row_limit < 0 else result.rows[:row_limit]
             typer.echo(
-                json.dumps(
+                dumps(
                     {
                         "self_cpu_total_us": result.self_cpu_total_us,
                         "self_device_total_us": result.self_device_total_us,

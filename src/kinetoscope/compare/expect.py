@@ -20,6 +20,7 @@ exits 2 instead of silently passing.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -32,9 +33,16 @@ TIME_UNITS = {"us": 1.0, "ms": 1e3, "s": 1e6}
 #: Metrics whose name ends like this are fractions, so `%` applies to them.
 RATIO_SUFFIXES = ("_ratio", "_share", "_fraction")
 
+#: Expressions nested deeper than this (parentheses, `not`) are refused: the parser
+#: and the evaluator recurse once per level.
+MAX_DEPTH = 64
+
+# No alternative can backtrack: a number is matched greedily and the character
+# after it checked in `tokenize` (a lookahead after `\d+\.?\d*` made a 20,000-digit
+# number followed by a letter take seconds, retrying every split of the digits).
 _TOKEN = re.compile(
     r"\s*(?:"
-    r"(?P<num>-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(?:\s*(?P<unit>%|us|ms|s))?(?![A-Za-z0-9_])"
+    r"(?P<num>-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)"
     r"|(?P<op><=|>=|==|!=|<|>)"
     r"|(?P<paren>[()])"
     r"|(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)"
@@ -47,7 +55,8 @@ class ExpressionError(UsageError):
 
     def __init__(self, text: str, problem: str) -> None:
         self.text = text
-        super().__init__(f"bad expectation {text!r}: {problem}")
+        shown = text if len(text) <= 80 else text[:60] + "..." + text[-12:]
+        super().__init__(f"bad expectation {shown!r}: {problem}")
 
 
 # ---- syntax tree ------------------------------------------------------
@@ -85,19 +94,31 @@ class Token:
     unit: str | None = None
 
 
+_UNIT = re.compile(r"\s*(%|us|ms|s)")
+_WORD_CHAR = re.compile(r"[A-Za-z0-9_]")
+
+
 def tokenize(text: str) -> list[Token]:
+    """The tokens of `text`, in time linear in its length."""
     tokens: list[Token] = []
     pos = 0
     stripped = text.rstrip()
     while pos < len(stripped):
         m = _TOKEN.match(stripped, pos)
         if not m or m.end() == pos:
-            bad = stripped[pos:].strip()[:12]
-            hint = " (compare with ==)" if bad.startswith("=") else ""
-            raise ExpressionError(text, f"unexpected {bad!r}{hint}")
+            raise _unexpected(text, stripped[pos:])
         pos = m.end()
         if m["num"] is not None:
-            tokens.append(Token("num", m["num"], m["unit"]))
+            unit = _UNIT.match(stripped, pos)
+            if unit and not _WORD_CHAR.match(stripped, unit.end()):
+                pos = unit.end()
+            else:
+                unit = None
+            if _WORD_CHAR.match(stripped, pos):  # "12abc": neither a number nor a name
+                raise _unexpected(text, stripped[m.start("num") :])
+            if not math.isfinite(float(m["num"])):
+                raise ExpressionError(text, f"number out of range: {_clipped(m['num'])}")
+            tokens.append(Token("num", m["num"], unit[1] if unit else None))
         elif m["op"]:
             tokens.append(Token("op", m["op"]))
         elif m["paren"]:
@@ -109,11 +130,22 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
+def _clipped(word: str) -> str:
+    return repr(word if len(word) <= 16 else word[:12] + "...")
+
+
+def _unexpected(text: str, rest: str) -> ExpressionError:
+    bad = rest.strip()[:12]
+    hint = " (compare with ==)" if bad.startswith("=") else ""
+    return ExpressionError(text, f"unexpected {bad!r}{hint}")
+
+
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
         self.tokens = tokenize(text)
         self.pos = 0
+        self.depth = 0  # `not` and `(` levels open around the current token
 
     def peek(self) -> Token:
         return self.tokens[self.pos]
@@ -150,9 +182,9 @@ class _Parser:
     def unary(self) -> Node:
         tok = self.take()
         if tok.kind == "kw" and tok.text == "not":
-            return Not(self.unary())
+            return Not(self._nested(self.unary))
         if tok.kind == "paren" and tok.text == "(":
-            node = self.expr()
+            node = self._nested(self.expr)
             if self.take().text != ")":
                 raise self.fail("missing ')'")
             return node
@@ -167,6 +199,15 @@ class _Parser:
         if rhs.kind == "name":
             return Compare(tok.text, op, rhs.text)
         raise self.fail(f"expected a number or a name after {op!r}")
+
+    def _nested(self, sub) -> Node:
+        """`sub()` one level deeper, refused past `MAX_DEPTH` levels."""
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.fail(f"nested more than {MAX_DEPTH} levels deep ('not' and parentheses)")
+        node = sub()
+        self.depth -= 1
+        return node
 
 
 def parse(text: str) -> Node:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import html
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..jsontext import dumps
 from ..units import fmt_us
 from .diff import TraceDiff
 
@@ -249,7 +249,7 @@ def to_markdown(d: TraceDiff) -> str:
 
 
 def to_json(d: TraceDiff) -> str:
-    return json.dumps(d.to_dict(), indent=2)
+    return dumps(d.to_dict(), indent=2)
 
 
 _STYLE = (

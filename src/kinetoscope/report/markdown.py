@@ -1,9 +1,18 @@
-"""Markdown rendering of a `Report`, for pull requests, issues and notebooks."""
+"""Markdown rendering of a `Report`, for pull requests, issues and notebooks.
+
+Everything that comes from the trace (path, device and kernel names, labels,
+versions, warnings) is escaped: `|` would split a table cell, backticks end a
+code span, `<...>` in a C++ template name would be read as HTML, and control
+characters or newlines would break the line they are on.
+"""
 
 from __future__ import annotations
 
+import re
+
 from ..rules.base import Evidence
 from ..units import fmt_us
+from .console import inert
 from .evidence import evidence_line
 from .model import Report
 from .phrases import device_cell, step_counts, steps_line
@@ -11,16 +20,17 @@ from .phrases import device_cell, step_counts, steps_line
 
 def render_markdown(report: Report) -> str:
     t, v = report.trace, report.verdict
-    out = [f"# kinetoscope: `{t.path}`", ""]
-    devices = ", ".join(sorted({d["name"] for d in t.devices if d.get("name")})) or "none listed"
-    versions = ", ".join(f"{k} {val}" for k, val in t.versions.items()) or "not recorded"
+    out = [f"# kinetoscope: {_code(t.path)}", ""]
+    names = {_escape(str(d["name"])) for d in t.devices if d.get("name")}
+    devices = ", ".join(sorted(names)) or "none listed"
+    versions = ", ".join(_escape(f"{k} {val}") for k, val in t.versions.items()) or "not recorded"
     out += [
         f"- **Devices**: {devices}",
         f"- **Versions**: {versions}",
         f"- **Window**: {fmt_us(t.window['dur_us'])} from +{fmt_us(t.window['start_us'])}, "
         f"{step_counts(report)}, {t.events} events",
         "",
-        f"**Verdict: {v.regime}**: {v.summary.split(': ', 1)[-1]}",
+        f"**Verdict: {_escape(v.regime)}**: {_escape(v.summary.split(': ', 1)[-1])}",
         "",
         "## Steps",
         "",
@@ -28,9 +38,9 @@ def render_markdown(report: Report) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for row in report.steps:
-        flag = f"outlier: {row.outlier}" if row.outlier else ""
+        flag = f"outlier: {_escape(row.outlier)}" if row.outlier else ""
         out.append(
-            f"| {row.label} | +{fmt_us(row.start_us)} | {fmt_us(row.dur_us)} | "
+            f"| {_escape(row.label)} | +{fmt_us(row.start_us)} | {fmt_us(row.dur_us)} | "
             f"{fmt_us(row.host_busy_us)} | {device_cell(report, row)} | {row.kernels} | "
             f"{row.launches} | {flag} |"
         )
@@ -73,16 +83,27 @@ def _evidence(e: Evidence) -> str:
     line = evidence_line(e)
     parts = []
     if line.name:
-        name = line.name.replace("`", "'")
-        parts.append(f"`{name}`")
+        parts.append(_code(line.name))
     parts.append(_escape(line.text))
     if line.where:
-        parts.append(f"({line.where})")
+        parts.append(f"({_escape(line.where)})")
     return " ".join(p for p in parts if p)
 
 
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|&~])")
+_BREAKS = re.compile(r"\s*[\r\n]+\s*")
+
+
 def _escape(text: str) -> str:
-    """Keep table pipes, emphasis markers and C++ `<...>` in names from breaking the layout."""
-    for char in "|*_<":
-        text = text.replace(char, "\\" + char)
-    return text
+    """`text` as literal Markdown on one line: every character Markdown or HTML
+    would interpret is backslash-escaped, control characters shown as `\\xNN`."""
+    return _SPECIAL.sub(r"\\\1", inert(_BREAKS.sub(" ", text)))
+
+
+def _code(text: str) -> str:
+    """`text` as a code span on one line: fenced by more backticks than it holds
+    (backslashes do not escape inside code spans); `|` escaped for table cells."""
+    text = inert(_BREAKS.sub(" ", text)).replace("|", "\\|")
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

@@ -8,10 +8,10 @@ disappears (adding fields does not).
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..jsontext import dumps
 from ..rules.base import Finding
 from ..rules.engine import Skipped
 
@@ -126,7 +126,7 @@ class Report:
         )
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, default=_plain)
+        return dumps(self.to_dict(), indent=indent)
 
     def skipped_groups(self) -> list[tuple[list[str], str, str]]:
         """Not-checked rules sharing a reason and advice, as (ids, reason, advice), in order.
@@ -165,10 +165,3 @@ def _rounded(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_rounded(v) for v in value]
     return value
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars and other number-likes that reach the JSON."""
-    if hasattr(value, "item"):
-        return value.item()
-    raise TypeError(f"not JSON serializable: {type(value).__name__}")

@@ -1,7 +1,9 @@
 """Terminal rendering of a `Report` with rich: verdict, steps, findings, not checked.
 
 Laid out for a 100-column terminal: tables fold long names, explanations wrap
-under their finding, evidence lines are indented bullets.
+under their finding, evidence lines are indented bullets. Every string that can
+come from the trace (path, names, devices, labels, warnings) passes `inert`
+first: a kernel name holding ESC must print as text, not recolour the terminal.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from rich.text import Text
 
 from ..rules.base import Evidence, Finding
 from ..units import fmt_us
+from .console import inert
 from .evidence import evidence_line
 from .model import Report
 from .phrases import device_cell, step_counts, steps_line
@@ -73,10 +76,10 @@ def _hanging(label: Text | str, *lines: Text | str) -> Table:
 
 def _header(report: Report) -> Table:
     t = report.trace
-    names = sorted({d["name"] for d in t.devices if d.get("name")})
+    names = sorted({inert(str(d["name"])) for d in t.devices if d.get("name")})
     run = [", ".join(names) if names else "no device properties"]
     run.extend(
-        f"{key.removesuffix('_version').replace('_', ' ')} {value}"
+        inert(f"{key.removesuffix('_version').replace('_', ' ')} {value}")
         for key, value in t.versions.items()
     )
     if t.rank is not None:
@@ -85,16 +88,16 @@ def _header(report: Report) -> Table:
         f"window {fmt_us(t.window['dur_us'])} ({step_counts(report)}) "
         f"from +{fmt_us(t.window['start_us'])}, {t.events} events"
     )
-    lines: list[Text | str] = [Text(t.path), Text(" | ".join(run), style="dim")]
+    lines: list[Text | str] = [Text(inert(t.path)), Text(" | ".join(run), style="dim")]
     lines.append(Text(window, style="dim"))
-    lines.extend(Text(f"warning: {w}", style="yellow") for w in t.warnings)
+    lines.extend(Text(f"warning: {inert(w)}", style="yellow") for w in t.warnings)
     return _hanging(Text("Trace", style="bold"), *lines)
 
 
 def _verdict(report: Report) -> Table:
     v = report.verdict
     line = Text(v.regime.upper(), style=REGIME_STYLE.get(v.regime, "bold"))
-    line.append("  " + v.summary.split(": ", 1)[-1], style="")
+    line.append("  " + inert(v.summary.split(": ", 1)[-1]), style="")
     return _hanging(Text("Verdict", style="bold"), line)
 
 
@@ -147,9 +150,9 @@ def _steps(report: Report) -> Group:
     rows = report.steps
     shown = [r for i, r in enumerate(rows) if i < MAX_STEP_ROWS or r.outlier]
     for row in shown:
-        flag = Text(f"<- {row.outlier}", style="yellow") if row.outlier else Text("")
+        flag = Text(f"<- {inert(row.outlier)}", style="yellow") if row.outlier else Text("")
         table.add_row(
-            row.label,
+            Text(inert(row.label)),
             f"+{fmt_us(row.start_us)}",
             fmt_us(row.dur_us),
             fmt_us(row.host_busy_us),
@@ -183,8 +186,8 @@ def _finding(number: int, f: Finding, per: str) -> Group:
     head.append(f" {f.id}", style="bold")
     if f.impact_us > 0:
         head.append(f"  ~{fmt_us(f.impact_us)}{per}", style="dim")
-    body = [Text(f.title, style="bold"), Text(f.explanation)]
-    body.append(Text.assemble(("Try: ", "green"), f.suggestion))
+    body = [Text(inert(f.title), style="bold"), Text(inert(f.explanation))]
+    body.append(Text.assemble(("Try: ", "green"), inert(f.suggestion)))
     if f.evidence:
         body.append(Text("Evidence:", style="dim"))
         body.extend(Padding(_hanging("-", _evidence(e)), (0, 0, 0, 2)) for e in f.evidence)
@@ -195,11 +198,11 @@ def _evidence(e: Evidence) -> Text:
     line = evidence_line(e)
     text = Text()
     if line.name:
-        text.append(line.name, style="bold")
+        text.append(inert(line.name), style="bold")
         text.append(": ")
-    text.append(line.text)
+    text.append(inert(line.text))
     if line.where:
-        text.append(f" ({line.where})", style="dim")
+        text.append(f" ({inert(line.where)})", style="dim")
     return text
 
 
@@ -207,8 +210,8 @@ def _not_checked(report: Report) -> Group:
     parts = [Text("Not checked", style="bold")]
     for ids, reason, advice in report.skipped_groups():
         line = Text(", ".join(ids), style="bold")
-        line.append(f": {reason}")
+        line.append(f": {inert(reason)}")
         if advice:
-            line.append(f"; {advice}", style="dim")
+            line.append(f"; {inert(advice)}", style="dim")
         parts.append(Padding(_hanging("-", line), (0, 0, 0, 2)))
     return Group(*parts)

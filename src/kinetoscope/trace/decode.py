@@ -141,6 +141,9 @@ _CONTROL_TABLE = bytes.maketrans(bytes(range(32)), b" " * 32)
 _CONTROL_RE = re.compile(rb"[\x00-\x1f]")
 _EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*\[')
 _BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
+#: a whole JSON string, an event boundary outside one, or a lone `"` (a string cut
+#: off): scanning from outside any string finds only real boundaries
+_STRING_OR_BOUNDARY = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|\}[ \t\r\n]*,[ \t\r\n]*\{|"', re.S)
 _FIRST = re.compile(rb"[ \t\r\n]*([^ \t\r\n])")
 _TRAILING_AT = re.compile(r"trailing characters \(byte (\d+)\)")
 _CONTROL_WARNING = "raw control characters inside strings were replaced by spaces"
@@ -231,9 +234,10 @@ class EventStream:
             if len(rest) < _PIECE:
                 continue
             cut = _last_boundary(rest, len(rest))
-            if cut is None:  # one event larger than a piece: keep reading
+            decoded = self._decode_before(rest, cut) if cut is not None else None
+            if decoded is None:  # one event larger than a piece: keep reading
                 continue
-            batch, cut = self._decode_before(rest, cut)
+            batch, cut = decoded
             yield batch
             del rest[:cut]
             offset += cut
@@ -262,8 +266,13 @@ class EventStream:
         return True
 
     # ---- the event array, piece by piece ---------------------------------
-    def _decode_before(self, rest: bytearray, cut: tuple[int, int]) -> tuple[list[Any], int]:
-        """Decode the events before boundary `cut`; (batch, start of the next event)."""
+    def _decode_before(self, rest: bytearray, cut: tuple[int, int]) -> tuple[list[Any], int] | None:
+        """Decode the events before boundary `cut`; (batch, start of the next event),
+        or None when the piece holds no boundary outside a string (one event larger
+        than the piece: read on).
+
+        `cut` is a guess; when it and the 16 before it fail (strings full of `},{`),
+        the piece is scanned string-aware from its start, which is an event's start."""
         error = None
         for _ in range(16):
             try:
@@ -273,7 +282,13 @@ class EventStream:
             cut = _last_boundary(rest, cut[0] - 1)
             if cut is None:
                 break
-        raise TraceError(self.path, f"is not valid JSON ({error})")
+        cut = boundary_outside_strings(rest)
+        if cut is None:
+            return None
+        try:
+            return self._decode_array(_bracket(rest, cut[0])), cut[1]
+        except _Malformed as exc:
+            raise TraceError(self.path, f"is not valid JSON ({error or exc})") from None
 
     def _finish(self, rest: bytearray, head: bytes, offset: int) -> Iterator[list[Any]]:
         """The last piece: events up to the array's `]`, then the top-level keys after it."""
@@ -432,6 +447,20 @@ def _last_boundary(text: bytearray, before: int) -> tuple[int, int] | None:
     return None
 
 
+def boundary_outside_strings(text: bytearray | bytes) -> tuple[int, int] | None:
+    """(end of an event, start of the next) for the last `},{` of `text` that is not
+    inside a string, `text` starting outside any string; None when there is none.
+    Linear in the length of `text` (one regex pass, no backtracking across strings)."""
+    last = None
+    for match in _STRING_OR_BOUNDARY.finditer(text):
+        token = match.group()
+        if token == b'"':  # a string that does not end in `text`: nothing after counts
+            break
+        if token[:1] == b"}":
+            last = match
+    return (last.start() + 1, last.end() - 1) if last else None
+
+
 def normalize_lenient(batch: list[Any]) -> list[Any]:
     """Coerce leniently decoded events to the strict field types, in place."""
     for ev in batch:
@@ -546,8 +575,44 @@ def events_head(text: bytes) -> bytes | None:
 
 
 def first_boundary(text: bytes) -> tuple[int, int] | None:
-    """(end of an event, start of the next) for the first `},{` in `text`.
+    """(end of an event, start of the next) for the first `},{` in `text` after which
+    an event really starts, `text` starting at an unknown place in the array.
 
-    Only a guess (it may lie inside a string); `prefix_batches` catches a wrong one."""
-    match = _BOUNDARY.search(text)
-    return (match.start() + 1, match.end() - 1) if match else None
+    A `{` inside a string is never followed by a complete object with a key (its
+    quotes would be escaped), so a candidate whose `{` opens a non-empty object
+    followed by `,` or `]` is taken. Still a guess in contrived cases (a key that
+    ends in `},{`); `prefix_batches` catches a wrong one."""
+    for tried, match in enumerate(_BOUNDARY.finditer(text)):
+        if tried >= 256:
+            break
+        if _opens_an_event(text, match.end() - 1):
+            return match.start() + 1, match.end() - 1
+    return None
+
+
+def _opens_an_event(text: bytes, start: int) -> bool:
+    """True when the `{` at `start` opens a non-empty object followed by `,` or `]`."""
+    with memoryview(text) as view:
+        try:
+            msgspec.json.decode(view[start:])
+            return False  # the window ended exactly there: cannot tell
+        except RecursionError:
+            return False
+        except msgspec.DecodeError as exc:
+            at = _TRAILING_AT.search(str(exc))
+            if at is None:
+                return False
+            # msgspec's byte is near the trailing text; the object ends at the last
+            # `}` before it (checked by decoding that much)
+            end = text.rfind(b"}", start, start + int(at.group(1)) + 1) + 1
+        try:
+            value = msgspec.json.decode(view[start:end])
+        except (msgspec.DecodeError, RecursionError):
+            return False
+    after = _FIRST.match(text, end)
+    return (
+        isinstance(value, dict)
+        and bool(value)
+        and after is not None
+        and after.group(1) in (b",", b"]")
+    )

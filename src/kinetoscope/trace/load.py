@@ -14,11 +14,11 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from ..errors import TraceError
+from ..errors import TraceError, input_name
 from .categories import DEVICE_CATS, HOST_TREE_CATS, Cat, normalize_category
 from .decode import EventStream, TopLevel, as_float, as_int
 from .model import Device, KernelArgs, Lane, MemoryEvents, Trace, TraceMeta
-from .source import trace_chunks
+from .source import is_regular_file, trace_chunks
 from .split import SPLIT_MIN_BYTES, build_split, cores
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -72,7 +72,7 @@ def load(path: str | os.PathLike, *, split_min_bytes: int | None = None) -> Trac
     """
     path = Path(path)
     built = None
-    with _cyclic_gc_paused():
+    with _cyclic_gc_paused(), _decoder_limits(path):
         if _split_wanted(path, split_min_bytes):
             built = build_split(path, _Builder)
         if built is None:
@@ -96,16 +96,19 @@ def _build(path: Path) -> tuple[_Builder, TopLevel | None, int, list[str]]:
     """One pass over the file: (builder fed every event, top-level object, events
     decoded, warnings)."""
     warnings: list[str] = []
-    stream = EventStream(str(path), warnings)
-    builder = _Builder(str(path))
+    stream = EventStream(input_name(path), warnings)
+    builder = _Builder(input_name(path))
     for batch in stream.batches(trace_chunks(path, warnings)):
         builder.add(batch)
     return builder, stream.top, stream.count, warnings
 
 
 def _split_wanted(path: Path, min_bytes: int | None) -> bool:
-    """An uncompressed file large enough to be worth two processes."""
+    """An uncompressed regular file large enough to be worth two processes (stdin,
+    a FIFO or `/dev/fd/N` is read once, front to back, and never opened here)."""
     if not hasattr(os, "fork") or min_bytes is None and cores() < 2:
+        return False
+    if not is_regular_file(path):
         return False
     try:
         with open(path, "rb") as handle:
@@ -114,6 +117,23 @@ def _split_wanted(path: Path, min_bytes: int | None) -> bool:
     except OSError:  # missing, a directory, unreadable: the one-pass load says which
         return False
     return not gzipped and size >= (SPLIT_MIN_BYTES if min_bytes is None else min_bytes)
+
+
+@contextmanager
+def _decoder_limits(path: Path):
+    """The JSON decoder's own refusals, as the user's input being unusable: msgspec
+    raises `UnicodeDecodeError` for bytes that are not UTF-8 and `RecursionError`
+    for values nested deeper than the interpreter's recursion limit (~1000)."""
+    try:
+        yield
+    except UnicodeDecodeError as exc:
+        raise TraceError(
+            path, f"is not valid UTF-8 text ({exc.reason}: byte 0x{exc.object[exc.start]:02x})"
+        ) from None
+    except RecursionError:
+        raise TraceError(
+            path, "has values nested too deeply to decode (about 1000 levels)"
+        ) from None
 
 
 @contextmanager

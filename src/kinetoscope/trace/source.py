@@ -5,11 +5,19 @@ decompressed text is ever held whole: the decoder turns each piece into columns
 and drops it. Gzip is inflated by ISA-L (about 2x zlib's speed); a gzip stream
 cut off early keeps every byte that was decompressed so the decoder can still
 recover the complete events before the cut.
+
+Inputs that are not regular files (`-` for stdin, a FIFO, a process
+substitution `/dev/fd/N`) are read strictly front to back: never sized, sought
+or opened twice, so nothing is consumed before the decoder sees it and reading
+ends when the writer closes its end. Gzip is recognised by its magic bytes in
+every case, whatever the name.
 """
 
 from __future__ import annotations
 
 import os
+import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,35 +29,91 @@ from ..errors import TraceError
 _READ = 256 << 10
 _GZIP_READ = 256 << 10  # compressed bytes read per step
 _GZIP_MAGIC = b"\x1f\x8b"
+_GZIP_HEADER = 10  # magic, method, flags, mtime (4), extra flags, OS
+_DEFLATE = 8  # the only compression method gzip defines
+#: what `load` and error messages call standard input
+STDIN = "-"
+
+
+def is_stdin(path: os.PathLike | str) -> bool:
+    return str(path) == STDIN
+
+
+def is_regular_file(path: os.PathLike | str) -> bool:
+    """True for a regular file (or a link to one): it can be sized and read twice.
+
+    False for stdin, FIFOs, process substitutions, devices and missing paths."""
+    if is_stdin(path):
+        return False
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def trace_chunks(path: Path, warnings: list[str]) -> Iterator[bytes | memoryview]:
     """The decompressed JSON text of `path`, piece by piece; the file is never modified.
 
-    A piece may be a view of a buffer that the next piece overwrites: copy it
-    (e.g. append it to a bytearray) before asking for the next one.
+    `path` may be `-` (standard input), a FIFO or `/dev/fd/N`: those are read
+    once, front to back. A piece may be a view of a buffer that the next piece
+    overwrites: copy it (e.g. append it to a bytearray) before asking for the
+    next one.
 
-    Raises `TraceError` before the first piece for a missing, unreadable,
-    empty or undecompressable file.
+    Raises `TraceError` before the first piece for a missing, unreadable, empty
+    or undecompressable input.
     """
-    if not path.exists():
-        raise TraceError(path, "no such file")
-    if path.is_dir():
-        raise TraceError(path, "is a directory, not a trace file")
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 (closed by the generator below)
-    except PermissionError as exc:
-        raise TraceError(path, f"cannot be read ({exc.strerror})") from None
-    if os.fstat(handle.fileno()).st_size == 0:
+    handle = _open(path)
+    info = os.fstat(handle.fileno())
+    if stat.S_ISREG(info.st_mode) and info.st_size == 0:
         handle.close()
         raise TraceError(path, "is empty")
-    gzipped = handle.read(2) == _GZIP_MAGIC
-    handle.seek(0)
-    return _gunzip(handle, path, warnings) if gzipped else _plain(handle)
+    try:
+        first = handle.read(_GZIP_HEADER)  # a pipe cannot be sought back: keep these bytes
+    except OSError as exc:
+        handle.close()
+        raise TraceError(path, f"cannot be read ({exc.strerror or exc})") from None
+    if first.startswith(_GZIP_MAGIC):
+        _check_gzip_header(first, path, handle)
+        return _gunzip(first, handle, path, warnings)
+    return _plain(handle, first)
 
 
-def _plain(handle, stop: int | None = None) -> Iterator[memoryview]:
-    """Read into one reused buffer: a fresh 1 MB `bytes` per read costs page faults
+def _open(path: Path):
+    """A binary handle on the input, or `TraceError` saying why there is none."""
+    if is_stdin(path):
+        return os.fdopen(os.dup(sys.stdin.fileno()), "rb")
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise TraceError(path, "no such file") from None
+    except OSError as exc:
+        raise TraceError(path, f"cannot be read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(mode):
+        raise TraceError(path, "is a directory, not a trace file")
+    try:
+        return open(path, "rb")  # noqa: SIM115 (closed by the generator that reads it)
+    except OSError as exc:
+        raise TraceError(path, f"cannot be read ({exc.strerror or exc})") from None
+
+
+def _check_gzip_header(first: bytes, path: Path, handle) -> None:
+    """Name what is wrong with a gzip header instead of letting the inflater guess."""
+    problem = None
+    if len(first) < _GZIP_HEADER:
+        problem = f"is a gzip file cut off inside its 10-byte header ({len(first)} bytes)"
+    elif first[2] != _DEFLATE:
+        problem = f"has a corrupt gzip header: compression method {first[2]}, not 8 (deflate)"
+    elif first[3] & 0xE0:
+        problem = f"has a corrupt gzip header: reserved flag bits set (flags 0x{first[3]:02x})"
+    if problem is not None:
+        handle.close()
+        raise TraceError(path, problem)
+
+
+def _plain(handle, first: bytes = b"", stop: int | None = None) -> Iterator[bytes | memoryview]:
+    """`first` (bytes already read to look for the gzip magic), then the rest.
+
+    Reads into one reused buffer: a fresh 1 MB `bytes` per read costs page faults
     (large blocks are mmap'd and unmapped each time), about 5x the read itself.
     Each piece is only valid until the next one; the decoder copies it at once.
     With `stop`, reading ends at that byte of the file."""
@@ -57,6 +121,8 @@ def _plain(handle, stop: int | None = None) -> Iterator[memoryview]:
     view = memoryview(buffer)
     left = stop - handle.tell() if stop is not None else None
     with handle:
+        if first:
+            yield first
         while size := handle.readinto(buffer if left is None or left >= _READ else view[:left]):
             yield view[:size]
             if left is not None:
@@ -68,18 +134,20 @@ def plain_range(path: Path, start: int, stop: int | None = None) -> Iterator[mem
     piece, under the same rules as `trace_chunks` (for a split load)."""
     handle = open(path, "rb")  # noqa: SIM115 (closed by the generator)
     handle.seek(start)
-    return _plain(handle, stop)
+    return _plain(handle, stop=stop)
 
 
-def _gunzip(handle, path: Path, warnings: list[str]) -> Iterator[bytes]:
+def _gunzip(first: bytes, handle, path: Path, warnings: list[str]) -> Iterator[bytes]:
     """Stream-decompress (concatenated members too), at most `_READ` bytes out per
     step whatever the compression ratio, keeping the output of a stream that
-    ends early or turns corrupt."""
+    ends early or turns corrupt; `first` is the header already read."""
     inflater = isal_zlib.decompressobj(31)
     produced = 0
+    consumed = len(first)
     with handle:
         try:
-            while data := handle.read(_GZIP_READ):
+            data = first
+            while data:
                 while data:
                     out = inflater.decompress(data, _READ)
                     data = inflater.unconsumed_tail
@@ -88,13 +156,21 @@ def _gunzip(handle, path: Path, warnings: list[str]) -> Iterator[bytes]:
                         inflater = isal_zlib.decompressobj(31)
                     produced += len(out)
                     yield out
+                data = handle.read(_GZIP_READ)
+                consumed += len(data)
             tail = inflater.flush()
         except isal_zlib.error as exc:
             if not produced:
-                raise TraceError(path, f"is not a valid gzip file ({exc})") from None
+                problem = f"has corrupt gzip data before any trace text ({exc})"
+                raise TraceError(path, problem) from None
             warnings.append(f"gzip data is corrupt after {produced} bytes ({exc})")
             return
         produced += len(tail)
         yield tail
     if not inflater.eof:
+        if not produced:
+            raise TraceError(
+                path,
+                f"is a gzip stream cut off before any trace text ({consumed} compressed bytes)",
+            )
         warnings.append("gzip stream ends early (file truncated)")
