@@ -84,6 +84,8 @@ def main() -> None:
             file=sys.stderr,
         )
         sys.exit(1)
+    if code == 130:  # typer turns a Ctrl-C inside a command into exit code 130
+        _interrupted()
     sys.exit(code if isinstance(code, int) else 0)
 
 
