@@ -47,7 +47,7 @@ def test_matmul_add_writes_tagged_trace_with_annotation_steps_and_metadata(tmp_p
 
 def test_batched_matmul_dispatches_to_bmm(tmp_path):
     result, trace = capture(tmp_path, "matmul_add", {"size": 8, "batched": True})
-    assert result.tag == "8_batched_fp32_cold_eager"
+    assert result.tag == "8_fp32_cold_eager_batched"
     assert "aten::bmm" in trace.names
     assert "aten::mm" not in trace.names
 
@@ -117,7 +117,7 @@ def test_transformer_forward_and_generate(tmp_path):
 )
 def test_compiled_run_shows_compiled_region(tmp_path):
     result, trace = capture(tmp_path, "matmul_add", {"size": 8}, compile=True)
-    assert result.tag == "8_fp32_cold_compiled"
+    assert result.tag == "8_fp32_cold_compile"
     assert any(name.startswith("Torch-Compiled Region") for name in trace.names)
     assert trace.meta.kinetoscope["compile"] == "default"
 
@@ -130,7 +130,9 @@ def test_schedule_repeat_warmup_iterations_and_gzip(tmp_path):
         CaptureOptions(device="cpu", out=tmp_path, schedule=schedule, warmup=2, gzip=True),
     )
     names = [w.trace.name for w in result.written]
-    assert names == ["8_fp32_warm2_eager.cycle1.json.gz", "8_fp32_warm2_eager.cycle2.json.gz"]
+    # warm whatever the count (2 is in the metadata and the table header)
+    assert names == ["8_fp32_warm_eager_cycle1.json.gz", "8_fp32_warm_eager_cycle2.json.gz"]
+    assert "# kinetoscope: warmup_iters = 2" in result.written[1].table.read_text()
     first, second = (kinetoscope.load(w.trace) for w in result.written)
     assert step_numbers(first) == [1, 2]
     assert step_numbers(second) == [4, 5]

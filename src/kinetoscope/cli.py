@@ -62,16 +62,20 @@ def main() -> None:
     except SystemExit:
         raise
     except KeyboardInterrupt:
-        print("kinetoscope: interrupted", file=sys.stderr)
-        sys.exit(130)
+        _interrupted()
     except Exception as exc:  # noqa: BLE001 - the one place where any bug becomes one line
-        import click
-
-        # typer >= 0.24 raises its own vendored click exceptions, not click's
-        if isinstance(exc, (click.exceptions.Abort, typer.Abort)):
+        # typer (>= 0.26) vendors click: its usage errors are typer exceptions, and a
+        # Ctrl-C inside a command reaches us as typer.Abort caused by KeyboardInterrupt
+        if isinstance(exc, typer.Abort):
+            if isinstance(exc.__context__, KeyboardInterrupt):
+                _interrupted()
             sys.exit(1)
-        if isinstance(exc, (click.exceptions.ClickException, typer.TyperException)):
-            exc.show()
+        if isinstance(exc, typer.TyperException):
+            show = getattr(exc, "show", None)
+            if show is not None:
+                show()
+            else:
+                print(f"kinetoscope: error: {exc.format_message()}", file=sys.stderr)
             sys.exit(exc.exit_code)
         if _DEBUG["on"]:
             raise
@@ -80,4 +84,17 @@ def main() -> None:
             file=sys.stderr,
         )
         sys.exit(1)
+    if code == 130:  # typer turns a Ctrl-C inside a command into exit code 130
+        _interrupted()
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _interrupted() -> None:
+    """Ctrl-C: one line saying what this run kept (outputs are published whole or not at
+    all, so nothing partial is left), exit 130 as shells expect after SIGINT."""
+    from .outputs import published
+
+    kept = published()
+    what = "kept " + ", ".join(map(str, kept)) if kept else "nothing written"
+    print(f"kinetoscope: interrupted; {what}", file=sys.stderr)
+    sys.exit(130)

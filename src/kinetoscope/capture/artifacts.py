@@ -10,41 +10,23 @@ the trace is never parsed nor held in memory, and gzip happens in the same pass.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
 from isal import igzip
 
-from ..errors import UsageError
+from ..outputs import staged
 
 _CHUNK = 1 << 20
 
 
-def output_dir(path: Path) -> Path:
-    """Create the output folder up front, so an unwritable --out fails before any work."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(
-            f"{path}: cannot create the output folder ({exc.strerror or exc})"
-        ) from None
-    return path
-
-
 def write_trace(prof, path: Path, meta: dict, gzip: bool = False) -> Path:
-    """Export `prof`'s last cycle to `path` (`.gz` appended when `gzip`), metadata included."""
-    path = Path(str(path) + ".gz") if gzip and not str(path).endswith(".gz") else Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, raw = tempfile.mkstemp(prefix=".export-", suffix=".json", dir=path.parent)
-    os.close(handle)
-    try:
-        prof.export_chrome_trace(raw)
+    """Export `prof`'s last cycle into `path` (gzip-compressed when `gzip`), metadata
+    included. `path` is a staged temporary file; `outputs.publish` names it."""
+    with staged(path.parent, ".json") as raw:
+        prof.export_chrome_trace(str(raw))
         with open(raw, "rb") as src, _open_out(path, gzip) as dst:
             _splice_meta(src, dst, meta)
-    finally:
-        os.unlink(raw)
     return path
 
 
@@ -68,9 +50,19 @@ def table_sort_key(on_device: bool) -> str:
     return "device_time_total" if on_device else "cpu_time_total"
 
 
-def write_table(prof, path: Path, on_device: bool) -> Path:
-    """The profiler's own `key_averages().table()`, every row, as a text file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def table_header(meta: dict) -> str:
+    """The run's settings above the table (`# kinetoscope: ...` lines), so the counts the
+    file name leaves out (warm-up iterations, schedule, cycle) travel with the table."""
+    keys = ("workload", "script", "params", "dtype", "compile", "warmup_iters", "schedule")
+    lines = [f"# kinetoscope: {k} = {json.dumps(meta[k])}" for k in keys if k in meta]
+    if "cycle" in meta:
+        lines.append(f"# kinetoscope: cycle = {meta['cycle'] + 1}")
+    return "".join(line + "\n" for line in lines)
+
+
+def write_table(prof, path: Path, on_device: bool, meta: dict | None = None) -> Path:
+    """The profiler's own `key_averages().table()`, every row, as a text file, under the
+    run's settings. `path` is a staged temporary file."""
     table = prof.key_averages().table(sort_by=table_sort_key(on_device), row_limit=-1)
-    path.write_text(table + "\n", encoding="utf-8")
+    path.write_text(table_header(meta or {}) + table + "\n", encoding="utf-8")
     return path

@@ -1,8 +1,11 @@
 """Run one built-in workload under the profiler and write its artifacts.
 
-`traces/<NN_workload>/<tag>.json[.gz]` and `<tag>.txt`, where the tag encodes
-the parameters (`64_fp32_cold_eager`) so runs with different settings
-accumulate side by side instead of overwriting each other.
+`traces/<NN_workload>/<tag>.json[.gz]` and `<tag>.txt`, named as the series
+names them: `<size>_<dtype>_<cold|warm>_<eager|compile>` (a warm run is `warm`
+whatever the warm-up count, a compiled run `compile` whatever the mode; the
+counts are in the trace metadata and the table header), then the extra knobs
+(`_batched`, `_reduce-overhead`) and the repeat cycle (`_cycle2`). A second run
+with the same settings gets `_2` (never over an earlier run's files).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class CaptureOptions:
     with_stack: bool = False
     out: Path = Path("traces")
     gzip: bool = False
+    force: bool = False  # replace an earlier run's artifacts of the same name
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,7 @@ class CaptureResult:
     tag: str
     device: DeviceChoice
     written: list[Artifacts]
+    renamed: list[tuple[Path, Path]] = field(default_factory=list)  # (wanted, written)
 
 
 def workload_params(module, overrides: dict):
@@ -58,14 +63,12 @@ def workload_params(module, overrides: dict):
 
 
 def run_tag(module, params, dtype: str, options: CaptureOptions) -> str:
-    warm = "cold" if options.warmup == 0 else f"warm{options.warmup}"
-    if not options.compile:
-        mode = "eager"
-    else:
-        mode = (
-            "compiled" if options.compile_mode == "default" else f"compiled-{options.compile_mode}"
-        )
-    return f"{module.tag(params)}_{dtype}_{warm}_{mode}"
+    warm = "cold" if options.warmup == 0 else "warm"
+    mode = "compile" if options.compile else "eager"
+    knobs = list(getattr(module, "knobs", lambda _p: [])(params))
+    if options.compile and options.compile_mode != "default":
+        knobs.append(options.compile_mode)
+    return "_".join([module.tag(params), dtype, warm, mode, *knobs])
 
 
 def run_workload(name: str, overrides: dict, options: CaptureOptions) -> CaptureResult:
@@ -104,11 +107,12 @@ def run_workload(name: str, overrides: dict, options: CaptureOptions) -> Capture
         gzip=options.gzip,
         meta=meta,
         naming=_tag_naming(tag, schedule),
+        force=options.force,
     ) as prof:
         for _ in range(schedule.total_steps):
             step()
             prof.step()
-    return CaptureResult(module.NAME, tag, device, prof.written)
+    return CaptureResult(module.NAME, tag, device, prof.written, prof.handler.renamed)
 
 
 def _compiler(torch, options: CaptureOptions):
@@ -119,7 +123,7 @@ def _compiler(torch, options: CaptureOptions):
 
 def _tag_naming(tag: str, schedule: Schedule):
     def name(cycle: int) -> tuple[str, str]:
-        stem = tag if schedule.repeat == 1 else f"{tag}.cycle{cycle + 1}"
+        stem = tag if schedule.repeat == 1 else f"{tag}_cycle{cycle + 1}"
         return f"{stem}.json", f"{stem}.txt"
 
     return name

@@ -41,6 +41,7 @@ class ScriptResult:
     step_source: str
     whole_run: bool  # the script never stepped: the trace covers the whole run
     exit_code: int  # the script's own exit status (1 if it raised)
+    renamed: list[tuple[Path, Path]]  # (wanted, written): an earlier file kept the name
 
 
 class _DropOpeningRecording:
@@ -95,6 +96,7 @@ def run_script(
     profile_memory: bool = False,
     with_stack: bool = False,
     gzip: bool = False,
+    force: bool = False,
 ) -> ScriptResult:
     script = Path(script)
     if not script.is_file():
@@ -115,6 +117,7 @@ def run_script(
             "schedule": schedule.as_meta(),
         },
         naming=tensorboard_naming(),
+        force=force,
     )
     gate = _DropOpeningRecording(handler)
     prof = torch.profiler.profile(
@@ -135,18 +138,32 @@ def run_script(
     sys.argv = [str(script), *args]
     sys.path.insert(0, str(script.resolve().parent))
     undo = None
+    failed = True
     try:
         undo = _install_step_source(torch, step, step_on)
         with warnings.catch_warnings(), prof:
             # our opening recording ends a cycle, which makes torch warn about clearing events
             warnings.filterwarnings("ignore", message=".*Profiler clears events")
-            exit_code = _run(script)
+            try:
+                exit_code = _run(script)
+            except BaseException:  # Ctrl-C: stopping the profiler must not save a cut cycle
+                handler.closed = True
+                raise
+        failed = False
     finally:
+        handler.close(failed)
         if undo is not None:
             undo()
         sys.argv, sys.path[:] = saved_argv, saved_path
     return ScriptResult(
-        script, choice, handler.written, steps[0], step_source, gate.whole_run, exit_code
+        script,
+        choice,
+        handler.written,
+        steps[0],
+        step_source,
+        gate.whole_run,
+        exit_code,
+        handler.renamed,
     )
 
 

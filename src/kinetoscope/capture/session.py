@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
-from .artifacts import output_dir, write_table, write_trace
+from ..outputs import make_folder, publish, remove_empty_folders, staged
+from .artifacts import write_table, write_trace
 from .deps import require_torch
 from .device import DeviceChoice, activities, resolve_device
 from .schedule import Schedule
@@ -49,7 +50,12 @@ def tensorboard_naming(worker_name: str | None = None) -> Naming:
 class TraceHandler:
     """An `on_trace_ready=` callback writing the trace (metadata spliced in) and the table.
 
-    `written` lists the `Artifacts` of every cycle handled so far.
+    `written` lists the `Artifacts` of every cycle handled so far. Each cycle's
+    pair is staged then published together (`outputs.publish`): an existing
+    artifact is never replaced unless `force`, the pair gets the next free
+    number instead (`renamed` lists (wanted, written) trace paths). After
+    `close(failed=True)` (Ctrl-C, an error) no further cycle is written, so a
+    cycle cut short never becomes a partial trace.
     """
 
     def __init__(
@@ -59,22 +65,45 @@ class TraceHandler:
         gzip: bool = False,
         meta: dict | None = None,
         naming: Naming | None = None,
+        force: bool = False,
     ) -> None:
-        self.dir = output_dir(Path(dir_name))
+        self.dir = Path(dir_name)
+        self.created = make_folder(self.dir)  # up front: an unwritable folder fails first
         self.gzip = gzip
+        self.force = force
         self.meta = dict(meta or {})
         self.naming = naming or tensorboard_naming(worker_name)
         self.written: list[Artifacts] = []
+        self.renamed: list[tuple[Path, Path]] = []
+        self.closed = False
 
     def __call__(self, prof) -> None:
+        if self.closed:
+            return
         torch = require_torch()
         on_device = torch.profiler.ProfilerActivity.CUDA in prof.activities
         trace_name, table_name = self.naming(len(self.written))
+        if self.gzip:
+            trace_name += ".gz"
         meta = {**self._profiler_meta(torch, prof), **self.meta, "cycle": len(self.written)}
-        # the table first: in torch 2.13 key_averages() after an export can read freed names
-        table = write_table(prof, self.dir / table_name, on_device)
-        trace = write_trace(prof, self.dir / trace_name, meta, self.gzip)
+        with staged(self.dir, ".txt") as table_tmp, staged(self.dir, ".json") as trace_tmp:
+            # the table first: in torch 2.13 key_averages() after an export can read freed names
+            write_table(prof, table_tmp, on_device, meta)
+            write_trace(prof, trace_tmp, meta, self.gzip)
+            wanted = self.dir / trace_name
+            trace, table = publish(
+                [(trace_tmp, wanted), (table_tmp, self.dir / table_name)], self.force
+            )
         self.written.append(Artifacts(trace, table))
+        if trace != wanted:
+            self.renamed.append((wanted, trace))
+
+    def close(self, failed: bool = False) -> None:
+        """No more cycles after a failure; a run that wrote nothing leaves no empty folder."""
+        if failed:
+            self.closed = True
+        if not self.written:
+            remove_empty_folders(self.created)
 
     @staticmethod
     def _profiler_meta(torch, prof) -> dict:
@@ -118,6 +147,7 @@ class Profile:
         worker_name: str | None = None,
         meta: dict | None = None,
         naming: Naming | None = None,
+        force: bool = False,
     ) -> None:
         torch = require_torch()
         self.schedule = Schedule.of(steps)
@@ -127,7 +157,7 @@ class Profile:
             "schedule": self.schedule.as_meta(),
             **(meta or {}),
         }
-        self.handler = TraceHandler(out, worker_name, gzip, run_meta, naming)
+        self.handler = TraceHandler(out, worker_name, gzip, run_meta, naming, force)
         self.profiler = torch.profiler.profile(
             activities=activities(torch, self.device),
             schedule=self.schedule.to_torch(torch),
@@ -150,7 +180,13 @@ class Profile:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.profiler.__exit__(*exc)
+        failed = exc[0] is not None
+        if failed:  # stopping the profiler would hand a cut-short cycle to the handler
+            self.handler.closed = True
+        try:
+            self.profiler.__exit__(*exc)
+        finally:
+            self.handler.close(failed)
 
 
 def profile(out: str | os.PathLike = "traces/run", steps=None, **options) -> Profile:

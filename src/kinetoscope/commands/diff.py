@@ -18,15 +18,21 @@ def register(app: typer.Typer) -> None:
         output: Path | None = typer.Option(
             None, "--output", "-o", help="Write to this file instead of stdout."
         ),
+        force: bool = typer.Option(
+            False, "--force", help="Replace the -o file if it exists (default: FILE_2, ...)."
+        ),
     ) -> None:
         """Compare two traces: per-step times, kernels, host ops, findings, and a conclusion."""
         from ..compare.diff import diff_runs
         from ..compare.render import RENDERERS, to_text
         from ..compare.runs import load_run
+        from ..outputs import refuse_inputs, say_where, write_text
         from ..report.console import output_width
 
         if format not in RENDERERS:
             raise UsageError(f"unknown format {format!r} (choose from {', '.join(RENDERERS)})")
+        if output is not None:  # before any work: the inputs are never written over
+            refuse_inputs(output, [a, b])
         result = diff_runs(load_run(a), load_run(b))
         text = (
             to_text(result, width=output_width()) if format == "text" else RENDERERS[format](result)
@@ -34,5 +40,5 @@ def register(app: typer.Typer) -> None:
         if output is None:
             typer.echo(text)
         else:
-            output.write_text(text if text.endswith("\n") else text + "\n")
-            typer.echo(f"wrote {output}")
+            text = text if text.endswith("\n") else text + "\n"
+            say_where(output, write_text(output, text, force=force, inputs=[a, b]))

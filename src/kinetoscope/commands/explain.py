@@ -31,6 +31,9 @@ def explain_command(
     ),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write to FILE."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace FILE if it exists (default: write FILE_2, ...)."
+    ),
     rules: str | None = typer.Option(
         None, "--rules", help="Comma-separated rule ids to run (default: all)."
     ),
@@ -49,23 +52,22 @@ def explain_command(
 ) -> None:
     """Read a trace like an expert: regime, per-step table, findings with evidence."""
     from ..config import apply_sets, check_rule_ids, load_config
+    from ..outputs import refuse_inputs, say_where, write_text
 
+    if output is not None:  # before any work: the inputs are never written over
+        refuse_inputs(output, [*traces, *([config] if config is not None else [])])
     thresholds = load_config(config) if config is not None else {}
     thresholds = apply_sets(thresholds, sets)
     only = check_rule_ids(rules.split(",")) if rules is not None else None
     paths = _expand(traces)
-    if output is not None and any(_same_file(output, p) for p in paths):
-        raise UsageError(f"{output}: is an input trace; choose another -o file")
+    if output is not None:
+        refuse_inputs(output, paths)
     if len(paths) > 1:
         text = _multirank(paths, jobs, thresholds, fmt.value)
     else:
         text = _single(paths[0], thresholds, only, fmt, color=output is None)
     if output is not None:
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"{output}: cannot write: {exc.strerror or exc}") from None
-        print(f"wrote {output}", file=sys.stderr)
+        say_where(output, write_text(output, text, force=force, inputs=paths))
     else:
         sys.stdout.write(text)
 
@@ -79,20 +81,20 @@ def _print_rules() -> None:
     raise typer.Exit(0)
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.exists() and b.exists() and a.samefile(b)
-    except OSError:
-        return False
-
-
 def _expand(traces: list[Path]) -> list[Path]:
-    """Files as given; a directory becomes the trace files directly inside it."""
+    """Files as given; a directory becomes the trace files directly inside it, less the
+    reports kinetoscope wrote there itself (recognised by content)."""
+    from ..own_files import is_kinetoscope_report
+
     paths: list[Path] = []
     for path in traces:
         if path.is_dir():
             found = sorted(
-                p for p in path.iterdir() if p.is_file() and p.name.endswith((".json", ".json.gz"))
+                p
+                for p in path.iterdir()
+                if p.is_file()
+                and p.name.endswith((".json", ".json.gz"))
+                and not is_kinetoscope_report(p)
             )
             if not found:
                 raise UsageError(f"{path}: directory holds no .json or .json.gz trace files")

@@ -13,6 +13,7 @@ import typer
 
 from ..analysis.memory import DeviceMemory, memory_timeline, op_label
 from ..errors import UsageError
+from ..outputs import refuse_inputs, say_where, write_file
 from ..rules.memory import RECORD_ADVICE, fmt_bytes
 from ..trace import Trace, load
 
@@ -25,17 +26,23 @@ def register(app: typer.Typer) -> None:
             None, "-o", "--output", help="Write a plot of the timeline (PNG/SVG/PDF)."
         ),
         top: int = typer.Option(10, "--top", help="How many of the largest allocations to list."),
+        force: bool = typer.Option(
+            False, "--force", help="Replace the -o file if it exists (default: FILE_2, ...)."
+        ),
     ) -> None:
         """Allocated/reserved memory over time, the peak and its op, largest allocations."""
+        if output is not None:  # before any work: the input is never written over
+            refuse_inputs(output, [trace_path])
         trace = load(trace_path)
         devices = memory_timeline(trace, top=top)
         if not devices:
             raise UsageError(f"{trace_path}: no [memory] events in the trace; {RECORD_ADVICE}")
-        if output is not None:
-            plot(trace, devices, output)  # before printing: a missing extra fails fast
+        written = None
+        if output is not None:  # before printing: a missing extra fails fast
+            written = plot(trace, devices, output, force=force, inputs=[trace_path])
         typer.echo(render(trace, devices))
-        if output is not None:
-            typer.echo(f"plot written to {output}")
+        if written is not None:
+            say_where(output, written)
 
 
 def render(trace: Trace, devices: list[DeviceMemory]) -> str:
@@ -77,7 +84,17 @@ def render(trace: Trace, devices: list[DeviceMemory]) -> str:
     return "\n".join(lines)
 
 
-def plot(trace: Trace, devices: list[DeviceMemory], output: Path) -> None:
+#: Formats matplotlib writes, by the -o file's extension.
+PLOT_FORMATS = ("png", "svg", "pdf")
+
+
+def plot(
+    trace: Trace, devices: list[DeviceMemory], output: Path, force: bool = False, inputs=()
+) -> Path:
+    """Draw the timeline into `output` (written safely, see `outputs`); returns where it went."""
+    fmt = output.suffix.lstrip(".").lower()
+    if fmt not in PLOT_FORMATS:
+        raise UsageError(f"{output}: the plot is written as {', '.join(PLOT_FORMATS)}; name it so")
     try:
         import matplotlib
     except ImportError:
@@ -115,8 +132,12 @@ def plot(trace: Trace, devices: list[DeviceMemory], output: Path) -> None:
     axes[-1, 0].set_xlabel("time since trace start (ms)")
     fig.suptitle(Path(trace.path).name, fontsize=9)
     fig.tight_layout()
-    fig.savefig(output, dpi=110)
-    plt.close(fig)
+    try:
+        return write_file(
+            output, lambda f: fig.savefig(f, format=fmt, dpi=110), force=force, inputs=inputs
+        )
+    finally:
+        plt.close(fig)
 
 
 def _ms(us: float) -> str:

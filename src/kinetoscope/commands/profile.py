@@ -78,6 +78,9 @@ def profile_command(
     with_stack: bool = typer.Option(False, "--with-stack", help="Record Python stacks."),
     out: Path = typer.Option(Path("traces"), "--out", help="Output folder."),
     gzip: bool = typer.Option(False, "--gzip", help="Write .json.gz."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace an earlier run's artifacts (default: new name _2, ...)."
+    ),
     step_on: str | None = typer.Option(
         None, help="Script only: module:function whose every call is one step."
     ),
@@ -144,6 +147,7 @@ def profile_command(
         "with_stack": with_stack,
         "gzip": gzip,
         "out": out,
+        "force": force,
     }
     overrides = {
         k: (v.value if isinstance(v, Enum) else v)
@@ -168,6 +172,8 @@ def profile_command(
         }.items()
         if v is not None
     }
+    if Path(target).is_dir():  # before anything is created or written
+        raise UsageError(f"{target}: is a folder, not a script.py or a built-in workload")
     if target.endswith(".py") or Path(target).is_file():
         if overrides:
             names = ", ".join("--" + k.replace("_", "-") for k in overrides)
@@ -195,7 +201,7 @@ def profile_command(
     )
     result = run_workload(target, overrides, options)
     print(f"profiled {result.workload} ({result.tag}) on {result.device.name}")
-    _report_artifacts(result.written)
+    _report_artifacts(result.written, result.renamed)
 
 
 def _profile_script(target, args, schedule, step_on, device, common) -> None:
@@ -219,18 +225,21 @@ def _profile_script(target, args, schedule, step_on, device, common) -> None:
             f"the script stepped {result.steps} times, fewer than the schedule's "
             f"{schedule.total_steps}: the last cycle is partial"
         )
-    _report_artifacts(result.written)
+    _report_artifacts(result.written, result.renamed)
     if result.exit_code:
         print(f"the script exited with status {result.exit_code}", file=sys.stderr)
         raise typer.Exit(result.exit_code)
 
 
-def _report_artifacts(written) -> None:
-    """Read each trace just written like `kinetoscope explain`, then list the files."""
+def _report_artifacts(written, renamed=()) -> None:
+    """Read each trace just written like `kinetoscope explain`, then list the files (and
+    say when an earlier run's file kept the name asked for)."""
     if not written:
         raise UsageError("the profiler produced no trace (no recorded step completed)")
     for artifacts in written:
         _print_explanation(artifacts.trace)
+    for wanted, got in renamed:
+        print(f"{wanted} exists (use --force to replace it); wrote {got}")
     for artifacts in written:
         print(f"trace: {artifacts.trace}")
         print(f"table: {artifacts.table}")

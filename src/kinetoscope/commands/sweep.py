@@ -27,6 +27,9 @@ def register(app: typer.Typer) -> None:
         vary: str = typer.Option(..., "--vary", help="NAME=V1,V2,... e.g. size=64,128,256."),
         out: Path = typer.Option(Path("traces"), "--out", help="Folder for traces and plots."),
         timeout: float = typer.Option(600, "--timeout", help="Seconds allowed per run."),
+        force: bool = typer.Option(
+            False, "--force", help="Replace earlier runs' traces and plots (default: _2, ...)."
+        ),
     ) -> None:
         """Profile WORKLOAD at each value; print the table and write a PNG + SVG plot.
 
@@ -50,11 +53,14 @@ def register(app: typer.Typer) -> None:
         )
         from ..compare.sweep_plot import plot_sweep
         from ..compare.sweep_table import table_rows
+        from ..outputs import make_folder, write_text
 
         check_workload(workload)
         param, values = parse_vary(vary)
         fixed = list(ctx.args)
         check_fixed(param, fixed)
+        if force and "--force" not in fixed:
+            fixed.append("--force")
         console = Console() if sys.stdout.isatty() else Console(width=120)
         points = []
         columns = [
@@ -84,11 +90,16 @@ def register(app: typer.Typer) -> None:
                 console.print(Text(f"{param}={format_value(p.value)} failed: {p.error}"))
         console.print(Text(f"crossover: {cross.note}"))
         stem = out / "sweeps" / f"{workload}_{param}"
-        stem.parent.mkdir(parents=True, exist_ok=True)
-        written = plot_sweep(points, cross, f"{workload}: time per step vs {param}", param, stem)
+        make_folder(stem.parent)
+        title = f"{workload}: time per step vs {param}"
+        written = plot_sweep(points, cross, title, param, stem, force)
+        data = dumps(sweep_dict(workload, param, points, cross), indent=2) + "\n"
         data_path = stem.with_suffix(".json")
-        data_path.write_text(dumps(sweep_dict(workload, param, points, cross), indent=2))
-        for path in [*written, data_path]:
-            console.print(Text(f"wrote {path}"))
+        written.append((data_path, write_text(data_path, data, force=force)))
+        for path in (f for p in points for f in p.files):
+            console.print(Text(f"wrote {path}"), soft_wrap=True)  # paths stay whole
+        for wanted, path in written:
+            note = f" ({wanted} exists; --force replaces it)" if path != wanted else ""
+            console.print(Text(f"wrote {path}{note}"), soft_wrap=True)
         if not all(p.ok for p in points):
             raise typer.Exit(1)

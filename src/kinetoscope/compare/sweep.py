@@ -15,7 +15,7 @@ import math
 import re
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -32,6 +32,7 @@ class SweepPoint:
     value: float
     trace: str | None = None
     error: str | None = None
+    files: list[str] = field(default_factory=list)  # every file its profile run wrote
     has_device: bool = False
     step_us: float | None = None
     host_us: float | None = None  # host busy per step
@@ -185,9 +186,12 @@ def run_point(argv: list[str], value: float, timeout: float) -> SweepPoint:
     if res.returncode != 0:
         return SweepPoint(value, error=f"exit {res.returncode}: {_last_line(res.stderr)}")
     traces = re.findall(r"^trace: (.+)$", res.stdout, re.M)
+    files = [f.strip() for f in re.findall(r"^(?:trace|table): (.+)$", res.stdout, re.M)]
     if not traces:
         return SweepPoint(value, error="profile wrote no trace")
     try:
-        return measure(load(traces[-1].strip()), value)
+        point = measure(load(traces[-1].strip()), value)
     except KinetoscopeError as exc:
-        return SweepPoint(value, trace=traces[-1], error=str(exc))
+        point = SweepPoint(value, trace=traces[-1], error=str(exc))
+    point.files = files
+    return point

@@ -8,13 +8,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..outputs import write_file
 from .sweep import Crossover, SweepPoint, curves
 
 
 def plot_sweep(
-    points: list[SweepPoint], cross: Crossover, title: str, param: str, stem: Path
-) -> list[Path]:
-    """Write `stem`.png and `stem`.svg; returns their paths."""
+    points: list[SweepPoint],
+    cross: Crossover,
+    title: str,
+    param: str,
+    stem: Path,
+    force: bool = False,
+) -> list[tuple[Path, Path]]:
+    """Write `stem`.png and `stem`.svg (never over an earlier file unless `force`);
+    returns (wanted, written) paths."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -50,9 +57,11 @@ def plot_sweep(
     ax.legend(loc="upper left", fontsize=9)
     fig.tight_layout()
     out = []
-    for ext in ("png", "svg"):
-        path = stem.with_suffix("." + ext)
-        fig.savefig(path)
-        out.append(path)
-    plt.close(fig)
+    try:
+        for ext in ("png", "svg"):
+            path = stem.with_suffix("." + ext)
+            written = write_file(path, lambda f, e=ext: fig.savefig(f, format=e), force=force)
+            out.append((path, written))
+    finally:
+        plt.close(fig)
     return out

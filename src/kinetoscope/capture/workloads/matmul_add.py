@@ -28,7 +28,12 @@ class Params:
 
 
 def tag(p: Params) -> str:
-    return f"{p.size}_batched" if p.batched else f"{p.size}"
+    return f"{p.size}"
+
+
+def knobs(p: Params) -> list[str]:
+    """Suffixes after the series' `<size>_<dtype>_<warm>_<mode>` stem."""
+    return ["batched"] if p.batched else []
 
 
 def build(p: Params, ctx: Context):
