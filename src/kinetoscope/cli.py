@@ -33,6 +33,7 @@ COMMANDS: list[str] = [
     "diff",
     "check",
     "sweep",
+    "slice",
 ]
 
 _DEBUG = {"on": False}

@@ -1,6 +1,7 @@
 """One distributed job, one trace per rank: who is slow, and how well comms hide.
 
-`explain_ranks` loads the rank traces in parallel (a process pool; each worker
+`explain_ranks` loads the rank traces in parallel (a process pool, or a Dask or
+Ray cluster: `executors.py`; each worker
 loads its trace, measures it and runs the rules, and sends back only small
 picklable summaries), then compares ranks: step times and the straggler(s),
 the share of device time in collective kernels (NCCL/RCCL), and how much of
@@ -14,7 +15,6 @@ The rank comes from the trace's `distributedInfo.rank`, else from the file name
 from __future__ import annotations
 
 import re
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
@@ -25,6 +25,7 @@ import numpy as np
 from .analysis.intervals import merge, union_length
 from .analysis.streams import stream_report
 from .errors import TraceError, UsageError
+from .executors import run_each
 from .jsontext import dumps
 from .rules.base import SEVERITY_ORDER
 from .trace import Trace, load
@@ -178,22 +179,20 @@ def trace_files(paths: list[Path]) -> list[Path]:
 
 
 def summarize_ranks(
-    paths: list[Path], jobs: int = 1, config: dict | None = None
+    paths: list[Path],
+    jobs: int = 1,
+    config: dict | None = None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> dict[int, RankSummary]:
-    """Per rank summaries, measured in `jobs` processes (inline when jobs <= 1)."""
+    """Per rank summaries, measured by `executor` (`executors.run_each`) with `jobs`
+    local processes (inline when jobs <= 1 and local)."""
     files = [str(p) for p in trace_files(paths)]
-    if jobs <= 1 or len(files) == 1:
-        summaries = [summarize_rank(f, config) for f in files]
-    else:
+    if executor == "local" and jobs > 1:
         from .rules.engine import load_rules
 
         load_rules()  # import the rule modules once, before the workers fork
-        workers = min(jobs, len(files))
-        chunk = -(-len(files) // workers)  # one batch of files per worker: fewer round trips
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            summaries = list(
-                pool.map(summarize_rank, files, [config] * len(files), chunksize=chunk)
-            )
+    summaries = run_each(summarize_rank, files, config, executor, jobs, address)
     for s in summaries:
         if s.error:
             raise TraceError(s.path, s.error)
@@ -275,11 +274,18 @@ def merged_findings(ranks: dict[int, RankSummary]) -> list[dict[str, Any]]:
     return out
 
 
-def explain_ranks(paths: list[Path], jobs: int, config: dict, fmt: str) -> str:
+def explain_ranks(
+    paths: list[Path],
+    jobs: int,
+    config: dict,
+    fmt: str,
+    executor: str = "local",
+    address: str | None = None,
+) -> str:
     """The multi-rank report as text, markdown or JSON."""
     if fmt not in ("text", "md", "json"):
         raise UsageError(f"multi-rank reports come as text, md or json, not {fmt!r}")
-    ranks = summarize_ranks(paths, jobs, config)
+    ranks = summarize_ranks(paths, jobs, config, executor, address)
     report = MultiRankReport(ranks)
     if fmt == "json":
         return dumps(report.as_json(), indent=2)

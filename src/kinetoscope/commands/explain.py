@@ -42,6 +42,12 @@ def explain_command(
         [], "--set", help="Override a threshold: rule.key=value (repeatable)."
     ),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Processes for multi-rank traces."),
+    executor: str = typer.Option(
+        "local", "--executor", help="Where multi-rank traces are read: local, dask or ray."
+    ),
+    address: str | None = typer.Option(
+        None, "--address", help="Scheduler (dask) or cluster (ray) address; default: local."
+    ),
     list_rules: bool = typer.Option(
         False,
         "--list-rules",
@@ -63,7 +69,7 @@ def explain_command(
     if output is not None:
         refuse_inputs(output, paths)
     if len(paths) > 1:
-        text = _multirank(paths, jobs, thresholds, fmt.value)
+        text = _multirank(paths, jobs, thresholds, fmt.value, executor, address)
     else:
         text = _single(paths[0], thresholds, only, fmt, color=output is None)
     if output is not None:
@@ -124,7 +130,7 @@ def _single(path: Path, thresholds, only, fmt: Format, color: bool) -> str:
     return render_text(report, width=output_width(), color=color and sys.stdout.isatty())
 
 
-def _multirank(paths: list[Path], jobs: int, thresholds, fmt: str) -> str:
+def _multirank(paths: list[Path], jobs: int, thresholds, fmt: str, executor, address) -> str:
     try:
         from ..multirank import explain_ranks
     except ImportError:
@@ -132,4 +138,6 @@ def _multirank(paths: list[Path], jobs: int, thresholds, fmt: str) -> str:
             f"multi-rank analysis is not available ({len(paths)} traces given; "
             "explain one file at a time)"
         ) from None
-    return explain_ranks(paths, jobs=jobs, config=thresholds, fmt=fmt)
+    return explain_ranks(
+        paths, jobs=jobs, config=thresholds, fmt=fmt, executor=executor, address=address
+    )
