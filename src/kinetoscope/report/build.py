@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable
+from functools import partial
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from ..analysis.window import in_window, window_device_work
 from ..rules.engine import load_rules, run_rules
 from ..rules.regime import classify
 from ..trace import Trace
+from .interactive import interactive_data
 from .model import Report, StepRow, Timeline, TimelineMark, TraceFacts, Verdict
 
 #: A step lasting longer than this multiple of the median step is flagged.
@@ -46,6 +48,7 @@ def build_report(
         "dur_us": metrics["window_us"],
         "steps": len(trace.steps),
     }
+    timeline = _timeline(trace, window, outcome.findings)
     return Report(
         version=__version__,
         trace=TraceFacts(
@@ -80,7 +83,8 @@ def build_report(
         findings=outcome.findings,
         not_checked=outcome.not_checked,
         rules=wanted,
-        timeline=_timeline(trace, window, outcome.findings),
+        timeline=timeline,
+        interactive=partial(interactive_data, trace, outcome.findings, timeline.steps),
     )
 
 

@@ -9,6 +9,7 @@ disappears (adding fields does not).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -86,6 +87,9 @@ class Report:
     not_checked: list[Skipped]
     rules: list[str]
     timeline: Timeline
+    #: Builds what only the HTML report shows (report.interactive: event timeline, kernel
+    #: and op tables) on demand: it costs a pass over every event.
+    interactive: Callable[[], dict] | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return _rounded(
