@@ -33,6 +33,7 @@ COMMANDS: list[str] = [
     "diff",
     "check",
     "sweep",
+    "view",
 ]
 
 _DEBUG = {"on": False}
