@@ -1,8 +1,9 @@
 /* kinetoscope interactive timeline: canvas lanes for host threads and device streams.
    Data: the JSON payload of report/timeline_data.py in a <script type="application/json">
    inside each .tl element. Level of detail: per row, events are visited in start order
-   and an event that adds no new pixel column is skipped, so a frame draws at most one
-   rectangle per pixel column per row however many events are visible. */
+   and events that add no new pixel column are skipped with a binary search over the
+   row's running max end, so a frame visits and draws about one event per pixel column
+   per row however many events are visible. */
 (function () {
   "use strict";
   var LABEL_W = 150, AXIS_H = 20, STEP_H = 14, MARK_LEVEL_H = 10, MARK_LEVELS = 4;
@@ -99,7 +100,7 @@
 
   Timeline.prototype.readColors = function () {
     var css = getComputedStyle(this.root), c = {};
-    ["fg", "muted", "bg", "panel", "line", "accent", "band-a", "band-b", "warn", "critical", "info"]
+    ["fg", "on-bar", "muted", "bg", "panel", "line", "accent", "band-a", "band-b", "warn", "critical", "info"]
       .concat(this.data.groups).forEach(function (k) { c[k] = css.getPropertyValue("--" + k).trim() || "#888"; });
     this.colors = c;
     this.groupColor = this.data.groups.map(function (g) { return c[g]; });
@@ -150,6 +151,12 @@
     return lo;
   };
 
+  /* first index in [lo, hi) whose running max end passes t */
+  Timeline.prototype.firstEndingAfter = function (lo, hi, t) {
+    while (lo < hi) { var mid = (lo + hi) >> 1; if (this.maxEnd[mid] <= t) lo = mid + 1; else hi = mid; }
+    return lo;
+  };
+
   Timeline.prototype.draw = function () {
     var began = performance.now();
     var ctx = this.canvas.getContext("2d"), c = this.colors, d = this.data, self = this;
@@ -168,25 +175,37 @@
     });
     // events, one pass per row with pixel-column skipping
     var drawn = 0, scale = (W - LABEL_W) / (this.v1 - this.v0);
+    var runColor = null, runX0 = 0, runX1 = 0, y = 0;
+    function flush() {
+      if (runColor === null) return;
+      ctx.fillStyle = runColor; ctx.fillRect(runX0, y, runX1 - runX0, ROW_H - 1); runColor = null;
+    }
     for (var r = 0; r < d.rows.length; r++) {
-      var y = this.rowY[r], end = this.rowFirst[r] + this.rowCount[r], lastPx = -1;
+      var end = this.rowFirst[r] + this.rowCount[r], lastPx = -1;
+      y = this.rowY[r];
       for (var k = this.firstVisible(r, this.v0); k < end; k++) {
         var s = this.start[k];
         if (s > this.v1) break;
         var x0 = LABEL_W + (s - this.v0) * scale, x1 = LABEL_W + (this.end[k] - this.v0) * scale;
-        if (x1 <= lastPx) continue;  // adds no pixel column: level of detail
+        if (x1 <= lastPx) {  // adds no pixel column: jump to the first event that does
+          k = this.firstEndingAfter(k, end, this.v0 + (lastPx - LABEL_W) / scale) - 1;
+          continue;
+        }
         if (x0 < lastPx) x0 = lastPx;
-        var w = Math.max(x1 - x0, 1);
-        ctx.fillStyle = this.groupColor[d.labels[this.label[k]][1]];
-        ctx.fillRect(x0, y, w, ROW_H - 1);
+        var w = Math.max(x1 - x0, 1), color = this.groupColor[d.labels[this.label[k]][1]];
+        // adjacent slivers of one colour become one rectangle
+        if (color === runColor && x0 <= runX1 + 0.5) runX1 = x0 + w;
+        else { flush(); runColor = color; runX0 = x0; runX1 = x0 + w; }
         drawn++;
         lastPx = x0 + w;
         if (w > 50) {
-          ctx.fillStyle = "#fff";
+          flush();
+          ctx.fillStyle = c["on-bar"];
           var name = d.labels[this.label[k]][0], fit = Math.floor((w - 4) / 6);
           ctx.fillText(name.length > fit ? name.slice(0, Math.max(fit - 1, 0)) + "\u2026" : name, Math.max(x0, LABEL_W) + 2, y + ROW_H / 2);
         }
       }
+      flush();
     }
     this.drawHighlights(ctx);
     this.drawMarks(ctx);
