@@ -43,7 +43,7 @@ def test_text_is_the_default():
     [
         ("md", "**Verdict: overhead-bound**"),
         ("json", '"regime": "overhead-bound"'),
-        ("html", "<svg"),
+        ("html", "data-timeline"),
     ],
 )
 def test_formats_to_a_file(tmp_path, fmt, marker):

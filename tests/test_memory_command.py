@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from .conftest import corpus
 
 RUN = "from kinetoscope.cli import main; main()"
@@ -61,3 +63,25 @@ def test_memory_plot_without_matplotlib_is_one_line_exit_2(tmp_path):
 def test_memory_missing_file_is_exit_2(tmp_path):
     result = kinetoscope("memory", tmp_path / "nope.json")
     assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_memory_figure_one_unit_y_from_zero_shared_x_no_empty_panel():
+    """switch_transformer records 160 B peak on cpu next to 4.27 GiB on cuda:0: the cpu
+    panel would be a flat line, so one panel; its y axis starts at 0, in GiB."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from kinetoscope.analysis.memory import memory_timeline
+    from kinetoscope.commands.memory import memory_figure
+    from kinetoscope.trace import load
+
+    trace = load(corpus("gpu/switch_transformer_moe_a100.json.gz"))
+    devices = memory_timeline(trace)
+    assert [d.device for d in devices] == ["cpu", "cuda:0"]
+    fig = memory_figure(plt, trace, devices)
+    axes = fig.axes
+    assert len(axes) == 1 and axes[0].get_ylabel() == "cuda:0 GiB"
+    assert axes[0].get_ylim()[0] == 0 and axes[0].get_ylim()[1] > 4.27
+    assert "cpu: peak 160 B, not drawn" in fig._suptitle.get_text()
+    plt.close(fig)

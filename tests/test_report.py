@@ -153,11 +153,21 @@ def test_html_is_self_contained_with_a_timeline():
     # no external resources: no src/href attributes, no url(), no links to other hosts
     assert not re.search(r"""(src|href)\s*=""", html)
     assert "url(" not in html and "@import" not in html
-    assert "<svg" in html and html.count('class="step-band') == 5
-    assert 'class="lane-host"' in html and 'class="lane-device"' in html
-    assert "mark-info" in html  # the dead-window evidence is marked on the timeline
+    payload = json.loads(
+        re.search(r'<script type="application/json">(.*?)</script>', html, re.S).group(1)
+    )
+    assert [s[0] for s in payload["steps"]] == [s.label for s in report.steps]  # 5 steps
+    assert {lane["kind"] for lane in payload["lanes"]} == {"host", "device"}
+    # every complete event on a host thread or device stream is on the canvas, once
+    trace = kinetoscope.load(corpus(RESNET_NS))
+    on_lanes = (~trace.is_instant & (trace.lane_kind > 0) & (trace.cat != 12)).sum()
+    assert len(payload["dur"]) == sum(row[2] for row in payload["rows"]) == on_lanes
+    # each finding's timestamped evidence points at events or at a span to shade
+    for finding, located in zip(report.findings, payload["findings"], strict=True):
+        timed = [e for e in finding.evidence if e.ts_us is not None]
+        assert len(located["events"]) + len(located["spans"]) == len(timed)
     fragment = report._repr_html_()
-    assert "<!DOCTYPE" not in fragment and "<svg" in fragment
+    assert "<!DOCTYPE" not in fragment and "data-timeline" in fragment
 
 
 @pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)

@@ -34,6 +34,7 @@ COMMANDS: list[str] = [
     "check",
     "sweep",
     "slice",
+    "view",
 ]
 
 _DEBUG = {"on": False}

@@ -17,6 +17,9 @@ from ..outputs import refuse_inputs, say_where, write_file
 from ..rules.memory import RECORD_ADVICE, fmt_bytes
 from ..trace import Trace, load
 
+#: Panels of devices whose bytes stay under this share of the largest device's are left out.
+SMALL_PANEL = 0.01
+
 
 def register(app: typer.Typer) -> None:
     @app.command("memory")
@@ -102,12 +105,32 @@ def plot(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(len(devices), 1, figsize=(11, 3.2 * len(devices)), squeeze=False)
-    for ax, d in zip(axes[:, 0], devices, strict=True):
+    fig = memory_figure(plt, trace, devices)
+    try:
+        return write_file(
+            output, lambda f: fig.savefig(f, format=fmt, dpi=110), force=force, inputs=inputs
+        )
+    finally:
+        plt.close(fig)
+
+
+def memory_figure(plt, trace: Trace, devices: list[DeviceMemory]):
+    """A panel per device holding a visible share of the bytes, one byte unit for all,
+    y from 0, one shared time axis (panels line up), steps shaded."""
+    # a device holding under 1% of the largest one's bytes (often the CPU: a few hundred
+    # bytes next to GiB) is a flat line at 0 in the shared unit: named in the title instead
+    largest = max(_top(d) for d in devices)
+    shown = [d for d in devices if _top(d) >= SMALL_PANEL * largest] or devices
+    left_out = [d for d in devices if all(d is not s for s in shown)]
+    scale, unit = _unit(max(_top(d) for d in shown))
+    fig, axes = plt.subplots(
+        len(shown), 1, figsize=(11, 3.2 * len(shown)), squeeze=False, sharex=True
+    )
+    for ax, d in zip(axes[:, 0], shown, strict=True):
         t_ms = (d.ts - trace.start_time) / 1e3
-        ax.step(t_ms, d.allocated / 2**20, where="post", label="allocated", lw=1)
+        ax.step(t_ms, d.allocated / scale, where="post", label="allocated", lw=1)
         if d.reserved is not None:
-            ax.step(t_ms, d.reserved / 2**20, where="post", label="reserved", lw=1)
+            ax.step(t_ms, d.reserved / scale, where="post", label="reserved", lw=1)
         for k, s in enumerate(trace.steps):
             ax.axvspan(
                 trace.rel(s.start) / 1e3,
@@ -118,26 +141,39 @@ def plot(
             x = trace.rel(s.start) / 1e3
             ax.text(x, 1.0, f"#{s.number}", transform=ax.get_xaxis_transform(), fontsize=7)
         peak_ms = trace.rel(d.peak.ts) / 1e3
-        ax.plot([peak_ms], [d.peak_bytes / 2**20], "v", color="C3")
+        ax.plot([peak_ms], [d.peak_bytes / scale], "v", color="C3")
+        right_half = peak_ms > (float(t_ms.min()) + float(t_ms.max())) / 2
         ax.annotate(
             f"peak {fmt_bytes(d.peak_bytes)}: {op_label(trace, d.peak.op)}",
-            (peak_ms, d.peak_bytes / 2**20),
+            (peak_ms, d.peak_bytes / scale),
             textcoords="offset points",
-            xytext=(5, -12),
+            xytext=(-8 if right_half else 8, -4),
+            ha="right" if right_half else "left",
+            va="top",
             fontsize=8,
         )
+        # relative counts (rebuilt from byte deltas) can dip below their start
+        low = min(0.0, float(d.allocated.min()) / scale)
+        ax.set_ylim(bottom=low, top=max(_top(d) / scale * 1.08, 1e-9))
         rel = " (relative)" if d.relative else ""
-        ax.set_ylabel(f"{d.device} MiB{rel}")
+        ax.set_ylabel(f"{d.device} {unit}{rel}")
         ax.legend(loc="lower right", fontsize=8)
     axes[-1, 0].set_xlabel("time since trace start (ms)")
-    fig.suptitle(Path(trace.path).name, fontsize=9)
+    note = "; ".join(f"{d.device}: peak {fmt_bytes(d.peak_bytes)}, not drawn" for d in left_out)
+    fig.suptitle(Path(trace.path).name + (f" ({note})" if note else ""), fontsize=9)
     fig.tight_layout()
-    try:
-        return write_file(
-            output, lambda f: fig.savefig(f, format=fmt, dpi=110), force=force, inputs=inputs
-        )
-    finally:
-        plt.close(fig)
+    return fig
+
+
+def _top(d: DeviceMemory) -> float:
+    """Highest byte count a panel shows (allocated or reserved)."""
+    reserved = float(d.reserved.max()) if d.reserved is not None else 0.0
+    return max(float(d.allocated.max()), reserved, 0.0)
+
+
+def _unit(top_bytes: float) -> tuple[float, str]:
+    """One unit for every panel: GiB from 1 GiB up, else MiB."""
+    return (2.0**30, "GiB") if top_bytes >= 2**30 else (2.0**20, "MiB")
 
 
 def _ms(us: float) -> str:

@@ -10,6 +10,7 @@ one statistics module summary, diff and check read too.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from ..analysis.window import in_window, window_device_work
 from ..rules.engine import load_rules, run_rules
 from ..rules.verdict import classify
 from ..trace import Trace
+from .interactive import interactive_data
 from .model import Report, StepRow, Timeline, TimelineMark, TraceFacts, Verdict
 from .sections import kernel_types_section, quality_section, streams_section
 
@@ -47,6 +49,7 @@ def build_report(
         "dur_us": metrics["window_us"],
         "steps": len(trace.steps),
     }
+    timeline = _timeline(trace, stats, window, outcome.findings)
     return Report(
         version=__version__,
         trace=TraceFacts(
@@ -87,10 +90,11 @@ def build_report(
         findings=outcome.findings,
         not_checked=outcome.not_checked,
         rules=wanted,
-        timeline=_timeline(trace, stats, window, outcome.findings),
+        timeline=timeline,
         quality=quality_section(trace),
         kernel_types=kernel_types_section(trace),
         streams=streams_section(trace),
+        interactive=partial(interactive_data, trace, outcome.findings, timeline.steps),
     )
 
 

@@ -1,24 +1,44 @@
-"""Self-contained HTML report: one file, inline CSS and SVG, no external resources.
+"""Self-contained HTML: explain, diff and multi-rank pages from one template set.
 
-The timeline is an inline SVG with the host and device lanes over the active
-window, step boundaries, and a marker for every piece of evidence with a
-timestamp. Only coordinate mapping happens here; every number comes from the
-`Report`.
+Every page is one file: the stylesheet and scripts (templates/assets) are
+inlined, nothing is fetched at view time. Colours are CSS variables with a
+light and a dark palette (prefers-color-scheme, or Jupyter's dark theme), so
+the same output reads in a browser and in a notebook either way.
+
+The explain page is a list of section partials (`SECTIONS`, one file each in
+templates/sections/): a new Report section is a new partial and a name here.
+Only layout happens in this module; the numbers come from the Report, the
+timeline payload from `Report.interactive` (report/interactive.py).
 """
 
 from __future__ import annotations
 
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
 from ..errors import UsageError
-from ..units import fmt_us
+from ..rules.base import SEVERITY_ORDER
+from ..units import fmt_pct, fmt_us
 from .evidence import evidence_line, short_name
 from .model import Report
 
-SVG_WIDTH = 1000
-LANE_Y = {"host": 24, "device": 56}
-LANE_HEIGHT = 22
+#: The explain page, top to bottom: templates/sections/<name>.html.j2 each.
+SECTIONS = [
+    "header",
+    "verdict",
+    "timeline",
+    "steps",
+    "findings",
+    "kernels",
+    "ops",
+    "not_checked",
+]
 
 
-def render_html(report: Report, standalone: bool = True) -> str:
+@cache
+def _environment():
     try:
         import jinja2
     except ImportError:
@@ -30,48 +50,63 @@ def render_html(report: Report, standalone: bool = True) -> str:
         lstrip_blocks=True,
     )
     env.filters["us"] = fmt_us
+    env.filters["pct"] = fmt_pct
     env.filters["short"] = short_name
     env.filters["line"] = evidence_line
-    return env.get_template("report.html.j2").render(
-        report=report, timeline=_svg_geometry(report), standalone=standalone
+    return env
+
+
+@cache
+def _assets() -> dict[str, Any]:
+    """The stylesheet and scripts, inlined into every page (marked safe: our own files)."""
+    from markupsafe import Markup
+
+    folder = resources.files("kinetoscope.report") / "templates" / "assets"
+    return {
+        "css": Markup(folder.joinpath("style.css").read_text(encoding="utf-8")),
+        "timeline_js": Markup(folder.joinpath("timeline.js").read_text(encoding="utf-8")),
+        "tables_js": Markup(folder.joinpath("tables.js").read_text(encoding="utf-8")),
+    }
+
+
+def script_json(value: Any):
+    """JSON safe inside a <script> element: no `</script>` or `<!--` can end it early."""
+    from markupsafe import Markup
+
+    text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def ranked(findings: list) -> list[tuple[int, Any]]:
+    """(report index, finding) by severity, then by time a fix could save: the reading order.
+    The index stays the one the timeline payload uses for the finding's evidence."""
+    return sorted(
+        enumerate(findings),
+        key=lambda pair: (SEVERITY_ORDER.get(pair[1].severity, 9), -pair[1].impact_us),
     )
 
 
-def _svg_geometry(report: Report) -> dict:
-    tl = report.timeline
-    span = max(tl.end_us - tl.start_us, 1e-9)
+def render_page(template: str, standalone: bool = True, **context: Any) -> str:
+    """Render `template` (which extends page.html.j2) with the shared assets."""
+    from .. import __version__
 
-    def x(ts: float) -> float:
-        return round((ts - tl.start_us) / span * SVG_WIDTH, 2)
+    env = _environment()
+    context.setdefault("timeline_json", None)
+    return env.get_template(template).render(
+        assets=_assets(), standalone=standalone, version=__version__, **context
+    )
 
-    lanes = []
-    for name, intervals in tl.lanes.items():
-        rects = [(x(s), round(max(x(e) - x(s), 0.5), 2)) for s, e in intervals]
-        lanes.append({"name": name, "y": LANE_Y.get(name, 88), "rects": rects})
-    steps = [
-        {"label": label, "x": x(s), "w": round(max(x(e) - x(s), 0.5), 2), "odd": i % 2 == 1}
-        for i, (label, s, e) in enumerate(tl.steps)
-    ]
-    marks = [
-        {
-            "x": x(m.ts_us),
-            "finding": m.finding,
-            "severity": m.severity,
-            "title": f"{m.finding}: {short_name(m.label)} at +{fmt_us(m.ts_us)}",
-        }
-        for m in tl.marks
-        if tl.start_us <= m.ts_us <= tl.end_us
-    ]
-    ticks = [
-        {"x": round(SVG_WIDTH * k / 4, 2), "label": f"+{fmt_us(tl.start_us + span * k / 4, 1)}"}
-        for k in range(5)
-    ]
-    return {
-        "width": SVG_WIDTH,
-        "height": 124,
-        "lane_height": LANE_HEIGHT,
-        "lanes": lanes,
-        "steps": steps,
-        "marks": marks,
-        "ticks": ticks,
-    }
+
+def render_html(report: Report, standalone: bool = True) -> str:
+    _environment()  # a clear error first when jinja2 is missing
+    interactive = report.interactive() if report.interactive is not None else None
+    return render_page(
+        "explain.html.j2",
+        standalone=standalone,
+        title=report.trace.path,
+        report=report,
+        sections=SECTIONS,
+        ranked_findings=ranked(report.findings),
+        interactive=interactive,
+        timeline_json=script_json(interactive["timeline"]) if interactive else None,
+    )

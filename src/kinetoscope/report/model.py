@@ -8,6 +8,7 @@ disappears (adding fields does not).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -104,6 +105,9 @@ class Report:
     kernel_types: dict[str, Any] = field(default_factory=dict)
     #: busy time per device stream, communication hidden/exposed per step
     streams: dict[str, Any] = field(default_factory=dict)
+    #: Builds what only the HTML report shows (report.interactive: event timeline, kernel
+    #: and op tables) on demand: it costs a pass over every event.
+    interactive: Callable[[], dict] | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return _rounded(

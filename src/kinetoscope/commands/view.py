@@ -1,0 +1,60 @@
+"""`kinetoscope view TRACE`: open the trace in the Perfetto UI without uploading it.
+
+Serves the file on 127.0.0.1 (serve/perfetto.py), prints the deep link, opens a
+browser where one exists (not under CI or `--no-browser`), and stops cleanly
+on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import typer
+
+from ..errors import UsageError
+
+
+def register(app: typer.Typer) -> None:
+    app.command("view")(view_command)
+
+
+def view_command(
+    trace_path: Path = typer.Argument(..., metavar="TRACE", help="Kineto trace (.json/.gz)."),
+    port: int = typer.Option(0, "--port", help="Port on 127.0.0.1 (default: a free one)."),
+    no_browser: bool = typer.Option(
+        False, "--no-browser", help="Only print the link; do not open a browser."
+    ),
+) -> None:
+    """Serve TRACE on 127.0.0.1 and print the link that opens it in ui.perfetto.dev."""
+    from ..serve.perfetto import deep_link, make_server
+
+    if not trace_path.is_file():
+        raise UsageError(f"{trace_path}: no such trace file")
+    try:
+        server = make_server(trace_path.resolve(), port)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+    link = deep_link(trace_path, server.server_port)
+    print(f"serving {trace_path} on http://127.0.0.1:{server.server_port}/ (Ctrl-C to stop)")
+    print(f"open in Perfetto: {link}", flush=True)
+    if not no_browser and not os.environ.get("CI"):
+        _open_browser(link)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("stopped", file=sys.stderr)
+    finally:
+        server.server_close()
+
+
+def _open_browser(link: str) -> None:
+    """Open `link` where a browser exists; headless machines just keep the printed link."""
+    import webbrowser
+
+    try:
+        webbrowser.get()
+    except webbrowser.Error:
+        return
+    webbrowser.open(link)

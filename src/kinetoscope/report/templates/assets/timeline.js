@@ -1,0 +1,445 @@
+/* kinetoscope interactive timeline: canvas lanes for host threads and device streams.
+   Data: the JSON payload of report/timeline_data.py in a <script type="application/json">
+   inside each .tl element. Level of detail: per row, events are visited in start order
+   and events that add no new pixel column are skipped with a binary search over the
+   row's running max end, so a frame visits and draws about one event per pixel column
+   per row however many events are visible. */
+(function () {
+  "use strict";
+  var LABEL_W = 150, AXIS_H = 20, STEP_H = 14, MARK_LEVEL_H = 10, MARK_LEVELS = 4;
+  var ROW_H = 11, LANE_GAP = 6, MAX_ROWS = 16, MIN_SPAN_US = 0.05;
+  var SEV_RANK = { critical: 0, warn: 1, info: 2 };
+
+  function fmtUs(us) {
+    var a = Math.abs(us), v, unit;
+    if (a >= 1e6) { v = us / 1e6; unit = " s"; }
+    else if (a >= 1e3) { v = us / 1e3; unit = " ms"; }
+    else { v = us; unit = " us"; }
+    var digits = Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : 2;
+    return v.toFixed(digits) + unit;
+  }
+
+  function Timeline(root) {
+    var data = JSON.parse(root.querySelector("script[type='application/json']").textContent);
+    this.root = root;
+    this.data = data;
+    this.canvas = root.querySelector("canvas");
+    this.tip = root.querySelector(".tl-tip");
+    this.decode(data);
+    this.layout();
+    this.v0 = this.t0; this.v1 = this.t1;
+    this.hover = -1; this.pinned = -1; this.finding = -1;
+    this.frames = [];
+    this.readColors();
+    this.legend();
+    this.bind();
+    this.resize();
+  }
+
+  Timeline.prototype.decode = function (d) {
+    var q = d.quantum_us, n = d.dur.length;
+    this.n = n;
+    this.start = new Float64Array(n); this.end = new Float64Array(n);
+    this.label = Int32Array.from(d.label);
+    this.rowOf = new Int32Array(n);
+    this.rowFirst = []; this.rowCount = []; this.maxEnd = new Float64Array(n);
+    var k = 0, t0 = Infinity, t1 = -Infinity;
+    for (var r = 0; r < d.rows.length; r++) {
+      var count = d.rows[r][2], acc = 0, run = -Infinity;
+      this.rowFirst.push(k); this.rowCount.push(count);
+      for (var j = 0; j < count; j++, k++) {
+        acc += d.start[k];
+        this.start[k] = acc * q; this.end[k] = (acc + d.dur[k]) * q;
+        this.rowOf[k] = r;
+        if (this.end[k] > run) run = this.end[k];
+        this.maxEnd[k] = run;
+        if (this.start[k] < t0) t0 = this.start[k];
+        if (this.end[k] > t1) t1 = this.end[k];
+      }
+    }
+    d.steps.forEach(function (s) { t0 = Math.min(t0, s[1]); t1 = Math.max(t1, s[2]); });
+    if (!isFinite(t0)) { t0 = 0; t1 = 1; }
+    this.t0 = t0; this.t1 = Math.max(t1, t0 + MIN_SPAN_US);
+    this.link = new Int32Array(n).fill(-1);
+    for (var i = 0; i + 1 < d.links.length; i += 2) {
+      this.link[d.links[i]] = d.links[i + 1]; this.link[d.links[i + 1]] = d.links[i];
+    }
+    this.args = {};
+    var ev = 0;
+    for (var a = 0; a < d.args.events.length; a++) {
+      ev += d.args.events[a]; this.args[ev] = d.args.table[d.args.entry[a]];
+    }
+    this.marks = [];
+    var self = this;
+    this.findingEls = Array.prototype.slice.call(
+      (root_of(this.root)).querySelectorAll(".finding[data-finding]"));
+    d.findings.forEach(function (f, fi) {
+      var el = self.findingEls.filter(function (e) { return +e.dataset.finding === fi; })[0];
+      var sev = el ? el.dataset.severity : "info";
+      f.events.forEach(function (e) { self.marks.push({ f: fi, t: self.start[e], sev: sev }); });
+      f.spans.forEach(function (s) { self.marks.push({ f: fi, t: s[0], sev: sev }); });
+    });
+    this.marks.sort(function (a, b) { return a.t - b.t || SEV_RANK[a.sev] - SEV_RANK[b.sev]; });
+  };
+
+  function root_of(el) { return el.closest(".ks") || document; }
+
+  Timeline.prototype.layout = function () {
+    var d = this.data, y = AXIS_H + STEP_H + MARK_LEVELS * MARK_LEVEL_H + 4;
+    this.marksTop = AXIS_H + STEP_H;
+    this.rowY = []; this.lanesY = [];
+    var lastLane = -1;
+    for (var r = 0; r < d.rows.length; r++) {
+      var lane = d.rows[r][0], depth = d.rows[r][1];
+      if (lane !== lastLane) { if (lastLane >= 0) y += LANE_GAP; this.lanesY.push([lane, y]); lastLane = lane; }
+      if (depth < MAX_ROWS) { this.rowY.push(y); y += ROW_H; }
+      else this.rowY.push(y - ROW_H);  // deeper frames share the last row
+    }
+    this.height = y + 4;
+  };
+
+  Timeline.prototype.readColors = function () {
+    var css = getComputedStyle(this.root), c = {};
+    ["fg", "on-bar", "muted", "bg", "panel", "line", "accent", "band-a", "band-b", "warn", "critical", "info"]
+      .concat(this.data.groups).forEach(function (k) { c[k] = css.getPropertyValue("--" + k).trim() || "#888"; });
+    this.colors = c;
+    this.groupColor = this.data.groups.map(function (g) { return c[g]; });
+  };
+
+  Timeline.prototype.legend = function () {
+    var used = {}, self = this;
+    this.data.labels.forEach(function (l) { used[l[1]] = true; });
+    var box = this.root.querySelector(".legend");
+    if (!box) return;
+    box.innerHTML = "";
+    this.data.groups.forEach(function (g, i) {
+      if (!used[i]) return;
+      var s = document.createElement("span");
+      s.innerHTML = "<i style='background:var(--" + g + ")'></i>" + g;
+      box.appendChild(s);
+    });
+    [["critical", "critical"], ["warn", "warn"], ["info", "info"]].forEach(function (p) {
+      if (!self.marks.some(function (m) { return m.sev === p[0]; })) return;
+      var s = document.createElement("span");
+      s.innerHTML = "<i style='background:var(--" + p[0] + ")'></i>" + p[1] + " finding";
+      box.appendChild(s);
+    });
+  };
+
+  Timeline.prototype.resize = function () {
+    var dpr = window.devicePixelRatio || 1, w = this.canvas.clientWidth || 900;
+    this.width = w; this.dpr = dpr;
+    this.canvas.width = Math.round(w * dpr); this.canvas.height = Math.round(this.height * dpr);
+    this.canvas.style.height = this.height + "px";
+    this.draw();
+  };
+
+  Timeline.prototype.x = function (t) { return LABEL_W + (t - this.v0) / (this.v1 - this.v0) * (this.width - LABEL_W); };
+  Timeline.prototype.t = function (x) { return this.v0 + (x - LABEL_W) / (this.width - LABEL_W) * (this.v1 - this.v0); };
+
+  Timeline.prototype.request = function () {
+    var self = this;
+    if (this.pending) return;
+    this.pending = true;
+    requestAnimationFrame(function () { self.pending = false; self.draw(); });
+  };
+
+  /* first event of row r whose running max end reaches t (maxEnd is non-decreasing) */
+  Timeline.prototype.firstVisible = function (r, t) {
+    var lo = this.rowFirst[r], hi = lo + this.rowCount[r];
+    while (lo < hi) { var mid = (lo + hi) >> 1; if (this.maxEnd[mid] < t) lo = mid + 1; else hi = mid; }
+    return lo;
+  };
+
+  /* first index in [lo, hi) whose running max end passes t */
+  Timeline.prototype.firstEndingAfter = function (lo, hi, t) {
+    while (lo < hi) { var mid = (lo + hi) >> 1; if (this.maxEnd[mid] <= t) lo = mid + 1; else hi = mid; }
+    return lo;
+  };
+
+  Timeline.prototype.draw = function () {
+    var began = performance.now();
+    var ctx = this.canvas.getContext("2d"), c = this.colors, d = this.data, self = this;
+    var W = this.width, H = this.height;
+    ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
+    ctx.fillStyle = c.bg; ctx.fillRect(0, 0, W, H);
+    ctx.font = "11px system-ui, sans-serif"; ctx.textBaseline = "middle";
+    // steps: bands behind everything, labels in their own strip
+    ctx.save(); ctx.beginPath(); ctx.rect(LABEL_W, 0, W - LABEL_W, H); ctx.clip();
+    d.steps.forEach(function (s, i) {
+      var x0 = self.x(s[1]), x1 = self.x(s[2]);
+      if (x1 < LABEL_W || x0 > W) return;
+      ctx.fillStyle = i % 2 ? c["band-b"] : c["band-a"];
+      ctx.fillRect(x0, AXIS_H, Math.max(x1 - x0, 1), H - AXIS_H);
+      if (x1 - x0 > 30) { ctx.fillStyle = c.muted; ctx.fillText("step " + s[0], Math.max(x0, LABEL_W) + 3, AXIS_H + STEP_H / 2); }
+    });
+    // events, one pass per row with pixel-column skipping
+    var drawn = 0, scale = (W - LABEL_W) / (this.v1 - this.v0);
+    var runColor = null, runX0 = 0, runX1 = 0, y = 0;
+    function flush() {
+      if (runColor === null) return;
+      ctx.fillStyle = runColor; ctx.fillRect(runX0, y, runX1 - runX0, ROW_H - 1); runColor = null;
+    }
+    for (var r = 0; r < d.rows.length; r++) {
+      var end = this.rowFirst[r] + this.rowCount[r], lastPx = -1;
+      y = this.rowY[r];
+      for (var k = this.firstVisible(r, this.v0); k < end; k++) {
+        var s = this.start[k];
+        if (s > this.v1) break;
+        var x0 = LABEL_W + (s - this.v0) * scale, x1 = LABEL_W + (this.end[k] - this.v0) * scale;
+        if (x1 <= lastPx) {  // adds no pixel column: jump to the first event that does
+          k = this.firstEndingAfter(k, end, this.v0 + (lastPx - LABEL_W) / scale) - 1;
+          continue;
+        }
+        if (x0 < lastPx) x0 = lastPx;
+        var w = Math.max(x1 - x0, 1), color = this.groupColor[d.labels[this.label[k]][1]];
+        // adjacent slivers of one colour become one rectangle
+        if (color === runColor && x0 <= runX1 + 0.5) runX1 = x0 + w;
+        else { flush(); runColor = color; runX0 = x0; runX1 = x0 + w; }
+        drawn++;
+        lastPx = x0 + w;
+        if (w > 50) {
+          flush();
+          ctx.fillStyle = c["on-bar"];
+          var name = d.labels[this.label[k]][0], fit = Math.floor((w - 4) / 6);
+          ctx.fillText(name.length > fit ? name.slice(0, Math.max(fit - 1, 0)) + "\u2026" : name, Math.max(x0, LABEL_W) + 2, y + ROW_H / 2);
+        }
+      }
+      flush();
+    }
+    this.drawHighlights(ctx);
+    this.drawMarks(ctx);
+    ctx.restore();
+    // gutter: lane names, axis
+    ctx.fillStyle = c.bg; ctx.fillRect(0, 0, LABEL_W, H);
+    ctx.fillStyle = c.fg;
+    this.lanesY.forEach(function (p) {
+      var lane = d.lanes[p[0]];
+      ctx.fillText((lane.kind === "device" ? "\u25A0 " : "\u25A1 ") + lane.label.slice(0, 22), 4, p[1] + ROW_H / 2);
+      ctx.fillStyle = c.line; ctx.fillRect(0, p[1] - 3, W, 1); ctx.fillStyle = c.fg;
+    });
+    ctx.fillStyle = c.muted;
+    ctx.fillText("findings", 4, this.marksTop + MARK_LEVELS * MARK_LEVEL_H / 2);
+    this.drawAxis(ctx);
+    var ms = performance.now() - began;
+    this.frames.push(ms); if (this.frames.length > 240) this.frames.shift();
+    this.root.dataset.v0 = this.v0; this.root.dataset.v1 = this.v1; this.root.dataset.drawn = drawn;
+    var info = this.root.querySelector(".tl-range");
+    if (info) info.textContent = "+" + fmtUs(this.v0) + " \u2013 +" + fmtUs(this.v1) + " (" + fmtUs(this.v1 - this.v0) + ")";
+  };
+
+  Timeline.prototype.drawAxis = function (ctx) {
+    var c = this.colors, span = this.v1 - this.v0, raw = span / 8, p = Math.pow(10, Math.floor(Math.log10(raw)));
+    var step = [1, 2, 5, 10].map(function (m) { return m * p; }).filter(function (s) { return s >= raw; })[0];
+    ctx.fillStyle = c.bg; ctx.fillRect(LABEL_W, 0, this.width - LABEL_W, AXIS_H);
+    ctx.fillStyle = c.muted;
+    for (var t = Math.ceil(this.v0 / step) * step; t <= this.v1; t += step) {
+      var x = this.x(t);
+      ctx.fillRect(x, AXIS_H - 5, 1, 5);
+      ctx.fillText("+" + fmtUs(t), x + 2, AXIS_H / 2);
+    }
+    ctx.fillRect(LABEL_W, AXIS_H - 1, this.width - LABEL_W, 1);
+  };
+
+  Timeline.prototype.eventRect = function (k) {
+    var x0 = this.x(this.start[k]), x1 = this.x(this.end[k]);
+    return [x0, this.rowY[this.rowOf[k]], Math.max(x1 - x0, 2), ROW_H - 1];
+  };
+
+  Timeline.prototype.drawHighlights = function (ctx) {
+    var c = this.colors, self = this, on = [];
+    if (this.finding >= 0) {
+      var f = this.data.findings[this.finding];
+      on = f.events.slice();
+      ctx.fillStyle = c.accent; ctx.globalAlpha = 0.18;
+      f.spans.forEach(function (s) {
+        var x0 = self.x(s[0]), x1 = self.x(s[0] + s[1]);
+        ctx.fillRect(x0, AXIS_H, Math.max(x1 - x0, 2), self.height - AXIS_H);
+      });
+      ctx.globalAlpha = 1;
+    }
+    var focus = this.pinned >= 0 ? this.pinned : this.hover;
+    if (focus >= 0) { on.push(focus); if (this.link[focus] >= 0) on.push(this.link[focus]); }
+    ctx.strokeStyle = c.accent; ctx.lineWidth = 2;
+    on.forEach(function (k) { var r = self.eventRect(k); ctx.strokeRect(r[0] - 1, r[1] - 1, r[2] + 2, r[3] + 2); });
+    if (focus >= 0 && this.link[focus] >= 0) {  // launch -> kernel arrow
+      var launch = this.start[focus] <= this.start[this.link[focus]] ? focus : this.link[focus];
+      var a = this.eventRect(launch), b = this.eventRect(this.link[launch]);
+      ctx.beginPath(); ctx.moveTo(a[0], a[1] + a[3]); ctx.lineTo(b[0], b[1]); ctx.stroke();
+      ctx.beginPath(); ctx.moveTo(b[0], b[1]); ctx.lineTo(b[0] - 4, b[1] - 6); ctx.lineTo(b[0] + 4, b[1] - 6); ctx.closePath();
+      ctx.fillStyle = c.accent; ctx.fill();
+    }
+    this.root.dataset.highlighted = on.length;
+  };
+
+  /* finding markers: stacked in levels so none hides another; past the last level they
+     cluster into a "+n" count at that spot */
+  Timeline.prototype.drawMarks = function (ctx) {
+    var c = this.colors, self = this, lastX = [], W = 10, placed = [];
+    this.marks.forEach(function (m) {
+      var x = self.x(m.t);
+      if (x < LABEL_W - 5 || x > self.width + 5) return;
+      var lvl = 0;
+      while (lvl < MARK_LEVELS && lastX[lvl] !== undefined && x - lastX[lvl] < W) lvl++;
+      if (lvl === MARK_LEVELS) { placed[placed.length - 1].more++; return; }
+      lastX[lvl] = x;
+      placed.push({ m: m, x: x, lvl: lvl, more: 0 });
+    });
+    placed.forEach(function (p) {
+      var y = self.marksTop + p.lvl * MARK_LEVEL_H + 1, sel = p.m.f === self.finding;
+      ctx.fillStyle = c[p.m.sev];
+      ctx.beginPath(); ctx.moveTo(p.x - 4.5, y); ctx.lineTo(p.x + 4.5, y); ctx.lineTo(p.x, y + MARK_LEVEL_H - 2); ctx.closePath(); ctx.fill();
+      if (sel) { ctx.strokeStyle = c.fg; ctx.lineWidth = 1.5; ctx.stroke(); }
+      if (p.more) { ctx.fillStyle = c.fg; ctx.fillText("+" + p.more, p.x + 5, y + MARK_LEVEL_H / 2); }
+    });
+    this.placed = placed;
+    this.root.dataset.marks = placed.length;
+  };
+
+  Timeline.prototype.hit = function (x, y) {
+    if (x < LABEL_W) return -1;
+    var t = this.t(x), tol = 2 * (this.v1 - this.v0) / (this.width - LABEL_W), best = -1;
+    for (var r = 0; r < this.rowY.length; r++) {
+      if (y < this.rowY[r] || y >= this.rowY[r] + ROW_H) continue;
+      var end = this.rowFirst[r] + this.rowCount[r];
+      for (var k = this.firstVisible(r, t - tol); k < end && this.start[k] <= t + tol; k++) {
+        if (this.end[k] >= t - tol && (best < 0 || this.end[k] - this.start[k] < this.end[best] - this.start[best])) best = k;
+      }
+    }
+    return best;
+  };
+
+  Timeline.prototype.markAt = function (x, y) {
+    var lvl = Math.floor((y - this.marksTop) / MARK_LEVEL_H);
+    if (lvl < 0 || lvl >= MARK_LEVELS || !this.placed) return null;
+    return this.placed.filter(function (p) { return p.lvl === lvl && Math.abs(p.x - x) <= 5; })[0] || null;
+  };
+
+  Timeline.prototype.showTip = function (k, x, y, mark) {
+    var tip = this.tip, d = this.data, html;
+    if (mark) {
+      var el = this.findingEls.filter(function (e) { return +e.dataset.finding === mark.m.f; })[0];
+      html = "<b>" + esc(el ? el.dataset.title : "finding") + "</b>" + (mark.more ? "and " + mark.more + " more markers here" : "click to select");
+    } else if (k >= 0) {
+      var lab = d.labels[this.label[k]], lane = d.lanes[d.rows[this.rowOf[k]][0]];
+      var rows = [["start", "+" + fmtUs(this.start[k])], ["duration", fmtUs(this.end[k] - this.start[k])], ["kind", d.groups[lab[1]]], ["lane", lane.label]];
+      var args = this.args[k] || {};
+      Object.keys(args).forEach(function (a) { rows.push([a, JSON.stringify(args[a])]); });
+      if (this.link[k] >= 0) rows.push([lane.kind === "device" ? "launched by" : "launches", d.labels[this.label[this.link[k]]][0]]);
+      html = "<b>" + esc(lab[0]) + "</b><table>" + rows.map(function (r) { return "<tr><td>" + esc(r[0]) + "</td><td>" + esc(r[1]) + "</td></tr>"; }).join("") + "</table>";
+    } else { tip.style.display = "none"; return; }
+    tip.innerHTML = html; tip.style.display = "block";
+    var left = Math.min(x + 14, this.width - 360);
+    tip.style.left = Math.max(left, 0) + "px"; tip.style.top = (y + 36) + "px";
+  };
+
+  function esc(s) { return String(s).replace(/[&<>"]/g, function (ch) { return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[ch]; }); }
+
+  Timeline.prototype.zoom = function (factor, atX) {
+    var t = this.t(atX === undefined ? (LABEL_W + this.width) / 2 : atX);
+    var span = Math.max((this.v1 - this.v0) * factor, MIN_SPAN_US), full = (this.t1 - this.t0) * 1.1;
+    span = Math.min(span, full);
+    var frac = (t - this.v0) / (this.v1 - this.v0);
+    this.setView(t - frac * span, t - frac * span + span);
+  };
+
+  Timeline.prototype.pan = function (dt) { this.setView(this.v0 + dt, this.v1 + dt); };
+
+  Timeline.prototype.setView = function (v0, v1) {
+    var span = v1 - v0, pad = (this.t1 - this.t0) * 0.05;
+    if (v0 < this.t0 - pad) { v0 = this.t0 - pad; v1 = v0 + span; }
+    if (v1 > this.t1 + pad) { v1 = this.t1 + pad; v0 = v1 - span; }
+    this.v0 = v0; this.v1 = v1; this.request();
+  };
+
+  Timeline.prototype.selectFinding = function (fi) {
+    this.finding = fi;
+    this.findingEls.forEach(function (e) { e.classList.toggle("selected", +e.dataset.finding === fi); });
+    var f = this.data.findings[fi], self = this, lo = Infinity, hi = -Infinity;
+    if (!f) return;
+    f.events.forEach(function (k) { lo = Math.min(lo, self.start[k]); hi = Math.max(hi, self.end[k]); });
+    f.spans.forEach(function (s) { lo = Math.min(lo, s[0]); hi = Math.max(hi, s[0] + s[1]); });
+    if (isFinite(lo)) {
+      var pad = Math.max((hi - lo) * 0.15, 5);
+      this.setView(lo - pad, hi + pad);
+      this.root.scrollIntoView({ block: "nearest", behavior: "smooth" });
+    }
+    this.request();
+  };
+
+  Timeline.prototype.bind = function () {
+    var self = this, cv = this.canvas, drag = null;
+    cv.addEventListener("wheel", function (e) {
+      e.preventDefault();
+      var r = cv.getBoundingClientRect();
+      if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) self.pan((e.deltaX || e.deltaY) / (self.width - LABEL_W) * (self.v1 - self.v0));
+      else self.zoom(Math.exp(e.deltaY * 0.002), e.clientX - r.left);
+    }, { passive: false });
+    cv.addEventListener("mousedown", function (e) { drag = { x: e.clientX, v0: self.v0, v1: self.v1, moved: false }; });
+    window.addEventListener("mouseup", function () { setTimeout(function () { drag = null; }, 0); });
+    cv.addEventListener("mousemove", function (e) {
+      var r = cv.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
+      self.hoverX = x;
+      if (drag && (e.buttons & 1)) {
+        var dx = e.clientX - drag.x;
+        if (Math.abs(dx) > 2) drag.moved = true;
+        var dt = dx / (self.width - LABEL_W) * (drag.v1 - drag.v0);
+        self.setView(drag.v0 - dt, drag.v1 - dt);
+        self.tip.style.display = "none";
+        return;
+      }
+      var mark = self.markAt(x, y), k = mark ? -1 : self.hit(x, y);
+      if (k !== self.hover) { self.hover = k; self.request(); }
+      self.showTip(k, x, y, mark);
+      cv.style.cursor = mark || k >= 0 ? "pointer" : "grab";
+    });
+    cv.addEventListener("mouseleave", function () { self.hover = -1; self.tip.style.display = "none"; self.request(); });
+    cv.addEventListener("click", function (e) {
+      if (drag && drag.moved) return;
+      var r = cv.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
+      var mark = self.markAt(x, y);
+      if (mark) {
+        var el = self.findingEls.filter(function (f) { return +f.dataset.finding === mark.m.f; })[0];
+        self.selectFinding(mark.m.f);
+        if (el) el.scrollIntoView({ block: "nearest" });
+        return;
+      }
+      self.pinned = self.hit(x, y); self.request();
+    });
+    cv.addEventListener("dblclick", function () { self.setView(self.t0, self.t1); });
+    cv.addEventListener("mouseenter", function () { cv.focus({ preventScroll: true }); });
+    cv.addEventListener("keydown", function (e) {
+      var key = e.key.toLowerCase(), span = self.v1 - self.v0;
+      if (key === "w") self.zoom(0.8, self.hoverX);
+      else if (key === "s") self.zoom(1.25, self.hoverX);
+      else if (key === "a") self.pan(-span * 0.1);
+      else if (key === "d") self.pan(span * 0.1);
+      else if (key === "0" || key === "escape") { self.finding = -1; self.pinned = -1; self.setView(self.t0, self.t1); }
+      else return;
+      e.preventDefault();
+    });
+    var reset = this.root.querySelector(".tl-reset");
+    if (reset) reset.addEventListener("click", function () { self.finding = -1; self.pinned = -1; self.selectFinding(-1); self.setView(self.t0, self.t1); });
+    this.findingEls.forEach(function (el) {
+      el.addEventListener("click", function (e) {
+        if (e.target.closest("a")) return;
+        self.selectFinding(+el.dataset.finding);
+      });
+    });
+    window.addEventListener("resize", function () { self.resize(); });
+    if (window.matchMedia) {
+      var mq = window.matchMedia("(prefers-color-scheme: dark)");
+      var again = function () { self.readColors(); self.request(); };
+      if (mq.addEventListener) mq.addEventListener("change", again);
+    }
+  };
+
+  function init() {
+    document.querySelectorAll(".ks .tl[data-timeline]").forEach(function (root) {
+      if (root.ksTimeline) return;
+      try { root.ksTimeline = new Timeline(root); }
+      catch (err) { root.querySelector(".tl-range").textContent = "timeline unavailable: " + err; throw err; }
+    });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
+})();

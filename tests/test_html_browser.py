@@ -1,0 +1,144 @@
+"""The HTML report in a real browser (headless Chromium through Playwright).
+
+Skips with the reason where Playwright or /usr/bin/chromium is missing; `.ci/run`
+installs both. Screenshots go to the test's tmp dir (look at them).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import kinetoscope
+from kinetoscope.report.html import render_html
+
+from .conftest import corpus
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SMALL = "gpu/tracelens_h100__gaunernst_bert-small-uncased__1016001.json.gz"
+RESNET = "gpu/resnet50_dataloader_workers0.pt.trace.json.gz"
+XDIT = "gpu/tracelens_xdit_flux.1_aiter_sage__profile_trace_rank_0.json.gz"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} missing (apt-get install chromium)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
+
+
+def _open(browser, html_path: Path, scheme: str = "light"):
+    page = browser.new_page(viewport={"width": 1280, "height": 1000}, color_scheme=scheme)
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(html_path.as_uri())
+    page.wait_for_function("() => (document.querySelector('.tl') || {dataset: {}}).dataset.v1")
+    return page, errors
+
+
+def _view(page) -> tuple[float, float]:
+    data = page.evaluate("() => Object.assign({}, document.querySelector('.tl').dataset)")
+    return float(data["v0"]), float(data["v1"])
+
+
+def _painted_pixels(page) -> int:
+    """Canvas pixels that differ from the top-left corner (the background)."""
+    return page.evaluate(
+        """() => { const c = document.querySelector('.tl canvas');
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0; for (let i = 0; i < d.length; i += 4)
+          if (d[i] !== d[0] || d[i+1] !== d[1] || d[i+2] !== d[2]) n++;
+        return n; }"""
+    )
+
+
+def _report(tmp_path: Path, relative: str) -> tuple[Path, kinetoscope.Report]:
+    report = kinetoscope.explain(corpus(relative))
+    out = tmp_path / (Path(relative).name.split(".json")[0] + ".html")
+    out.write_text(render_html(report), encoding="utf-8")
+    return out, report
+
+
+@pytest.mark.parametrize("relative", [SMALL, RESNET, XDIT], ids=["bert", "resnet50", "xdit"])
+def test_report_draws_zooms_and_highlights(browser, tmp_path, relative):
+    html_path, report = _report(tmp_path, relative)
+    if relative != SMALL:  # a 70 KB trace cannot pay for the page's fixed 40 KB of CSS/JS
+        trace_size = corpus(relative).stat().st_size  # these corpus files are gzipped
+        assert html_path.stat().st_size < 1.5 * trace_size
+    page, errors = _open(browser, html_path)
+    page.screenshot(path=str(tmp_path / "light.png"))
+    assert errors == []
+    assert _painted_pixels(page) > 10_000
+    v0, v1 = _view(page)
+    box = page.locator(".tl canvas").bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 120)
+    page.mouse.wheel(0, -600)  # zoom in around the cursor
+    page.wait_for_timeout(100)
+    z0, z1 = _view(page)
+    assert z1 - z0 < 0.7 * (v1 - v0) and v0 <= z0 < z1 <= v1
+    page.keyboard.press("d")  # pan right by a tenth of the view
+    page.wait_for_timeout(100)
+    p0, p1 = _view(page)
+    assert p0 > z0 and abs((p1 - p0) - (z1 - z0)) < 1e-6 * (z1 - z0) + 1e-3
+    # a finding whose evidence names events: clicking it outlines them and moves the view there
+    with_events = page.evaluate(
+        """() => JSON.parse(document.querySelector('.tl script').textContent).findings
+              .map((f, i) => f.events.length ? i : -1).filter(i => i >= 0)"""
+    )
+    assert with_events, "no finding located its evidence on an event"
+    index = with_events[0]
+    page.locator(f'.finding[data-finding="{index}"]').click()
+    page.wait_for_timeout(200)
+    data = page.evaluate("() => Object.assign({}, document.querySelector('.tl').dataset)")
+    assert int(data["highlighted"]) >= 1
+    assert (
+        page.locator(f'.finding[data-finding="{index}"]')
+        .get_attribute("class")
+        .endswith("selected")
+    )
+    page.locator(".tl").screenshot(path=str(tmp_path / "finding.png"))
+    assert errors == []
+    page.close()
+
+
+def _luminance(rgb: str) -> float:
+    channels = [int(x) / 255 for x in re.findall(r"\d+", rgb)[:3]]
+    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_text_contrast_in_both_themes(browser, tmp_path, scheme):
+    html_path, _ = _report(tmp_path, SMALL)
+    page, errors = _open(browser, html_path, scheme)
+    page.screenshot(path=str(tmp_path / f"{scheme}.png"), full_page=True)
+    pairs = page.evaluate(
+        """() => [...document.querySelectorAll('.ks p, .ks td, .ks h2, .ks code, .ks li')]
+           .slice(0, 200).map(e => {
+             let bg = 'rgba(0, 0, 0, 0)', n = e;
+             while (n && /rgba\\(0, 0, 0, 0\\)|transparent/.test(bg)) {
+               bg = getComputedStyle(n).backgroundColor; n = n.parentElement; }
+             return [getComputedStyle(e).color, bg]; })"""
+    )
+    assert pairs and errors == []
+    for fg, bg in pairs:
+        a, b = sorted([_luminance(fg), _luminance(bg)])
+        assert (b + 0.05) / (a + 0.05) >= 4.5, (scheme, fg, bg)
+    dark_bg = _luminance(pairs[0][1]) < 0.2
+    assert dark_bg == (scheme == "dark")
+    page.close()

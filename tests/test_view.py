@@ -1,0 +1,65 @@
+"""`kinetoscope view`: serves the trace to the Perfetto UI from 127.0.0.1 with CORS."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from .conftest import corpus
+
+REPO = Path(__file__).resolve().parents[1]
+TRACE = "gpu/tracelens_h100__gaunernst_bert-small-uncased__1016001.json.gz"
+
+
+def test_view_serves_the_trace_to_perfetto_and_stops_on_ctrl_c():
+    path = corpus(TRACE)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), CI="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from kinetoscope.cli import main; main()", "view", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        first = proc.stdout.readline()
+        link_line = proc.stdout.readline()
+        assert first.startswith("serving ") and "http://127.0.0.1:" in first
+        prefix = "open in Perfetto: https://ui.perfetto.dev/#!/?url=http://127.0.0.1:"
+        assert link_line.startswith(prefix), link_line
+        url = link_line.split("url=", 1)[1].strip()
+        assert url.endswith("/" + path.name)
+        request = urllib.request.Request(url, headers={"Origin": "https://ui.perfetto.dev"})
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            body = resp.read()
+            assert resp.headers["Access-Control-Allow-Origin"] == "https://ui.perfetto.dev"
+            assert int(resp.headers["Content-Length"]) == path.stat().st_size
+        assert body == path.read_bytes()
+        preflight = urllib.request.Request(url, method="OPTIONS")
+        with urllib.request.urlopen(preflight, timeout=10) as resp:
+            assert resp.status == 204
+            assert "GET" in resp.headers["Access-Control-Allow-Methods"]
+        other = url.rsplit("/", 1)[0] + "/etc-passwd"
+        try:
+            urllib.request.urlopen(other, timeout=10)
+            raise AssertionError("a path other than the trace was served")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 404
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0 and "Traceback" not in err and "stopped" in err
+
+
+def test_view_of_a_missing_file_is_one_line_exit_2(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    res = subprocess.run(
+        [sys.executable, "-c", "from kinetoscope.cli import main; main()", "view",
+         str(tmp_path / "nope.json")],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "nope.json" in res.stderr
