@@ -66,9 +66,9 @@ def test_resnet_dataloader_workers_pair():
     assert "exp_medium_nhwc_tn" in swap.example and "exp_small_nhwc_tn" in swap.replacement
     assert d.conclusion.startswith("B is 1.4x faster per step")
     assert "The gain is host time" in d.conclusion
-    # the verdict moved: device busy 57% -> 81% of the window
+    # the verdict moved: data wait 40% of the step (data-bound) -> device busy 81% of the window
     findings = {r.id: r.status for r in d.findings}
-    assert findings["mixed"] == "disappeared" and findings["compute-bound"] == "appeared"
+    assert findings["data-bound"] == "disappeared" and findings["compute-bound"] == "appeared"
     # ~40% of each workers=0 step waits in the single-process loader's __next__
     assert findings["dataloader-bound"] == "disappeared"
     assert "resolved: dataloader-bound" in d.conclusion
