@@ -104,10 +104,10 @@ def _check_paths(path: Path, output: Path, force: bool) -> None:
         with contextlib.suppress(OSError):
             if output.samefile(path):
                 raise UsageError(f"{output}: is the input trace; choose another -o file")
-        if not force:
-            raise UsageError(f"{output}: exists; pass --force to replace it")
         if output.is_dir():
             raise UsageError(f"{output}: is a directory; -o names the slice file")
+        if not force:
+            raise UsageError(f"{output}: exists; pass --force to replace it")
     if not output.parent.is_dir():
         raise UsageError(f"{output.parent}: no such directory for -o")
 
