@@ -1,11 +1,8 @@
 """The precision suite: every hand-written expectation in tests/expectations/ holds.
 
 One test per judged (trace, rule) pair, so a failure names the trace, the rule
-and the reason read from the trace. Ids the installed tool does not know yet
-(rules landing in parallel work) are xfail(strict=False) with "rule not yet
-implemented"; KNOWN_DISAGREEMENTS lists pairs where the current tool is wrong
-(see docs/accuracy.md) as strict xfails, so a fix turns them into a failure
-that asks for the entry to be deleted.
+and the reason read from the trace. Every expectation must hold: a must-fire
+that stays silent or a must-not-fire that fires is a regression.
 """
 
 from __future__ import annotations
@@ -25,35 +22,12 @@ precision = importlib.util.module_from_spec(_spec)
 sys.modules["precision"] = precision  # dataclasses look their module up there
 _spec.loader.exec_module(precision)
 
-#: (expectation, rule) -> why the current tool gets it wrong; delete an entry when fixed
-KNOWN_DISAGREEMENTS = {
-    ("alexnet_train", "kernel-variance"): "fires on a 1.36x spread worth 216 us in a 43 s window",
-    ("param_linear_train_2080ti", "kernel-variance"): "fires on a 7 us spread",
-    ("resnet50_dataloader_workers0", "kernel-variance"): "fires on 0.4% of a step",
-    ("tiny_transformer_block_h100", "kernel-variance"): "fires on a 5 us spread",
-    ("tracelens_b200__eager_trace", "kernel-variance"): "fires on 0.2% of the window",
-    ("tracelens_b200__eager_trace", "host-sync"): ".item() on CPU tensors counted as syncs",
-    ("resnet50_dataloader_workers4", "step-outlier"): "silent on a 1.44x step",
-    ("tiny_transformer_block_h100", "step-outlier"): "silent on a 1.49x step",
-    ("tracelens_torch_compile_triton__trace", "hotspot"): "silent on a 64% GEMM",
-}
-
-
 def _cases():
-    known = set(load_rules())
     for file in precision.expectation_files():
         spec = precision.load_expectation(file)
         for check in precision.checks_of(file.stem, spec):
-            marks = []
-            # a verdict the tool cannot give yet also decides which regime must stay silent
-            regime_unknown = check.rule in precision.REGIMES and spec.get("regime") not in known
-            if check.rule not in known or regime_unknown:
-                marks.append(pytest.mark.xfail(reason="rule not yet implemented", strict=False))
-            elif (check.name, check.rule) in KNOWN_DISAGREEMENTS:
-                why = KNOWN_DISAGREEMENTS[(check.name, check.rule)]
-                marks.append(pytest.mark.xfail(reason=f"known disagreement: {why}", strict=True))
             verb = "fires" if check.must_fire else "silent"
-            yield pytest.param(spec, check, marks=marks, id=f"{check.name}:{check.rule}:{verb}")
+            yield pytest.param(spec, check, id=f"{check.name}:{check.rule}:{verb}")
 
 
 @cache
@@ -71,9 +45,8 @@ def test_expectation(spec, check):
 
 
 def test_every_regime_and_id_in_expectations_is_spelled_like_a_rule():
-    """A typo in an expectation would make it unjudgeable: every id is a known or announced one."""
-    announced = set(precision.REGIMES) | {"optimizer-unfused", "exposed-communication"}
-    ids = set(load_rules()) | announced
+    """A typo in an expectation would make it unjudgeable: every id is a rule the tool has."""
+    ids = set(load_rules())
     for file in precision.expectation_files():
         for check in precision.checks_of(file.stem, precision.load_expectation(file)):
             assert check.rule in ids, (file.name, check.rule)
