@@ -34,6 +34,7 @@ COMMANDS: list[str] = [
     "check",
     "sweep",
     "view",
+    "plot",
 ]
 
 _DEBUG = {"on": False}
