@@ -273,12 +273,16 @@ def merged_findings(ranks: dict[int, RankSummary]) -> list[dict[str, Any]]:
 
 def explain_ranks(paths: list[Path], jobs: int, config: dict, fmt: str) -> str:
     """The multi-rank report as text, markdown or JSON."""
-    if fmt not in ("text", "md", "json"):
-        raise UsageError(f"multi-rank reports come as text, md or json, not {fmt!r}")
+    if fmt not in ("text", "md", "json", "html"):
+        raise UsageError(f"multi-rank reports come as text, md, json or html, not {fmt!r}")
     ranks = summarize_ranks(paths, jobs, config)
     report = MultiRankReport(ranks)
     if fmt == "json":
         return json.dumps(report.as_json(), indent=2)
+    if fmt == "html":
+        from .report.html import render_ranks_html
+
+        return render_ranks_html(report)
     return report.render(markdown=fmt == "md")
 
 
