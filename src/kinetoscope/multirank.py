@@ -283,12 +283,16 @@ def explain_ranks(
     address: str | None = None,
 ) -> str:
     """The multi-rank report as text, markdown or JSON."""
-    if fmt not in ("text", "md", "json"):
-        raise UsageError(f"multi-rank reports come as text, md or json, not {fmt!r}")
+    if fmt not in ("text", "md", "json", "html"):
+        raise UsageError(f"multi-rank reports come as text, md, json or html, not {fmt!r}")
     ranks = summarize_ranks(paths, jobs, config, executor, address)
     report = MultiRankReport(ranks)
     if fmt == "json":
         return dumps(report.as_json(), indent=2)
+    if fmt == "html":
+        from .report.html import render_ranks_html
+
+        return render_ranks_html(report)
     return report.render(markdown=fmt == "md")
 
 

@@ -6,7 +6,6 @@ lay them out, they compute nothing.
 
 from __future__ import annotations
 
-import html
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -252,34 +251,11 @@ def to_json(d: TraceDiff) -> str:
     return dumps(d.to_dict(), indent=2)
 
 
-_STYLE = (
-    "body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
-    "table{border-collapse:collapse;margin:.5em 0 1.5em}"
-    "th,td{border:1px solid #ccc;padding:2px 8px;text-align:left;font-size:13px}"
-    "th{background:#f3f3f3}td{max-width:600px;overflow-wrap:anywhere}"
-)
-
-
 def to_html(d: TraceDiff) -> str:
-    """One self-contained page (no scripts, no external assets)."""
-    esc = html.escape
-    out = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>kinetoscope diff</title>",
-        f"<style>{_STYLE}</style></head><body><h1>kinetoscope diff</h1>",
-    ]
-    for sec in sections(d):
-        out.append(f"<h2>{esc(sec.title)}</h2>")
-        out += [f"<p>{esc(line)}</p>" for line in sec.text]
-        if sec.headers:
-            out.append("<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in sec.headers))
-            out.append("</tr>")
-            for row in sec.rows:
-                out.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>")
-            out.append("</table>")
-        if sec.more:
-            out.append(f"<p>{esc(_more_line(sec))}</p>")
-    out.append("</body></html>")
-    return "\n".join(out)
+    """One self-contained page on the shared report stylesheet (report/html.py)."""
+    from ..report.html import render_diff_html
+
+    return render_diff_html(d, sections(d), _more_line)
 
 
 RENDERERS = {"text": to_text, "md": to_markdown, "json": to_json, "html": to_html}

@@ -110,3 +110,30 @@ def render_html(report: Report, standalone: bool = True) -> str:
         interactive=interactive,
         timeline_json=script_json(interactive["timeline"]) if interactive else None,
     )
+
+
+def render_diff_html(diff, sections: list, more_line) -> str:
+    """`kinetoscope diff --format html`: compare/render.py's sections on the shared page."""
+    return render_page(
+        "diff.html.j2",
+        title=f"diff {diff.a.path} {diff.b.path}",
+        a_path=diff.a.path,
+        b_path=diff.b.path,
+        sections=sections,
+        more_line=more_line,
+    )
+
+
+def render_ranks_html(report) -> str:
+    """Multi-rank `explain DIR --format html` (a multirank.MultiRankReport)."""
+    findings = sorted(
+        report.findings,
+        key=lambda f: (SEVERITY_ORDER.get(f["severity"], 9), -f["impact_us"]["max"], f["id"]),
+    )
+    return render_page(
+        "ranks.html.j2",
+        title=f"{len(report.ranks)} ranks",
+        report=report,
+        ranks=list(report.ranks.items()),
+        ranked_findings=findings,
+    )
