@@ -78,7 +78,8 @@ def test_a_host_only_report_prints_no_device_numbers_and_one_window():
     findings = text[text.index("Findings") : text.index("Not checked")]
     assert "344 ms in the active window, summed over 2 threads" in findings
     assert "344 ms of 554 ms in the active window" in findings
-    assert "2.13 s" not in text and "2.14 s" not in text  # the whole-trace total the table reported before
+    # the whole-trace total the table reported before
+    assert "2.13 s" not in text and "2.14 s" not in text
     assert "| #551 |" in render_markdown(report) and "1 step," in render_markdown(report)
 
 
