@@ -4,10 +4,12 @@ from kinetoscope.units import fmt_bytes, fmt_pct, fmt_us, table_percent, table_t
 
 
 def test_prose_times_pick_the_unit_and_keep_a_space():
-    assert fmt_us(23.104) == "23.104 us"
-    assert fmt_us(2314.0) == "2.314 ms"
-    assert fmt_us(1.25e6) == "1.250 s"
-    assert fmt_us(262.865, 1) == "262.9 us"
+    assert fmt_us(23.104) == "23.1 us"
+    assert fmt_us(2314.0) == "2.31 ms"
+    assert fmt_us(1.25e6) == "1.25 s"
+    # 3 significant digits, never `393.000 us`; a unit change where rounding crosses 1000
+    assert fmt_us(262.865, 1) == "263 us" and fmt_us(393.0) == "393 us"
+    assert fmt_us(1180.0) == "1.18 ms" and fmt_us(999.6) == "1.00 ms" and fmt_us(0.5) == "0.500 us"
     assert fmt_us(None) == "-" and fmt_us(float("nan")) == "-"
 
 
