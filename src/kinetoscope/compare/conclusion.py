@@ -126,7 +126,8 @@ def _device(d: TraceDiff) -> str:
         if d.environment.device_change == "vendor":  # the devices are already named
             return (
                 "Kernels cannot be matched by name across vendors: each vendor's libraries and "
-                f"compilers name and pick their own, so no kernel is like for like ({dev}{by_kind})."
+                "compilers name and pick their own, so no kernel is like for like "
+                f"({dev}{by_kind})."
             )
         return f"{k.reason[0].upper()}{k.reason[1:]} ({dev}{by_kind})."
     if not k.rows:
