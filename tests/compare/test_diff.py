@@ -44,7 +44,7 @@ def test_compare_base_vs_test():
     fill = next(r for r in d.kernels.rows if "FillFunctor" in r.key)
     assert fill.status == "unchanged" and fill.us_a == pytest.approx(207.5)
     # no devices, versions or settings recorded differently: the conclusion says so first
-    assert d.conclusion.startswith("Same recorded environment")
+    assert d.conclusion.startswith("No difference in the recorded environment")
     assert "B takes about as long as A per step" in d.conclusion
     assert "All2All_Pooled_Req" in d.conclusion
 
@@ -249,7 +249,7 @@ def test_a_trace_against_itself_is_all_unchanged():
     assert {r.status for r in d.findings} == {"unchanged"}
     # 3 steps of 16 kernels: the same 16 launches per step on both sides
     assert all(p.a.kernels == p.b.kernels == 16 for p in d.steps)
-    assert d.conclusion.startswith("Same recorded environment")
+    assert d.conclusion.startswith("No difference in the recorded environment")
     assert "B takes about as long as A per step" in d.conclusion
     assert "Nothing changed: every part of the step is equal" in d.conclusion
     assert "The device does the same work" in d.conclusion

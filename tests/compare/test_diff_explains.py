@@ -85,7 +85,7 @@ def test_resnet_workers_gain_is_data_wait(resnet_pair):
     assert parts["dispatch + launch"].noise_us > abs(parts["dispatch + launch"].delta_us)
     # the same GPU and the same model: nothing in the environment differs
     assert not d.environment.differences and not d.environment.device_change
-    assert d.conclusion.startswith("Same recorded environment")
+    assert d.conclusion.startswith("No difference in the recorded environment")
     assert "The gain is data wait: 69.8 ms -> 1.31 ms per step." in d.conclusion
     assert "dispatch + launch +16.0 ms (within noise, 37.6 ms)" in d.conclusion
     assert "data wait -68.5 ms (noise 2.61 ms)" in d.conclusion

@@ -143,6 +143,6 @@ def test_device_mode_curves_table_and_crossover():
     assert "device time exceeds host time" in cross.note
     headers, rows = table_rows("size", points)
     assert headers[3] == "device/step" and headers[-2:] == ["regime", "TFLOP/s"]
-    assert rows[0][:5] == ["64", "100.0 us", "100.0 us", "5.0 us", "5.0%"]
+    assert rows[0][:5] == ["64", "100 us", "100 us", "5.00 us", "5.0%"]  # 3 significant digits
     assert rows[1][-1] == f"{2 * 1024**3 / 80 * 1e-6:.3g}"
     assert rows[3][:2] == ["8192", "failed"]

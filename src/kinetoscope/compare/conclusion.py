@@ -41,7 +41,7 @@ def _speed(d: TraceDiff) -> str:
 _DEVICE_CHANGE = {
     "vendor": "another vendor's GPU",
     "model": "another GPU model",
-    "count": "another number of GPUs",
+    "count": "another number of GPUs visible",
 }
 
 
@@ -58,7 +58,10 @@ def _environment(d: TraceDiff) -> str:
         return head + (f" Also different: {others}." if others else "")
     if others:
         return f"The environment differs: {others}."
-    return "Same recorded environment (devices, runtime versions, profiler settings, steps)."
+    return (
+        "No difference in the recorded environment "
+        "(devices, runtime versions, profiler settings, steps)."
+    )
 
 
 def _decomposition(d: TraceDiff) -> str:
