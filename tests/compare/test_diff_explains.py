@@ -121,6 +121,10 @@ def test_qwen_h100_vs_mi300_device_change_first():
     # no like-for-like kernel matching, and nothing said to appear or vanish by type
     assert not d.kernels.comparable and not d.kernels.rows
     assert "By type, per step" not in d.conclusion
+    # H100 ran 239 memsets, MI300X none: not called vanished (HIP may run them as kernels)
+    memset = next(t for t in d.types if t.type == "memset")
+    assert (memset.events_a, memset.events_b) == (239, 0)
+    assert all(t.appeared == t.vanished == 0 for t in d.types)
     # one step each: no spread, so no change is called real
     step = _parts(d)["step time"]
     assert step.noise_us is None and step.status == "unmeasured"

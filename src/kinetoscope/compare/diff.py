@@ -402,7 +402,11 @@ def diff_runs(run_a: Run, run_b: Run) -> TraceDiff:
         ),
         decomposition=decompose(trace_stats(run_a.trace), trace_stats(run_b.trace)),
         types=type_changes(
-            run_a.trace, run_b.trace, kernels.by_status("new"), kernels.by_status("gone")
+            run_a.trace,
+            run_b.trace,
+            kernels.by_status("new"),
+            kernels.by_status("gone"),
+            kernels.comparable,
         ),
     )
     result.conclusion = conclude(result)

@@ -59,9 +59,12 @@ def _per_step(trace: Trace) -> dict[str, tuple[float, float]]:
     return {r.type: (r.events / types.steps, r.per_step_us) for r in types.rows}
 
 
-def type_changes(a: Trace, b: Trace, new_rows, gone_rows) -> list[TypeChange]:
-    """Every type either run has; `new_rows`/`gone_rows` are the diff's unmatched kernels
-    (empty when kernels cannot be matched by name: nothing then counts as appeared)."""
+def type_changes(
+    a: Trace, b: Trace, new_rows, gone_rows, comparable: bool = True
+) -> list[TypeChange]:
+    """Every type either run has; `new_rows`/`gone_rows` are the diff's unmatched kernels.
+    Across vendors (`comparable` false) nothing counts as appeared or vanished: a memset
+    done by the runtime on one vendor may be a kernel on the other."""
     pa, pb = _per_step(a), _per_step(b)
     appeared: dict[str, float] = {}
     vanished: dict[str, float] = {}
@@ -77,7 +80,9 @@ def type_changes(a: Trace, b: Trace, new_rows, gone_rows) -> list[TypeChange]:
             continue
         ea, ua = pa.get(t, (0.0, 0.0))
         eb, ub = pb.get(t, (0.0, 0.0))
-        if t in UNNAMED:
+        if not comparable:
+            up, down = 0.0, 0.0
+        elif t in UNNAMED:
             up, down = max(eb - ea, 0.0), max(ea - eb, 0.0)
         else:
             up, down = appeared.get(t, 0.0), vanished.get(t, 0.0)
