@@ -77,6 +77,72 @@ def _runs(d: TraceDiff) -> Section:
     return Section("Runs (A -> B)", headers=["", "A", "B", "change"], rows=rows)
 
 
+def _environment(d: TraceDiff) -> Section:
+    sec = Section("Environment (what differs besides the program)")
+    if not d.environment.differences:
+        sec.text.append("No difference in devices, runtime versions, profiler settings or steps.")
+        return sec
+    sec.headers = ["", "A", "B"]
+    sec.rows = [[r.field, r.a, r.b] for r in d.environment.differences]
+    return sec
+
+
+_STATUS_WORDS = {
+    "none": "no change",
+    "noise": "noise",
+    "negligible": "< 1% of step",
+    "gain": "gain",
+    "loss": "loss",
+    "unmeasured": "no spread (1 step)",
+}
+
+
+def _decomposition(d: TraceDiff) -> Section:
+    sec = Section("Where the step time goes (median per step; change vs step-to-step noise)")
+    sec.text.append(
+        "Data wait, sync wait, dispatch + launch and Python/other add up to the step; "
+        "device busy runs under them. Noise: the larger of the two runs' max(IQR, p90 - median)."
+    )
+    sec.headers = ["part", "A", "B", "change", "noise", "reads as"]
+    for c in d.decomposition:
+        noise = "-" if c.noise_us is None else fmt_us(c.noise_us, 1)
+        sign = "+" if c.delta_us >= 0 else "-"
+        sec.rows.append(
+            [
+                c.words,
+                fmt_us(c.a_us, 1),
+                fmt_us(c.b_us, 1),
+                sign + fmt_us(abs(c.delta_us), 1),
+                noise,
+                _STATUS_WORDS[c.status],
+            ]
+        )
+    return sec
+
+
+def _types(d: TraceDiff) -> Section:
+    sec = Section("Device work by type (per step)")
+    if not d.types:
+        sec.text.append("No device work in either trace.")
+        return sec
+    if not d.kernels.comparable:
+        sec.text.append("Kernels are not matched by name across vendors: no appeared/vanished.")
+    sec.headers = ["type", "events A", "events B", "time A", "time B", "appeared", "vanished"]
+    for t in d.types:
+        sec.rows.append(
+            [
+                t.type,
+                _count(t.events_a),
+                _count(t.events_b),
+                fmt_us(t.us_a, 1),
+                fmt_us(t.us_b, 1),
+                _count(t.appeared) if t.appeared else "",
+                _count(t.vanished) if t.vanished else "",
+            ]
+        )
+    return sec
+
+
 def _steps(d: TraceDiff, limit: int) -> Section:
     """One row per run and step, A above B: twelve side-by-side columns do not fit
     a 100-column terminal."""
@@ -192,8 +258,11 @@ def _findings(d: TraceDiff) -> Section:
 def sections(d: TraceDiff, limit: int = ROW_LIMIT) -> list[Section]:
     return [
         Section("Conclusion", text=[d.conclusion]),
+        _environment(d),
         _runs(d),
+        _decomposition(d),
         _steps(d, limit),
+        _types(d),
         _kernels(d, limit),
         _ops(d, limit),
         _findings(d),
