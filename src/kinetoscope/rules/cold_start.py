@@ -20,6 +20,7 @@ from ..analysis.cold_start import (
     first_runs,
     iterations_before_window,
 )
+from ..analysis.compile import compiling_steps
 from ..analysis.stepmap import step_count, step_of
 from ..trace import Trace
 from ..units import count, fmt_us
@@ -162,6 +163,8 @@ def _first_run_finding(ctx, cold: list[FirstRun]) -> list[Finding]:
 def _first_step(ctx) -> list[Finding]:
     trace, steps = ctx.trace, ctx.trace.steps
     first, later = steps[0], steps[1:]
+    if first.number in compiling_steps(trace):
+        return []  # its extra time is torch.compile compiling: compilation-in-window says so
     median = statistics.median(s.dur for s in later)
     factor = first.dur / median if median > 0 else 0.0
     limit = ctx.threshold("factor")

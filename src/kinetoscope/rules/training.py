@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from statistics import median
 
-from ..analysis.compile import compile_events, during_compilation
+from ..analysis.compile import compile_events, compiling_steps, during_compilation
 from ..analysis.dataloader import data_waits
 from ..analysis.idle import CATEGORIES, IdleSplit, idle_breakdown
 from ..analysis.stats import OUTLIER_FACTOR, OUTLIER_MIN_STEPS, step_outliers
@@ -220,7 +220,8 @@ def step_outlier(ctx) -> list[Finding]:
     # steps, and a slow first step counts too (cold-start explains its one-time costs)
     med = median(s.dur for s in stats)
     ratio = ctx.threshold("ratio")
-    flagged = {number for number, _ in step_outliers(stats, ratio)}
+    # a step that compiled is slow because torch.compile ran: compilation-in-window's evidence
+    flagged = {number for number, _ in step_outliers(stats, ratio)} - compiling_steps(trace)
     slow = [s for s in stats if s.number in flagged]
     if not slow:
         return []
