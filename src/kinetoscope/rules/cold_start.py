@@ -222,7 +222,8 @@ def cold_start(ctx) -> list[Finding]:
     min_steps = int(ctx.threshold("min_steps"))
     if len(trace.steps) >= min_steps:
         return _first_step(ctx) + causes
-    causes += _first_run_finding(ctx, first_runs(trace))
+    if len(trace.steps) <= 1:  # a single window: its repeats are the only comparison left
+        causes += _first_run_finding(ctx, first_runs(trace))
     if causes:
         return causes
     if not trace.steps:
