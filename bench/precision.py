@@ -17,7 +17,7 @@ the list of disagreements; exit 1 when there is any.
     python bench/precision.py --recorded DIR      # also the `recorded = "NAME"` ones: DIR/NAME.json
 
 The recorded traces are CPU loops the tests record with torch (tests/precision_traces.py);
-a pytest run leaves them under its basetemp, e.g. /tmp/pytest-of-$USER/pytest-current/
+a pytest run leaves them under its basetemp, /tmp/pytest-of-$USER/pytest-N/
 precision_traces.
 """
 
