@@ -14,6 +14,11 @@ the list of disagreements; exit 1 when there is any.
 
     python bench/precision.py                     # all expectations
     python bench/precision.py --only dlrm_worker0
+    python bench/precision.py --recorded DIR      # also the `recorded = "NAME"` ones: DIR/NAME.json
+
+The recorded traces are CPU loops the tests record with torch (tests/precision_traces.py);
+a pytest run leaves them under its basetemp, /tmp/pytest-of-$USER/pytest-N/
+precision_traces.
 """
 
 from __future__ import annotations
@@ -143,7 +148,11 @@ def run(only: list[str] | None = None, recorded: dict[str, Path] | None = None) 
     outcomes = []
     for file in expectation_files(only):
         spec = load_expectation(file)
-        path = trace_path(spec, recorded)
+        try:
+            path = trace_path(spec, recorded)
+        except FileNotFoundError as exc:
+            print(f"skip {file.stem}: {exc} (pass --recorded DIR)", file=sys.stderr)
+            continue
         if not path.exists():
             print(f"skip {file.stem}: {path} not found", file=sys.stderr)
             continue
@@ -154,8 +163,12 @@ def run(only: list[str] | None = None, recorded: dict[str, Path] | None = None) 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="expectation names (file stems)")
+    parser.add_argument("--recorded", type=Path, help="folder holding the recorded NAME.json")
     args = parser.parse_args(argv)
-    outcomes = run(args.only)
+    recorded = None
+    if args.recorded is not None:
+        recorded = {p.stem: p for p in args.recorded.glob("*.json")}
+    outcomes = run(args.only, recorded)
     print(render(score(outcomes)))
     wrong = [o for o in outcomes if o.kind in ("FP", "FN")]
     if wrong:
