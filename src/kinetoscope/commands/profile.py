@@ -89,7 +89,9 @@ def profile_command(
         "for TensorBoard, HTA and Perfetto. Scripts always are.",
     ),
     step_on: str | None = typer.Option(
-        None, help="Script only: module:function whose every call is one step."
+        None,
+        help="Script only: module:function whose every call is one step; a function the "
+        "script defines: its name or __main__:name.",
     ),
     size: int | None = typer.Option(
         None, min=1, help="matmul_add: matrix size.", rich_help_panel=_WORKLOAD
