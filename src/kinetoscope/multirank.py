@@ -27,6 +27,7 @@ from .analysis.streams import stream_report
 from .errors import TraceError, UsageError
 from .executors import run_each
 from .jsontext import dumps
+from .own_files import signature
 from .rules.base import SEVERITY_ORDER
 from .trace import Trace, load
 
@@ -333,6 +334,7 @@ class MultiRankReport:
 
     def as_json(self) -> dict[str, Any]:
         return {
+            **signature("ranks"),  # `explain DIR` knows the file as ours (own_files)
             "ranks": [
                 {
                     "rank": r,

@@ -1,7 +1,8 @@
 """`kinetoscope profile WORKLOAD|script.py [options] [-- ARGS]`: capture, then read the trace.
 
-Built-in workloads write `traces/<NN_workload>/<tag>.json` and `<tag>.txt`; a
-script writes TensorBoard-named files under `traces/<script stem>/`. Then the
+Built-in workloads write `traces/<NN_workload>/<tag>.json` and `<tag>.txt`
+(with `--tensorboard`, TensorBoard's names in that folder); a script writes
+TensorBoard-named files under `traces/<script stem>/`. Then the
 trace is read back and explained. torch is imported only when a capture runs,
 so `--help` works without it.
 """
@@ -81,8 +82,16 @@ def profile_command(
     force: bool = typer.Option(
         False, "--force", help="Replace an earlier run's artifacts (default: new name _2, ...)."
     ),
+    tensorboard: bool = typer.Option(
+        False,
+        "--tensorboard",
+        help="Name traces as tensorboard_trace_handler does (<host>_<pid>.<ns>.pt.trace.json), "
+        "for TensorBoard, HTA and Perfetto. Scripts always are.",
+    ),
     step_on: str | None = typer.Option(
-        None, help="Script only: module:function whose every call is one step."
+        None,
+        help="Script only: module:function whose every call is one step; a function the "
+        "script defines: its name or __main__:name.",
     ),
     size: int | None = typer.Option(
         None, min=1, help="matmul_add: matrix size.", rich_help_panel=_WORKLOAD
@@ -180,6 +189,7 @@ def profile_command(
             raise UsageError(f"{names}: workload options do not apply to a script")
         if compile or dtype is not None or warmup:
             raise UsageError("--compile, --dtype and --warmup apply to workloads, not scripts")
+        # a script's traces always carry tensorboard_trace_handler's names
         _profile_script(target, script_args or [], schedule, step_on, device.value, common)
         return
     if script_args:
@@ -197,6 +207,7 @@ def profile_command(
         compile_mode=compile_mode.value,
         warmup=warmup,
         schedule=schedule,
+        tensorboard=tensorboard,
         **common,
     )
     result = run_workload(target, overrides, options)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..jsontext import dumps
+from ..own_files import signature
 from ..units import fmt_us
 from .diff import TraceDiff
 
@@ -317,7 +318,7 @@ def to_markdown(d: TraceDiff) -> str:
 
 
 def to_json(d: TraceDiff) -> str:
-    return dumps(d.to_dict(), indent=2)
+    return dumps({**signature("diff"), **d.to_dict()}, indent=2)
 
 
 def to_html(d: TraceDiff) -> str:

@@ -24,6 +24,7 @@ from ..analysis.compute_ops import compute_steps
 from ..analysis.steps import step_stats
 from ..api import explain
 from ..errors import KinetoscopeError, UsageError
+from ..own_files import signature
 from ..trace import Trace, load
 
 
@@ -134,6 +135,7 @@ def sweep_dict(
     workload: str, param: str, points: list[SweepPoint], cross: Crossover
 ) -> dict[str, Any]:
     return {
+        **signature("sweep"),  # `explain DIR` knows the file as ours (own_files)
         "workload": workload,
         "parameter": param,
         "crossover": asdict(cross),
