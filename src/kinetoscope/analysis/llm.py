@@ -159,7 +159,10 @@ def _annotated(trace: Trace) -> list[tuple]:
         start, end = float(trace.ts[i]), float(trace.end[i])
         if m := SERVING_RE.match(name):
             prefill_reqs, prefill_tok, decode_reqs, decode_tok = (
-                int(m[2]), int(m[3]), int(m[5]), int(m[6])
+                int(m[2]),
+                int(m[3]),
+                int(m[5]),
+                int(m[6]),
             )
             phase = _phase(prefill_reqs > 0, decode_reqs > 0)
             tokens = prefill_tok + decode_tok
