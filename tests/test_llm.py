@@ -20,6 +20,7 @@ QWEN = {
 }
 SGLANG = "gpu/tracelens_sglang_decode__sglang_Qwen3-8B_decode.json.gz"
 VLLM = "gpu/tracelens_vllm_prefilldecode_piecewise__graph_execution.json.gz"
+B200 = "gpu/tracelens_b200__eager_trace.json.gz"
 LLM_RULES = ["llm-decode-overhead", "llm-kv-cache-concat"]
 
 
@@ -83,6 +84,18 @@ def test_vllm_piecewise_step_mixes_prefill_chunks_and_decode():
     assert step.graph_launches == 25 and step.kv_writes == 24
     assert view.ttft_us is None and view.decode_latency is None
     assert _fired(kinetoscope.load(corpus(VLLM))) == set()
+
+
+def test_vllm_b200_older_annotation_is_one_prefill_request():
+    """`execute_context_1(888_788544)_generation_0(0)`: one prefill request of 888 tokens
+    (788544 = 888 x 888 query x key positions), no decode; aten::embedding reads a flat
+    [888] token list. 36 reshape_and_cache_flash kernels, one per layer of the 36."""
+    view = llm_view(kinetoscope.load(corpus(B200)))
+    assert view is not None and view.source == "annotations"
+    (step,) = view.passes
+    assert (step.phase, step.tokens, step.batch) == ("prefill", 888, 1)
+    assert step.kv_writes == 36 and step.graph_launches == 0
+    assert view.ttft_us == step.dur
 
 
 @pytest.mark.parametrize(
@@ -197,7 +210,7 @@ def test_generate_mode_with_shapes_gives_prefill_and_decode_numbers(tmp_path):
     assert view.ttft_us > 0 and view.decode_latency.median > 0
     assert _fired(trace) == {"llm-kv-cache-concat"}  # no device: decode-overhead not checked
     section = kinetoscope.explain(result.written[0].trace).llm
-    assert section["phases"] == {"prefill": 3, "decode": 6, "mixed": 0}
+    assert section["phases"] == {"prefill": 3, "decode": 6, "mixed": 0, "unknown": 0}
 
 
 @needs_transformers

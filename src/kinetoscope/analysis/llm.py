@@ -11,18 +11,21 @@ Passes are found from what the trace itself records, in this order:
 
 1. serving-engine annotations: vLLM/SGLang-style `execute_N_context_C(sq..sk..)
    _generation_G(sq..sk..)` (C prefill and G decode requests in one scheduled
-   step) or SGLang's `step[DECODE bs=N]` / `step[EXTEND bs=N]`;
+   step; older vLLM: `execute_context_C(T_..)_generation_G(T)`) or SGLang's
+   `step[DECODE bs=N]` / `step[EXTEND bs=N]`;
 2. model forwards (plain `model.generate()`): every forward of a language model
    starts by embedding its input ids (`aten::embedding`, whose second input is
    `[batch, tokens]`); with record_shapes the token count names the phase
-   (1: decode, more: prefill). Without shapes, the first forward inside each
+   (1: decode, more: prefill). 1-D ids are a serving engine's flattened batch,
+   where many tokens can be many decode requests: their phase stays unknown. Without shapes, the first forward inside each
    enclosing annotation or step is the prefill (generate always runs the prompt
    first) and the later ones decode.
 
-Each pass spans from its start to the next pass of the same group (the last one
-to the end of its annotation or step), so a decode pass's duration is the time
-between two tokens. Its device work is what its host window launched
-(`analysis.steps.device_anchor`). KV-cache traffic per pass: concatenations
+Each pass's host window runs from its start to the next pass of the same group
+(the last one to the end of its annotation or step); its device work is what
+that window launched (`analysis.steps.device_anchor`), and the pass ends when
+both are done (a token exists once the device has computed it). A decode pass's
+duration is therefore the time between two tokens. KV-cache traffic per pass: concatenations
 that grow a cache along the sequence dimension (transformers' DynamicCache:
 `aten::cat([past, new], dim=-2)`, a copy of the whole cache per layer and token),
 in-place cache writes (`index_copy_`, paged-cache kernels such as vLLM's
@@ -47,6 +50,8 @@ from .syncs import BLOCKING_CALLS
 SERVING_RE = re.compile(
     r"^execute_(\d+)_context_(\d+)\(sq(\d+)sk(\d+)[^)]*\)_generation_(\d+)\(sq(\d+)sk(\d+)"
 )
+#: The older form: `execute_context_C(T_SQSK)_generation_G(T)`, T tokens of each kind.
+SERVING_OLD_RE = re.compile(r"^execute_context_(\d+)\((\d+)_\d+\)_generation_(\d+)\((\d+)\)")
 SGLANG_RE = re.compile(r"^step\[(DECODE|EXTEND|PREFILL|MIXED)\s+bs=(\d+)")
 #: Ops whose presence between two embeddings says a new forward began (GPT-2 embeds
 #: tokens and positions back to back: one forward, two embeddings).
@@ -71,7 +76,9 @@ class Pass:
     """One forward pass (or one scheduled engine step) of the model."""
 
     label: str
-    phase: str  # "prefill", "decode" or "mixed" (prefill and decode requests in one step)
+    #: "prefill", "decode", "mixed" (prefill and decode requests in one step) or
+    #: "unknown" (a flat list of tokens from several requests, no annotation to split it)
+    phase: str
     index: int  # event index of what marks it (the embedding op or the annotation)
     start: float  # absolute us
     end: float
@@ -167,6 +174,11 @@ def _annotated(trace: Trace) -> list[tuple]:
             phase = _phase(prefill_reqs > 0, decode_reqs > 0)
             tokens = prefill_tok + decode_tok
             serving.append((name, phase, i, start, end, tokens, prefill_reqs + decode_reqs))
+        elif m := SERVING_OLD_RE.match(name):
+            prefill_reqs, prefill_tok, decode_reqs, decode_tok = (int(g) for g in m.groups())
+            phase = _phase(prefill_reqs > 0, decode_reqs > 0)
+            tokens = prefill_tok + decode_tok
+            serving.append((name, phase, i, start, end, tokens, prefill_reqs + decode_reqs))
         elif m := SGLANG_RE.match(name):
             phase = {"DECODE": "decode", "MIXED": "mixed"}.get(m[1], "prefill")
             batch = int(m[2])
@@ -210,7 +222,9 @@ def _forwards(trace: Trace) -> tuple[list[tuple], bool]:
         first_in_group = k == 0 or groups[k - 1][0] != group
         if shaped:
             batch, seq = shapes[k]
-            phase, tokens = ("decode" if seq == 1 else "prefill"), batch * seq
+            phase, tokens = ("decode" if seq == 1 else "prefill"), (batch or 1) * seq
+            if batch is None and seq > 1:
+                phase = "unknown"  # one flat token list (a serving engine's batch): any mix
         else:
             batch = tokens = None
             phase = "prefill" if first_in_group else "decode"
@@ -220,7 +234,8 @@ def _forwards(trace: Trace) -> tuple[list[tuple], bool]:
 
 
 def _ids_shape(dims_json: str | None) -> tuple[int, int] | None:
-    """(batch, tokens) of the input ids of an `aten::embedding` call."""
+    """(batch, tokens) of the input ids of an `aten::embedding` call; batch is None for
+    1-D ids, a serving engine's requests flattened into one token list."""
     if not dims_json:
         return None
     try:
@@ -229,7 +244,7 @@ def _ids_shape(dims_json: str | None) -> tuple[int, int] | None:
         return None
     if not isinstance(ids, list) or not ids or not all(isinstance(d, int) for d in ids):
         return None
-    return (int(np.prod(ids[:-1])) if len(ids) > 1 else 1), ids[-1]
+    return (int(np.prod(ids[:-1])) if len(ids) > 1 else None), ids[-1]
 
 
 def _group(trace: Trace, i: int) -> tuple[int, float]:
@@ -292,12 +307,14 @@ class _Costs:
                 writes += 1
         writes += int(self.kv_kernel[t.name_id[kernels]].sum()) if len(kernels) else 0
         bs, be = _cut(self.block_s, self.block_e, start, end)
+        # a token exists once the device has run the work that computes it
+        device_end = float(t.end[mine].max()) if len(mine) else end
         return Pass(
             label=label,
             phase=phase,
             index=int(index),
             start=start,
-            end=end,
+            end=max(end, device_end),
             tokens=tokens,
             batch=batch,
             device_busy_us=union_length(t.ts[mine], t.end[mine]),

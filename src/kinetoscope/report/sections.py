@@ -89,7 +89,7 @@ def llm_section(trace: Trace) -> dict[str, Any]:
     return {
         "source": view.source,
         "ttft_us": view.ttft_us,
-        "phases": {phase: len(view.phase(phase)) for phase in ("prefill", "decode", "mixed")},
+        "phases": {phase: len(view.phase(phase)) for phase in ("prefill", "decode", "mixed", "unknown")},
         "decode_latency_us": (
             {"median": latency.median, "mean": latency.mean, "p90": latency.p90}
             if latency is not None
