@@ -17,9 +17,9 @@ Passes are found from what the trace itself records, in this order:
    starts by embedding its input ids (`aten::embedding`, whose second input is
    `[batch, tokens]`); with record_shapes the token count names the phase
    (1: decode, more: prefill). 1-D ids are a serving engine's flattened batch,
-   where many tokens can be many decode requests: their phase stays unknown. Without shapes, the first forward inside each
-   enclosing annotation or step is the prefill (generate always runs the prompt
-   first) and the later ones decode.
+   where many tokens can be many decode requests: their phase stays unknown.
+   Without shapes, the first forward inside each enclosing annotation or step
+   is the prefill (generate always runs the prompt first), the later ones decode.
 
 Each pass's host window runs from its start to the next pass of the same group
 (the last one to the end of its annotation or step); its device work is what

@@ -80,6 +80,9 @@ def streams_section(trace: Trace) -> dict[str, Any]:
     }
 
 
+PHASES = ("prefill", "decode", "mixed", "unknown")
+
+
 def llm_section(trace: Trace) -> dict[str, Any]:
     """Prefill/decode passes (analysis.llm); empty when the trace holds no generation."""
     view = llm_view(trace)
@@ -89,7 +92,7 @@ def llm_section(trace: Trace) -> dict[str, Any]:
     return {
         "source": view.source,
         "ttft_us": view.ttft_us,
-        "phases": {phase: len(view.phase(phase)) for phase in ("prefill", "decode", "mixed", "unknown")},
+        "phases": {phase: len(view.phase(phase)) for phase in PHASES},
         "decode_latency_us": (
             {"median": latency.median, "mean": latency.mean, "p90": latency.p90}
             if latency is not None
