@@ -228,3 +228,12 @@ def test_profile_cli_generate_mode_reports_llm_phases(tmp_path):
     view = llm_view(kinetoscope.load(path))
     assert [p.phase for p in view.passes] == ["prefill", "decode", "decode"] * 3
     assert all(p.tokens is None for p in view.passes)
+
+
+def test_html_report_has_the_llm_section_only_for_generations():
+    pytest.importorskip("jinja2")
+    from kinetoscope.report.html import render_html
+
+    page = render_html(kinetoscope.explain(corpus(SGLANG)))
+    assert "<h2>LLM phases</h2>" in page and "execute_32_context_0" in page
+    assert "LLM phases" not in render_html(kinetoscope.explain(corpus("gpu/alexnet_train.json.gz")))
