@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..analysis.llm import llm_view
 from ..analysis.stepmap import step_count
 from ..units import fmt_pct, fmt_us
-from .base import Evidence, Finding, NotChecked, rule
+from .base import Evidence, Finding, rule
 from .requires import need_kernels
 
 STATIC_COMPILE = (
@@ -22,14 +22,10 @@ STATIC_COMPILE = (
 
 
 def _decode(ctx):
+    """The decode passes, or None when the trace holds no generation: the rules do not
+    apply then (a training loop lists no LLM rule as not checked)."""
     view = ctx.analysis(llm_view)
-    if view is None:
-        raise NotChecked(
-            "no LLM generation in the trace (no decode passes, KV cache or engine step "
-            "annotations)",
-            "profile model.generate() with record_shapes=True",
-        )
-    return view, view.phase("decode")
+    return None if view is None else view.phase("decode")
 
 
 @rule(
@@ -41,8 +37,10 @@ def _decode(ctx):
 )
 def llm_decode_overhead(ctx) -> list[Finding]:
     trace = ctx.trace
+    decode = _decode(ctx)
+    if decode is None:
+        return []
     need_kernels(trace)
-    _, decode = _decode(ctx)
     decode = [p for p in decode if p.kernels]
     if not decode:
         return []
@@ -109,8 +107,7 @@ def llm_decode_overhead(ctx) -> list[Finding]:
 )
 def llm_kv_cache_concat(ctx) -> list[Finding]:
     trace = ctx.trace
-    _, decode = _decode(ctx)
-    growing = [p for p in decode if p.kv_appends]
+    growing = [p for p in _decode(ctx) or [] if p.kv_appends]
     if sum(p.kv_appends for p in growing) < ctx.threshold("min_appends"):
         return []
     last = growing[-1]
