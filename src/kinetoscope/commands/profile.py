@@ -36,6 +36,11 @@ class CompileModeOpt(str, Enum):
     max_autotune = "max-autotune"
 
 
+class TransformerModeOpt(str, Enum):
+    forward_generate = "forward_generate"
+    generate = "generate"
+
+
 class ImplOpt(str, Enum):
     naive = "naive"
     sdpa = "sdpa"
@@ -132,6 +137,11 @@ def profile_command(
     new_tokens: int | None = typer.Option(
         None, min=1, help="transformer: tokens generated.", rich_help_panel=_WORKLOAD
     ),
+    mode: TransformerModeOpt | None = typer.Option(
+        None,
+        help="transformer: forward_generate (a forward, then generate) or generate alone.",
+        rich_help_panel=_WORKLOAD,
+    ),
     image: int | None = typer.Option(
         None, min=1, help="dataloader: image side in pixels.", rich_help_panel=_WORKLOAD
     ),
@@ -174,6 +184,7 @@ def profile_command(
             "head_dim": head_dim,
             "layers": layers,
             "new_tokens": new_tokens,
+            "mode": mode,
             "image": image,
             "blur": blur,
             "num_workers": num_workers,

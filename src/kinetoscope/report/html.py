@@ -30,6 +30,7 @@ SECTIONS = [
     "verdict",
     "timeline",
     "steps",
+    "llm",
     "findings",
     "kernels",
     "ops",

@@ -27,6 +27,7 @@ RULE_MODULES: list[str] = [
     "training",
     "memory",
     "quality",
+    "llm",
 ]
 
 T = TypeVar("T")
