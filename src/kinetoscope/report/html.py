@@ -18,6 +18,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from ..analysis.hosttime import PARTS
 from ..errors import UsageError
 from ..rules.base import SEVERITY_ORDER
 from ..units import fmt_pct, fmt_us
@@ -28,13 +29,25 @@ from .model import Report
 SECTIONS = [
     "header",
     "verdict",
+    "quality",
     "timeline",
     "steps",
     "findings",
+    "kernel_types",
+    "streams",
     "kernels",
     "ops",
     "not_checked",
 ]
+
+#: The verdict's host-time split: (share key in Verdict.decomposition, per-step
+#: figure in Report.statistics, CSS class); the words come from analysis.hosttime.
+DECOMPOSITION = (
+    ("data_share", "data_wait_us", "data"),
+    ("sync_share", "sync_wait_us", "sync"),
+    ("dispatch_share", "dispatch_us", "dispatch"),
+    ("other_share", "other_us", "other"),
+)
 
 
 @cache
@@ -86,6 +99,26 @@ def ranked(findings: list) -> list[tuple[int, Any]]:
     )
 
 
+def decomposition(report: Report) -> list[dict[str, Any]]:
+    """The verdict's host-time parts in analysis.hosttime's order, each with its share of
+    the window and its per-step median (None for a trace without steps); empty when the
+    report carries no decomposition."""
+    shares = report.verdict.decomposition
+    if not shares:
+        return []
+    per_step = report.statistics.get("per_step", {}) if report.trace.window.get("steps") else {}
+    words = dict(PARTS)
+    return [
+        {
+            "words": words[figure],
+            "share": shares.get(key, 0.0),
+            "per_step_us": per_step.get(figure, {}).get("median"),
+            "css": css,
+        }
+        for key, figure, css in DECOMPOSITION
+    ]
+
+
 def render_page(template: str, standalone: bool = True, **context: Any) -> str:
     """Render `template` (which extends page.html.j2) with the shared assets."""
     from .. import __version__
@@ -107,6 +140,7 @@ def render_html(report: Report, standalone: bool = True) -> str:
         report=report,
         sections=SECTIONS,
         ranked_findings=ranked(report.findings),
+        decomposition=decomposition(report),
         interactive=interactive,
         timeline_json=script_json(interactive["timeline"]) if interactive else None,
     )
