@@ -192,3 +192,25 @@ def test_verdict_quality_kernel_types_and_streams_are_shown_and_readable(browser
         a, b = sorted([_luminance(fg), _luminance(bg)])
         assert (b + 0.05) / (a + 0.05) >= 4.5, (scheme, text, fg, bg)
     page.close()
+
+
+def test_timeline_times_read_as_units_fmt_us(browser, tmp_path):
+    """The timeline's visible-range label, at full view and zoomed deep in, is the text
+    kinetoscope.units.fmt_us gives for the same numbers (3 significant digits)."""
+    from kinetoscope.units import fmt_us
+
+    html_path, _ = _report(tmp_path, RESNET)
+    page, errors = _open(browser, html_path)
+    box = page.locator(".tl canvas").bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + 120)
+    spans = []
+    for _ in range(12):  # from the full view (seconds) down to a span under a microsecond
+        v0, v1 = _view(page)
+        spans.append(v1 - v0)
+        label = page.locator(".tl-range").inner_text()
+        assert label == f"+{fmt_us(v0)} \u2013 +{fmt_us(v1)} ({fmt_us(v1 - v0)})"
+        page.mouse.wheel(0, -1500)
+        page.wait_for_timeout(80)
+    assert spans[0] > 1e6 and min(spans) < 1.0  # `0.350 us`, where 2 decimals would cut
+    assert errors == []
+    page.close()
