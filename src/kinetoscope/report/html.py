@@ -3,7 +3,9 @@
 Every page is one file: the stylesheet and scripts (templates/assets) are
 inlined, nothing is fetched at view time. Colours are CSS variables with a
 light and a dark palette (prefers-color-scheme, or Jupyter's dark theme), so
-the same output reads in a browser and in a notebook either way.
+the same output reads in a browser and in a notebook either way. Every number
+goes through kinetoscope.units with 3 significant digits (`fmt_us`, `fmt_share`;
+the timeline script mirrors `fmt_us`).
 
 The explain page is a list of section partials (`SECTIONS`, one file each in
 templates/sections/): a new Report section is a new partial and a name here.
@@ -21,7 +23,7 @@ from typing import Any
 from ..analysis.hosttime import PARTS
 from ..errors import UsageError
 from ..rules.base import SEVERITY_ORDER
-from ..units import fmt_pct, fmt_us
+from ..units import fmt_share, fmt_us
 from .evidence import evidence_line, short_name
 from .model import Report
 
@@ -63,7 +65,7 @@ def _environment():
         lstrip_blocks=True,
     )
     env.filters["us"] = fmt_us
-    env.filters["pct"] = fmt_pct
+    env.filters["pct"] = fmt_share
     env.filters["short"] = short_name
     env.filters["line"] = evidence_line
     return env
