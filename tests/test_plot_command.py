@@ -42,10 +42,16 @@ def test_step_breakdown_adds_up_and_the_figure_has_every_lane():
     from kinetoscope.trace import load
 
     trace = load(corpus(RESNET))
-    labels, parts, host = step_breakdown(trace)
+    labels, parts = step_breakdown(trace)
     assert labels == [f"#{s.number}" for s in trace.steps]  # #5 .. #10
+    assert list(parts) == ["device busy", "dispatch", "data wait", "sync wait", "other"]
     for k, step in enumerate(trace.steps):
+        assert all(p[k] >= -1e-6 for p in parts.values())
         assert sum(p[k] for p in parts.values()) == pytest.approx(step.dur)
+    # num_workers=0: the batch is loaded inside DataLoader.__next__ on the main thread,
+    # with the GPU idle, so data wait is a real share of every step after the first
+    waits = parts["data wait"]
+    assert all(w > 0.05 * step.dur for w, step in zip(waits[1:], trace.steps[1:], strict=True))
     fig = trace_figure(plt, trace, "resnet")
     lanes_axis, bars_axis = fig.axes
     names = [t.get_text() for t in lanes_axis.get_yticklabels()]

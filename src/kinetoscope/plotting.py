@@ -2,9 +2,9 @@
 device streams as busy lanes, steps marked) over a per-step bar of where time went.
 
 matplotlib is imported by the caller (commands/plot.py) with the Agg backend and
-handed in, so this module never needs a display. The per-step split comes from
-`step_breakdown`, the one place to switch when analysis offers a finer
-decomposition (data wait, sync, dispatch).
+handed in, so this module never needs a display. The per-step split is the
+host-time decomposition of `analysis.stats` (see `step_breakdown`), the same
+numbers `explain` prints.
 """
 
 from __future__ import annotations
@@ -12,23 +12,47 @@ from __future__ import annotations
 import numpy as np
 
 from .analysis.intervals import merge
-from .analysis.steps import step_stats
+from .analysis.stats import trace_stats
 from .trace import Trace
 
 #: Busy intervals closer than this share of the window are drawn as one bar.
 RESOLUTION = 1 / 3000
 
 
-def step_breakdown(trace: Trace) -> tuple[list[str], dict[str, list[float]], list[float]]:
-    """(step labels, {part: us per step} summing to each step's duration, host busy us).
+#: The stacked parts, bottom to top, with their colours.
+PART_COLORS = {
+    "device busy": "tab:green",
+    "dispatch": "tab:blue",
+    "data wait": "tab:orange",
+    "sync wait": "tab:red",
+    "other": "0.72",
+}
 
-    Today: device busy and device idle (from analysis.steps); host busy is drawn as a
-    marker over the bar since it overlaps both."""
-    stats = step_stats(trace)
-    labels = [s.label for s in stats]
-    device = [min(s.device_busy_us, s.dur) for s in stats]
-    idle = [s.dur - d for s, d in zip(stats, device, strict=True)]
-    return labels, {"device busy": device, "device idle": idle}, [s.host_busy_us for s in stats]
+
+def step_breakdown(trace: Trace) -> tuple[list[str], dict[str, list[float]]]:
+    """(step labels, {part: us per step}), the parts adding up to each step's duration.
+
+    The step's wall-clock time is split as analysis.hosttime splits it (data wait,
+    sync wait, dispatch + launch, Python/other: disjoint, in that priority), and the
+    dispatch and Python/other time during which device work ran is shown as
+    "device busy": the host was ahead there and the device set the pace. What stays
+    under "dispatch" and "other" is the exposed part, while the device idled."""
+    steps = trace_stats(trace).steps
+    labels = [s.label for s in steps]
+    exposed_dispatch = [s.dispatch_exposed_us for s in steps]
+    exposed_other = [s.other_exposed_us for s in steps]
+    hidden = [
+        (s.dispatch_us - d) + (s.other_us - o)
+        for s, d, o in zip(steps, exposed_dispatch, exposed_other, strict=True)
+    ]
+    parts = {
+        "device busy": hidden,
+        "dispatch": exposed_dispatch,
+        "data wait": [s.data_wait_us for s in steps],
+        "sync wait": [s.sync_wait_us for s in steps],
+        "other": exposed_other,
+    }
+    return labels, parts
 
 
 def _busy(trace: Trace, index: np.ndarray, resolution: float) -> list[tuple[float, float]]:
@@ -68,20 +92,18 @@ def trace_figure(plt, trace: Trace, title: str):
     top.set_ylim(-0.6, len(lanes) + 0.2)
     top.set_xlabel("time since trace start (ms)")
     top.set_title(title, fontsize=9)
-    labels, parts, host = step_breakdown(trace)
+    labels, parts = step_breakdown(trace)
     x = np.arange(len(labels))
     bottom_of = np.zeros(len(labels))
-    for (name, values), color in zip(parts.items(), ["tab:green", "0.75"], strict=False):
+    for name, values in parts.items():
         ms = np.array(values) / 1e3
-        bottom.bar(x, ms, bottom=bottom_of, label=name, color=color, width=0.7)
+        bottom.bar(x, ms, bottom=bottom_of, label=name, color=PART_COLORS[name], width=0.7)
         bottom_of += ms
-    bottom.plot(x, np.array(host) / 1e3, "_", color="tab:blue", markersize=22, mew=2,
-                label="host busy")  # fmt: skip
     bottom.set_xticks(x)
     bottom.set_xticklabels(labels, fontsize=8)
     bottom.set_ylabel("ms per step")
     bottom.set_ylim(bottom=0)
-    bottom.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, fontsize=8,
+    bottom.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=len(parts), fontsize=8,
                   frameon=False)  # fmt: skip
     fig.tight_layout()
     return fig
