@@ -69,7 +69,7 @@ def test_html_on_the_shared_page(dlrm):
     page = explain_ranks([dlrm], jobs=1, config={}, fmt="html")
     assert page.lstrip().startswith("<!DOCTYPE html>") and '<div class="ks">' in page
     assert '<tr class="outlier"><td data-v="7">7 (straggler)</td>' in page
-    assert page.count('<tr class="outlier">') == 1 and page.count('<tr><td data-v=') == 7
+    assert page.count('<tr class="outlier">') == 1 and page.count("<tr><td data-v=") == 7
 
 
 def test_jobs_do_not_change_results(dlrm):

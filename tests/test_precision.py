@@ -23,6 +23,7 @@ precision = importlib.util.module_from_spec(_spec)
 sys.modules["precision"] = precision  # dataclasses look their module up there
 _spec.loader.exec_module(precision)
 
+
 def _cases():
     for file in precision.expectation_files():
         spec = precision.load_expectation(file)
