@@ -23,7 +23,8 @@ fails, from the mechanism:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -68,6 +69,15 @@ class TraceQuality:
     @property
     def reasons(self) -> list[str]:
         return [i.text for i in self.issues if i.level != "note"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form every command writes (explain's `quality`, summary's `quality`)."""
+        return {
+            "grade": self.grade,
+            "reasons": self.reasons,
+            "resolution_us": {"host": self.resolution.host_us, "device": self.resolution.device_us},
+            "issues": [asdict(i) for i in self.issues],
+        }
 
 
 def _skew(trace: Trace, tolerance: float) -> list[QualityIssue]:

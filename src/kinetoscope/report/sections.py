@@ -17,16 +17,7 @@ from ..trace import Trace
 
 
 def quality_section(trace: Trace) -> dict[str, Any]:
-    q = trace_quality(trace)
-    return {
-        "grade": q.grade,
-        "reasons": q.reasons,
-        "resolution_us": {"host": q.resolution.host_us, "device": q.resolution.device_us},
-        "issues": [
-            {"id": i.id, "level": i.level, "text": i.text, "count": i.count, "value_us": i.value_us}
-            for i in q.issues
-        ],
-    }
+    return trace_quality(trace).to_dict()
 
 
 def kernel_types_section(trace: Trace) -> dict[str, Any]:

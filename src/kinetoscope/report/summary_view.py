@@ -22,8 +22,9 @@ def summary_data(summary: TraceSummary) -> dict[str, Any]:
     data = {
         f.name: getattr(summary, f.name)
         for f in fields(summary)
-        if f.name not in ("steps", "stats")
+        if f.name not in ("steps", "stats", "quality")
     }
+    data["quality"] = summary.quality.to_dict() if summary.quality is not None else None
     data["top_kernels"] = [asdict(r) for r in summary.top_kernels]
     data["top_host_ops"] = [asdict(r) for r in summary.top_host_ops]
     data["steps"] = [
