@@ -9,6 +9,8 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from .conftest import corpus
 
 REPO = Path(__file__).resolve().parents[1]
@@ -109,3 +111,32 @@ def test_view_slice_with_a_bad_range_is_one_line_exit_2():
         capture_output=True, text=True, env=env, timeout=60,
     )  # fmt: skip
     assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_view_stops_cleanly_when_started_as_a_background_job(stop):
+    """`kinetoscope view T &` from a script: the shell starts it with SIGINT ignored,
+    and Python then never raises KeyboardInterrupt; Ctrl-C (SIGINT) and `kill`
+    (SIGTERM) must still stop it with "stopped" and exit 0 (before: SIGINT hung)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), CI="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from kinetoscope.cli import main; main()", "view",
+         str(corpus(TRACE))],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        preexec_fn=_ignore_sigint,
+    )  # fmt: skip
+    try:
+        assert proc.stdout.readline().startswith("serving ")
+        assert proc.stdout.readline().startswith("open in Perfetto: ")
+    finally:
+        proc.send_signal(stop)
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert proc.returncode == 0 and "stopped" in err and "Traceback" not in err, err

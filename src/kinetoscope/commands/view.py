@@ -11,6 +11,7 @@ before they are served.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -74,16 +75,29 @@ def _serve(trace_path: Path, port: int, no_browser: bool) -> None:
     except OSError as exc:
         raise UsageError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
     link = deep_link(trace_path, server.server_port)
-    print(f"serving {trace_path} on http://127.0.0.1:{server.server_port}/ (Ctrl-C to stop)")
-    print(f"open in Perfetto: {link}", flush=True)
-    if not no_browser and not os.environ.get("CI"):
-        _open_browser(link)
+    # before the link is printed: whoever reads it may stop us at once
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
+        print(f"serving {trace_path} on http://127.0.0.1:{server.server_port}/ (Ctrl-C to stop)")
+        print(f"open in Perfetto: {link}", flush=True)
+        if not no_browser and not os.environ.get("CI"):
+            _open_browser(link)
         server.serve_forever()
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)
     finally:
         server.server_close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _stop(signum: int, frame: object) -> None:
+    """Ctrl-C or `kill` stops the server cleanly (the slice removed, one line printed).
+
+    Installed explicitly: a process started in the background by a non-interactive
+    shell inherits SIGINT as ignored, and Python then never raises KeyboardInterrupt.
+    """
+    raise KeyboardInterrupt
 
 
 def _open_browser(link: str) -> None:
