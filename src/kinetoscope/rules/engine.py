@@ -27,6 +27,7 @@ RULE_MODULES: list[str] = [
     "training",
     "memory",
     "quality",
+    "attention",
 ]
 
 T = TypeVar("T")
