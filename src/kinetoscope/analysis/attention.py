@@ -34,6 +34,10 @@ from .window import device_anchor, in_window
 #: The SDPA entry point; a call is its outermost occurrence (or a backend op without it).
 SDPA_OP = "aten::scaled_dot_product_attention"
 
+#: nn.MultiheadAttention's fast path: with need_weights=False it calls SDPA (a child op);
+#: with need_weights=True (the default) it computes the weights with bmm + softmax, unfused.
+NATIVE_MHA_OP = "aten::_native_multi_head_attention"
+
 #: Backend op -> backend name, as `torch.nn.attention.SDPBackend` names them.
 BACKEND_OPS = {
     "aten::_scaled_dot_product_flash_attention": "flash",
@@ -114,6 +118,7 @@ class BackendUse:
     first: int = -1  # event index of the first call (or kernel), for evidence
     shapes: list[CallShape] = field(default_factory=list)
     dropout: bool = False  # a dropout op ran under a call
+    native_mha: bool = False  # a call was nn.MultiheadAttention's fast path
 
     @property
     def kernels_per_call(self) -> float | None:
@@ -141,7 +146,8 @@ def _call_shape(trace: Trace, index: int) -> CallShape:
     has_mask = False
     try:
         all_dims = json.loads(trace.input_dims.get(index) or "null")
-        if all_dims and all_dims[0]:
+        # native MHA's first input is (batch, seq, embed dim), not per-head
+        if all_dims and all_dims[0] and trace.name(index) != NATIVE_MHA_OP:
             dims = [int(d) for d in all_dims[0]]
         has_mask = bool(all_dims and len(all_dims) > 3 and all_dims[3])
     except (ValueError, TypeError):
@@ -167,7 +173,7 @@ def _outermost(trace: Trace, index: int, calls: set[int]) -> int:
 
 def attention_use(trace: Trace) -> AttentionUse:
     """Backends of the attention calls and kernels inside the active window."""
-    names = set(BACKEND_OPS) | {SDPA_OP}
+    names = set(BACKEND_OPS) | {SDPA_OP, NATIVE_MHA_OP}
     ops = np.flatnonzero(
         trace.mask(Cat.CPU_OP) & np.isin(trace.name_id, trace.name_ids_matching(names.__contains__))
     )
@@ -196,12 +202,15 @@ def attention_use(trace: Trace) -> AttentionUse:
         backend = backend_of.get(call)
         if backend is None:  # an SDPA op without a recorded backend op: name it from its kernels
             fams = [kernel_family(trace.name(k)) for k, c in kernel_call.items() if c == call]
-            backend = next((f[0] for f in fams if f), "unknown")
+            backend = next((f[0] for f in fams if f), None)
+        if backend is None:  # native MHA without SDPA under it ran unfused; else unknowable
+            backend = "math" if trace.name(call) == NATIVE_MHA_OP else "unknown"
         use = uses.setdefault((backend, "op"), BackendUse(backend, "op", first=call))
         use.calls += 1
         use.host_us += float(trace.dur[call])
         use.shapes.append(_call_shape(trace, call))
         use.dropout |= call in dropout
+        use.native_mha |= trace.name(call) == NATIVE_MHA_OP
         call_use[call] = use
     for k in kernels.tolist():
         name = trace.name(k)
@@ -260,6 +269,11 @@ def math_reasons(use: BackendUse, on_device: bool) -> list[str]:
     if on_device and any(s.has_mask for s in use.shapes):
         reasons.append(
             "an explicit attn_mask: flash attention takes only is_causal, not a mask tensor"
+        )
+    if use.native_mha:
+        reasons.append(
+            "nn.MultiheadAttention with need_weights=True (its default) returns the attention "
+            "weights, so its fast path computes them unfused instead of calling SDPA"
         )
     if use.dropout:
         reasons.append("dropout ran inside the call (a dropout op under it)")

@@ -132,8 +132,9 @@ def attention_backend(ctx) -> list[Finding]:
             suggestion=(
                 "Use fp16/bf16 (autocast), pass is_causal=True instead of a causal mask, keep "
                 "the head dim a multiple of 8 and <= 256, make q/k/v contiguous in the last "
-                "dimension, and check with sdpa_kernel(SDPBackend.FLASH_ATTENTION), which "
-                "raises with the reason when flash cannot run."
+                "dimension, pass need_weights=False to nn.MultiheadAttention, and check with "
+                "sdpa_kernel(SDPBackend.FLASH_ATTENTION), which raises with the reason when "
+                "flash cannot run."
             ),
             impact_us=saved / steps,
             evidence=evidence,
