@@ -18,6 +18,7 @@ from ..analysis.window import (
 from ..trace import Trace
 from ..units import fmt_pct, fmt_us
 from .base import Evidence, Finding, rule
+from .roofline import peak_evidence
 from .verdict import DEFAULTS, REGIMES, RegimeCall, classify
 
 __all__ = ["REGIMES", "classify"]
@@ -181,7 +182,8 @@ def compute_bound(ctx) -> list[Finding]:
             impact_us=0.0,
             evidence=_numbers(call)
             + _step_anchor(ctx.trace, lowest=False)
-            + _top_kernels(ctx.trace),
+            + _top_kernels(ctx.trace)
+            + peak_evidence(ctx),
             measured=_measured(call, threshold=call.compute_min_ratio),
         )
     ]

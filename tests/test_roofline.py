@@ -1,0 +1,86 @@
+"""Roofline: GEMM FLOPs from recorded shapes against the peak table, checked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from kinetoscope.analysis.peaks import PEAKS, device_peaks
+from kinetoscope.analysis.roofline import rated_ops, roofline
+from kinetoscope.rules.engine import run_rules
+from kinetoscope.trace import load
+
+from .conftest import corpus
+
+
+def test_one_h100_gemm_by_hand():
+    # tiny_transformer_block_h100: aten::mm at +597 us, Input Dims [[2048, 512], [512, 1536]],
+    # fp32 inputs, one kernel sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_... (TF32 tensor cores),
+    # 17 us on the device (+677 us). Device "NVIDIA H100 80GB HBM3" = H100 SXM.
+    trace = load(corpus("gpu/tiny_transformer_block_h100.pt.trace.json.gz"))
+    ops, _ = rated_ops(trace)
+    mm = next(o for o in ops if trace.name(o.index) == "aten::mm")
+    flops = 2 * 2048 * 512 * 1536  # 2*M*K*N = 3,221,225,472
+    assert mm.flops == flops
+    assert mm.dtype == "tf32"
+    assert mm.device_us == 17.0
+    # minimum traffic: (M*K + K*N + M*N) fp32 elements = 4,980,736 * 4 B = 19,922,944 B
+    assert mm.bytes == (2048 * 512 + 512 * 1536 + 2048 * 1536) * 4 == 19_922_944
+    achieved = flops / 17e-6  # 189.48 TFLOP/s
+    peak = device_peaks("NVIDIA H100 80GB HBM3").peak_flops("tf32")  # 494.5 TFLOP/s dense
+    assert peak == 494.5e12
+    assert achieved / peak == pytest.approx(0.3832, abs=1e-4)
+
+
+def test_per_dtype_sum_matches_the_ops():
+    trace = load(corpus("gpu/tiny_transformer_block_h100.pt.trace.json.gz"))
+    ops, unrated = rated_ops(trace)
+    roof = roofline(trace)
+    (tf32,) = roof.by_dtype  # every GEMM here is fp32 on TF32 tensor cores
+    assert tf32.ops == len(ops) == 18  # 12 sm90_xmma + 6 cutlass s1688 kernels, one op each
+    assert tf32.flops == sum(o.flops for o in ops)
+    assert tf32.share_of_peak == pytest.approx(
+        sum(o.flops for o in ops) / (sum(o.device_us for o in ops) * 1e-6) / 494.5e12
+    )
+    assert unrated == 0
+
+
+def test_compute_bound_verdict_says_share_of_peak():
+    trace = load(corpus("gpu/tracelens_h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"))
+    (finding,) = run_rules(trace, only=["compute-bound"]).findings
+    lines = [e.text for e in finding.evidence if e.unit == "of peak"]
+    assert any("bf16 GEMMs" in t and "of the H100 SXM bf16 peak" in t for t in lines)
+
+
+def test_unknown_device_gives_no_share():
+    # "Tesla V100-DGXS-32GB" (DGX Station) is not a row: no peak is guessed
+    trace = load(corpus("gpu/resnet50_dataloader_workers4.pt.trace.json.gz"))
+    roof = roofline(trace)
+    assert roof.peaks is None
+    assert roof.by_dtype and all(r.share_of_peak is None for r in roof.by_dtype)
+
+
+@pytest.mark.parametrize(
+    ("name", "row"),
+    [
+        ("NVIDIA H100 80GB HBM3", "H100 SXM"),
+        ("NVIDIA H100 NVL", "H100 NVL"),
+        ("NVIDIA H100 PCIe", "H100 PCIe"),
+        ("NVIDIA A100 80GB PCIe", "A100 80GB PCIe"),
+        ("NVIDIA A100-SXM4-80GB", "A100 80GB SXM"),
+        ("NVIDIA A100-PG509-200", "A100 (40GB or OEM variant)"),
+        ("AMD Instinct MI300X VF", "AMD Instinct MI300X"),
+        ("AMD Instinct MI250X", "AMD Instinct MI250X"),
+        ("NVIDIA GeForce RTX 2080 Ti", "GeForce RTX 2080 Ti (reference clocks)"),
+        ("NVIDIA L40S", None),
+        ("AMD Radeon Graphics", None),
+    ],
+)
+def test_device_name_matching(name, row):
+    found = device_peaks(name)
+    assert (found.device if found else None) == row
+
+
+def test_every_row_cites_a_source_and_has_a_peak():
+    for _, peaks in PEAKS:
+        assert peaks.source and peaks.tflops
+        assert all(v > 0 for v in peaks.tflops.values())
