@@ -209,3 +209,12 @@ def test_cudnn_convolutions_are_not_attention(name):
 def test_kernel_family_names(kernel, backend):
     family = kernel_family(kernel)
     assert (family[0] if family else None) == backend
+
+
+def test_diff_says_the_backend_changed_in_one_line(cpu_backends):
+    from kinetoscope.compare.diff import Run, diff_runs
+
+    result = diff_runs(Run(cpu_backends["math"]), Run(cpu_backends["flash"]))
+    assert result.conclusion.startswith("Attention backend changed: math -> flash.")
+    same = diff_runs(Run(cpu_backends["flash"]), Run(cpu_backends["flash"]))
+    assert "Attention backend" not in same.conclusion

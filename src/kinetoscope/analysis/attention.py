@@ -278,3 +278,20 @@ def math_reasons(use: BackendUse, on_device: bool) -> list[str]:
     if use.dropout:
         reasons.append("dropout ran inside the call (a dropout op under it)")
     return reasons
+
+
+def backend_change(trace_a: Trace, trace_b: Trace) -> str | None:
+    """One sentence for `diff` when the attention backends differ between two runs, else None."""
+    a, b = attention_use(trace_a), attention_use(trace_b)
+    if not a.uses or not b.uses or a.backends() == b.backends():
+        return None
+
+    def said(found: AttentionUse) -> str:
+        parts = []
+        for use in found.uses:
+            per = use.kernels_per_call
+            detail = f", {per:.3g} kernels per call" if per else ""
+            parts.append(f"{use.backend}{detail}")
+        return " + ".join(parts)
+
+    return f"Attention backend changed: {said(a)} -> {said(b)}."
