@@ -84,3 +84,22 @@ def test_every_row_cites_a_source_and_has_a_peak():
     for _, peaks in PEAKS:
         assert peaks.source and peaks.tflops
         assert all(v > 0 for v in peaks.tflops.values())
+
+
+def test_sweep_point_and_plot_carry_the_share_of_peak(tmp_path):
+    from kinetoscope.compare.sweep import Crossover, measure
+    from kinetoscope.compare.sweep_table import table_rows
+
+    trace = load(corpus("gpu/tracelens_h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"))
+    point = measure(trace, 1.0)
+    bf16 = roofline(trace).by_dtype[0]  # bf16 GEMMs own the most device time here
+    assert bf16.dtype == "bf16"
+    assert point.share_of_peak == bf16.share_of_peak
+    headers, rows = table_rows("size", [point])
+    assert headers[-1] == "GEMM % of peak" and rows[0][-1].endswith("%")
+    pytest.importorskip("matplotlib")
+    from kinetoscope.compare.sweep_plot import plot_sweep
+
+    other = measure(trace, 2.0)
+    written = plot_sweep([point, other], Crossover("device", None, ""), "t", "size", tmp_path / "s")
+    assert all(w is not None and w.stat().st_size > 0 for _, w in written)

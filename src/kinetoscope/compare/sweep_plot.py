@@ -55,6 +55,7 @@ def plot_sweep(
         )
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="upper left", fontsize=9)
+    _plot_share_of_peak(ax, points)
     fig.tight_layout()
     out = []
     try:
@@ -65,3 +66,21 @@ def plot_sweep(
     finally:
         plt.close(fig)
     return out
+
+
+def _plot_share_of_peak(ax, points: list[SweepPoint]) -> None:
+    """GEMM share of the device's peak on a right-hand axis, where the device is in the table."""
+    rated = [(p.value, p.share_of_peak) for p in points if p.ok and p.share_of_peak is not None]
+    if not rated:
+        return
+    right = ax.twinx()
+    right.plot(
+        [v for v, _ in rated],
+        [100 * s for _, s in rated],
+        "^:",
+        color="tab:green",
+        label="GEMM share of peak FLOP/s",
+    )
+    right.set_ylabel("GEMM achieved / peak FLOP/s (%)")
+    right.set_ylim(0, 100)
+    right.legend(loc="lower right", fontsize=9)
