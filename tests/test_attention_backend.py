@@ -218,3 +218,17 @@ def test_diff_says_the_backend_changed_in_one_line(cpu_backends):
     assert result.conclusion.startswith("Attention backend changed: math -> flash.")
     same = diff_runs(Run(cpu_backends["flash"]), Run(cpu_backends["flash"]))
     assert "Attention backend" not in same.conclusion
+
+
+def test_backend_params_validation_and_tags():
+    pytest.importorskip("torch")
+    from kinetoscope.capture.workloads import attention
+    from kinetoscope.errors import UsageError
+
+    assert attention.Params(backend="naive").impl == "naive"
+    assert attention.tag(attention.Params(backend="flash")).startswith("sdpa-flash_")
+    assert attention.tag(attention.Params()).startswith("sdpa_")  # auto keeps the old tag
+    with pytest.raises(UsageError, match="needs --impl sdpa"):
+        attention.Params(impl="naive", backend="math")
+    with pytest.raises(UsageError, match="--backend must be one of"):
+        attention.Params(backend="xformers")
