@@ -247,26 +247,37 @@ def _calls_with_dropout(trace: Trace, op_set: set[int]) -> set[int]:
 
 def math_reasons(use: BackendUse, on_device: bool) -> list[str]:
     """Recorded properties of the math calls that rule a fused kernel out (PyTorch's
-    `sdp_utils` checks), most decisive first; empty when nothing recorded explains it."""
+    `sdp_utils` checks), most decisive first; empty when nothing recorded explains it.
+
+    The checks differ by device. CUDA/ROCm: flash takes fp16/bf16 only, head dims
+    up to 256, no mask tensor; memory-efficient takes fp32 too and masks; none
+    takes fp64 or head dims that are not a multiple of 8; dropout is supported.
+    CPU (torch 2.13, measured): the flash kernel takes fp64, fp32 and masks but
+    not dropout, so dropout_p > 0 falls back to math.
+    """
     reasons = []
     dtypes = {s.dtype for s in use.shapes if s.dtype}
     head_dims = {s.dims[-1] for s in use.shapes if s.dims}
+    if not on_device:
+        if use.dropout:
+            reasons.append("dropout_p > 0: the CPU flash kernel has no dropout")
+        return reasons
     if "fp64" in dtypes:
         reasons.append("dtype fp64: no fused attention kernel takes float64")
-    if on_device and "fp32" in dtypes:
+    if "fp32" in dtypes:
         reasons.append(
             "dtype fp32: flash attention takes only fp16/bf16 (memory-efficient takes fp32 "
             "but runs it without tensor cores)"
         )
     big = sorted(d for d in head_dims if d > 256)
-    if on_device and big:
+    if big:
         reasons.append(f"head dim {big[0]} > 256: beyond flash attention's limit")
     odd = sorted(d for d in head_dims if d % 8)
-    if on_device and odd:
+    if odd:
         reasons.append(
             f"head dim {odd[0]} is not a multiple of 8: the fused kernels need aligned head dims"
         )
-    if on_device and any(s.has_mask for s in use.shapes):
+    if any(s.has_mask for s in use.shapes):
         reasons.append(
             "an explicit attn_mask: flash attention takes only is_causal, not a mask tensor"
         )
@@ -275,8 +286,6 @@ def math_reasons(use: BackendUse, on_device: bool) -> list[str]:
             "nn.MultiheadAttention with need_weights=True (its default) returns the attention "
             "weights, so its fast path computes them unfused instead of calling SDPA"
         )
-    if use.dropout:
-        reasons.append("dropout ran inside the call (a dropout op under it)")
     return reasons
 
 
