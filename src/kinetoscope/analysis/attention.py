@@ -25,10 +25,12 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
 from ..trace import Cat, Trace
+from .ancestry import ancestor_of_kind
 from .window import device_anchor, in_window
 
 #: The SDPA entry point; a call is its outermost occurrence (or a backend op without it).
@@ -85,6 +87,7 @@ _DTYPES = {
 _DROPOUT_OPS = frozenset({"aten::dropout", "aten::native_dropout", "aten::bernoulli_"})
 
 
+@lru_cache(maxsize=4096)
 def kernel_family(name: str) -> tuple[str, str] | None:
     """(backend, library) of an attention kernel from its name, None for other kernels."""
     for backend, library, pattern in KERNEL_FAMILIES:
@@ -161,16 +164,6 @@ def _call_shape(trace: Trace, index: int) -> CallShape:
     return CallShape(dims, dtype, has_mask)
 
 
-def _outermost(trace: Trace, index: int, calls: set[int]) -> int:
-    """The outermost ancestor of `index` (itself included) that is an attention call, else -1."""
-    parent, found = trace.parent, -1
-    while index >= 0:
-        if index in calls:
-            found = index
-        index = int(parent[index])
-    return found
-
-
 def attention_use(trace: Trace) -> AttentionUse:
     """Backends of the attention calls and kernels inside the active window."""
     names = set(BACKEND_OPS) | {SDPA_OP, NATIVE_MHA_OP}
@@ -178,24 +171,26 @@ def attention_use(trace: Trace) -> AttentionUse:
         trace.mask(Cat.CPU_OP) & np.isin(trace.name_id, trace.name_ids_matching(names.__contains__))
     )
     ops = ops[in_window(trace, trace.ts[ops])]
-    op_set = set(ops.tolist())
-    owner = {i: _outermost(trace, i, op_set) for i in op_set}
+    is_call = np.zeros(len(trace), dtype=bool)
+    is_call[ops] = True
+    outermost = ancestor_of_kind(trace, is_call, outermost=True)
+    owner = {i: int(outermost[i]) for i in ops.tolist()}
     calls = sorted({o for o in owner.values() if o >= 0})
     backend_of: dict[int, str] = {}
     for i, top in sorted(owner.items()):
         name = trace.name(i)
         if name in BACKEND_OPS and top not in backend_of:
             backend_of[top] = BACKEND_OPS[name]
-    dropout = _calls_with_dropout(trace, op_set)
+    dropout = _calls_with_dropout(trace, outermost)
 
     uses: dict[tuple[str, str], BackendUse] = {}
     call_use: dict[int, BackendUse] = {}
     kernels = trace.kernels
     kernels = kernels[in_window(trace, device_anchor(trace)[kernels])]
     kernel_call = {}
-    for k in kernels.tolist():
-        launch = int(trace.launch_of[k])
-        top = _outermost(trace, launch, op_set) if launch >= 0 else -1
+    launches = trace.launch_of[kernels]
+    tops = np.where(launches >= 0, outermost[np.maximum(launches, 0)], -1)
+    for k, top in zip(kernels.tolist(), tops.tolist(), strict=True):
         if top >= 0:
             kernel_call[k] = top
     for call in calls:
@@ -234,15 +229,11 @@ def attention_use(trace: Trace) -> AttentionUse:
     return AttentionUse(ordered, on_device=bool(trace.device_lanes))
 
 
-def _calls_with_dropout(trace: Trace, op_set: set[int]) -> set[int]:
+def _calls_with_dropout(trace: Trace, outermost: np.ndarray) -> set[int]:
+    """Calls with a dropout op under them (`outermost`: each event's outermost call)."""
     ids = trace.name_ids_matching(_DROPOUT_OPS.__contains__)
     hits = np.flatnonzero(np.isin(trace.name_id, ids) & trace.mask(Cat.CPU_OP))
-    found = set()
-    for i in hits.tolist():
-        top = _outermost(trace, i, op_set)
-        if top >= 0:
-            found.add(top)
-    return found
+    return {int(c) for c in outermost[hits] if c >= 0}
 
 
 def math_reasons(use: BackendUse, on_device: bool) -> list[str]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..trace import Trace
+from .ancestry import ancestor_of_kind
 from .compute_ops import MATMUL_OPERANDS, matmul_flops
 from .kernel_names import decode
 from .peaks import DevicePeaks, device_peaks
@@ -86,17 +87,6 @@ def _min_bytes(trace: Trace, op: int, itemsize: int) -> float:
     return batch * (m * k + k * n + m * n) * itemsize
 
 
-def _gemm_op(trace: Trace, launch: int) -> int:
-    """The innermost matrix-product op above a launch call, else -1."""
-    parent = trace.parent
-    index = launch
-    while index >= 0:
-        if trace.name(index) in MATMUL_OPERANDS:
-            return index
-        index = int(parent[index])
-    return -1
-
-
 @dataclass(frozen=True)
 class RatedOp:
     """One matrix-product op with usable shapes and the kernels it launched."""
@@ -113,10 +103,12 @@ def rated_ops(trace: Trace) -> tuple[list[RatedOp], int]:
     """The window's matrix-product ops with shapes, and the count of GEMM-op kernels without."""
     kernels = trace.kernels
     kernels = kernels[in_window(trace, device_anchor(trace)[kernels])]
+    is_gemm = np.isin(trace.name_id, trace.name_ids_matching(MATMUL_OPERANDS.__contains__))
+    gemm_op = ancestor_of_kind(trace, is_gemm, outermost=False)  # innermost product op
+    launches = trace.launch_of[kernels]
+    ops = np.where(launches >= 0, gemm_op[np.maximum(launches, 0)], -1)
     per_op: dict[int, list[int]] = {}
-    for k in kernels.tolist():
-        launch = int(trace.launch_of[k])
-        op = _gemm_op(trace, launch) if launch >= 0 else -1
+    for k, op in zip(kernels.tolist(), ops.tolist(), strict=True):
         if op >= 0:
             per_op.setdefault(op, []).append(k)
     rated, unrated = [], 0
