@@ -138,3 +138,53 @@ def test_optimizer_steps_survive_a_scheduler_and_are_undone(project):
     assert not hasattr(torch.optim.AdamW.step, "_kinetoscope_steps")
     assert "_patch_step_function" in torch.optim.Optimizer.__dict__
     assert torch.optim.Optimizer._patch_step_function.__qualname__.startswith("Optimizer.")
+
+
+OWN_STEP = textwrap.dedent(
+    """
+    import torch
+
+    def train_step(x):
+        with torch.profiler.record_function("own_step"):
+            return (x @ x).sum()
+
+    def run():
+        for _ in range(6):
+            train_step(torch.randn(8, 8))  # looked up in the module's globals
+
+    if __name__ == "__main__":
+        run()
+    """
+)
+
+
+@pytest.mark.parametrize("spec", ["train_step", "__main__:train_step"])
+def test_step_on_a_function_the_script_defines(project, spec):
+    """No optimizer: only the wrapped calls of the script's own function are steps."""
+    (project / "own.py").write_text(OWN_STEP)
+    result = run_script(project / "own.py", [], out=project / "traces", step_on=spec)
+    assert result.steps == 6 and not result.whole_run and result.exit_code == 0
+    trace = kinetoscope.load(result.written[0].trace)
+    assert step_numbers(trace) == [2, 3, 4]
+    own = [i for i in range(len(trace)) if trace.name(i) == "own_step"]
+    assert len(own) == 3  # one call per recorded step, each inside its step
+    for i in own:
+        assert any(s.start <= trace.ts[i] and trace.end[i] <= s.end for s in trace.steps)
+
+
+def test_step_on_a_method_of_a_class_the_script_defines(project):
+    (project / "cls.py").write_text(
+        "import torch\nclass Trainer:\n    def step(self):\n        torch.randn(4).sum()\n"
+        "t = Trainer()\nfor _ in range(5):\n    t.step()\n"
+    )
+    result = run_script(project / "cls.py", [], out=project / "traces", step_on="Trainer.step")
+    assert result.steps == 5
+
+
+def test_step_on_a_name_the_script_does_not_define_is_one_line_exit_2(project):
+    (project / "own.py").write_text(OWN_STEP)
+    done = run_cli("profile", "own.py", "--step-on", "missing", "--out", "t", cwd=project)
+    assert done.returncode == 2
+    [line] = error_lines(done.stderr)
+    assert "own.py defines no missing at module level" in line
+    assert not (project / "t").exists()  # refused before anything was created

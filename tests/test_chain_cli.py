@@ -44,7 +44,7 @@ def test_chain_tree_for_one_step():
     ]
     pos = [next(i for i, ln in enumerate(lines) if ln.startswith(name)) for name in order]
     assert pos == sorted(pos)
-    assert "softmax_warp_forward" in out and "device 5.0 us" in out
+    assert "softmax_warp_forward" in out and "device 5.00 us" in out
     assert "ProfilerStep#1" not in out  # overlapping step spans do not nest in the chain
 
 

@@ -119,7 +119,7 @@ def test_bad_trace_is_one_line_exit_2(tmp_path, kind):
 def test_output_never_overwrites_the_trace(tmp_path):
     trace = tmp_path / "t.json.gz"
     trace.write_bytes(corpus(BERT).read_bytes())
-    one_line_exit_2(run(trace, "-o", trace), "is an input trace")
+    one_line_exit_2(run(trace, "-o", trace), "is the input")
     assert trace.read_bytes() == corpus(BERT).read_bytes()
 
 

@@ -142,3 +142,75 @@ def test_text_contrast_in_both_themes(browser, tmp_path, scheme):
     dark_bg = _luminance(pairs[0][1]) < 0.2
     assert dark_bg == (scheme == "dark")
     page.close()
+
+
+COMM = "gpu/sampled_rank0.json.gz"  # NCCL kernels on two streams beside the compute stream
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_verdict_quality_kernel_types_and_streams_are_shown_and_readable(browser, tmp_path, scheme):
+    html_path, report = _report(tmp_path, COMM)
+    page, errors = _open(browser, html_path, scheme)
+    sections = ["verdict", "quality", "kernel_types", "streams"]
+    for name in sections:
+        block = page.locator(f'[data-section="{name}"]')
+        assert block.count() == 1 and block.is_visible(), name
+        block.scroll_into_view_if_needed()
+        block.screenshot(path=str(tmp_path / f"{name}-{scheme}.png"))
+    # the host-time bar: one coloured part per non-zero share, widths in proportion
+    parts = page.evaluate(
+        """() => [...document.querySelectorAll('.split .part')].map(e =>
+             [e.className, e.getBoundingClientRect().width, getComputedStyle(e).backgroundColor])"""
+    )
+    bar = page.locator(".split").bounding_box()["width"]
+    shares = report.verdict.decomposition
+    shown = {k: v for k, v in shares.items() if v > 0}
+    assert len(parts) == len(shown)
+    assert sum(w for _, w, _ in parts) == pytest.approx(bar, abs=2)
+    assert len({colour for _, _, colour in parts}) == len(parts)  # told apart by colour
+    legend = page.locator(".split-legend li").all_inner_texts()
+    assert [t.split(" ")[0] for t in legend] == ["data", "sync", "dispatch", "Python/other"]
+    grade = page.locator(".quality .grade").inner_text()
+    assert grade.lower() == report.quality["grade"]
+    rows = page.locator('[data-section="kernel_types"] tbody tr').count()
+    assert rows == len(report.kernel_types["types"])
+    assert "hidden under compute" in page.locator('[data-section="streams"] .comm').inner_text()
+    # every piece of text in these sections against its background: WCAG AA (4.5:1)
+    pairs = page.evaluate(
+        """(names) => names.flatMap(n => [...document.querySelectorAll(
+             `[data-section="${n}"] :is(p, li, td, th, span, strong, code)`)])
+           .filter(e => e.innerText && e.innerText.trim() && !e.classList.contains('part'))
+           .map(e => {
+             let bg = 'rgba(0, 0, 0, 0)', n = e;
+             while (n && /rgba\\(0, 0, 0, 0\\)|transparent/.test(bg)) {
+               bg = getComputedStyle(n).backgroundColor; n = n.parentElement; }
+             return [e.innerText.slice(0, 30), getComputedStyle(e).color, bg]; })""",
+        sections,
+    )
+    assert len(pairs) > 40 and errors == []
+    for text, fg, bg in pairs:
+        a, b = sorted([_luminance(fg), _luminance(bg)])
+        assert (b + 0.05) / (a + 0.05) >= 4.5, (scheme, text, fg, bg)
+    page.close()
+
+
+def test_timeline_times_read_as_units_fmt_us(browser, tmp_path):
+    """The timeline's visible-range label, at full view and zoomed deep in, is the text
+    kinetoscope.units.fmt_us gives for the same numbers (3 significant digits)."""
+    from kinetoscope.units import fmt_us
+
+    html_path, _ = _report(tmp_path, RESNET)
+    page, errors = _open(browser, html_path)
+    box = page.locator(".tl canvas").bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + 120)
+    spans = []
+    for _ in range(12):  # from the full view (seconds) down to a span under a microsecond
+        v0, v1 = _view(page)
+        spans.append(v1 - v0)
+        label = page.locator(".tl-range").inner_text()
+        assert label == f"+{fmt_us(v0)} \u2013 +{fmt_us(v1)} ({fmt_us(v1 - v0)})"
+        page.mouse.wheel(0, -1500)
+        page.wait_for_timeout(80)
+    assert spans[0] > 1e6 and min(spans) < 1.0  # `0.350 us`, where 2 decimals would cut
+    assert errors == []
+    page.close()

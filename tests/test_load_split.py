@@ -4,6 +4,7 @@ exactly the Trace that one pass gives, and fall back to one pass for anything od
 from __future__ import annotations
 
 import dataclasses
+import glob
 import gzip
 import json
 import os
@@ -36,12 +37,36 @@ def assert_same(a, b, where="trace") -> None:
             assert x == y, label
 
 
+def _live_children() -> set[int]:
+    """This process's children (zombies included) as Linux lists them."""
+    pids: set[int] = set()
+    for listing in glob.glob(f"/proc/{os.getpid()}/task/*/children"):
+        with open(listing) as f:
+            pids.update(int(pid) for pid in f.read().split())
+    return pids
+
+
+_BEFORE: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def _children_before_the_test():
+    """Children started by earlier tests (a Dask or Ray cluster's) are not the loader's."""
+    _BEFORE.clear()
+    _BEFORE.update(_live_children())
+    yield
+
+
 def no_children_left() -> bool:
-    try:
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
+    """The loader left no child behind: nothing new beside what ran before the test."""
+    while True:  # reap finished children first: a reaped worker is gone
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+    return _live_children() <= _BEFORE
 
 
 def plain_copy(source, tmp_path):

@@ -28,7 +28,7 @@ def test_memory_report_and_plot(tmp_path):
     # 120 CUDA [memory] events; total_allocated peaks at 94398464 B = 90.03 MiB right
     # after the 16 MiB output of aten::clamp_min (inside aten::relu) in step #1
     assert "cuda:0: 120 events" in text
-    assert "peak allocated 90.03 MiB at 1.399 ms (step #1)" in text
+    assert "peak allocated 90.03 MiB at 1.40 ms (step #1)" in text
     assert "aten::clamp_min in aten::relu" in text
     assert "peak reserved  112.00 MiB" in text
     assert "16.00 MiB" in text and "aten::addmm in aten::linear" in text

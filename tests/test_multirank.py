@@ -64,6 +64,14 @@ def test_text_and_markdown(dlrm):
     assert "| rank | steps | step ms |" in md and "| 7 * | 1 | 12.51 |" in md
 
 
+def test_html_on_the_shared_page(dlrm):
+    """Rank 7 is the straggler (the markdown table marks it `7 *`): its row is flagged."""
+    page = explain_ranks([dlrm], jobs=1, config={}, fmt="html")
+    assert page.lstrip().startswith("<!DOCTYPE html>") and '<div class="ks">' in page
+    assert '<tr class="outlier"><td data-v="7">7 (straggler)</td>' in page
+    assert page.count('<tr class="outlier">') == 1 and page.count("<tr><td data-v=") == 7
+
+
 def test_jobs_do_not_change_results(dlrm):
     one = summarize_ranks([dlrm], jobs=1)
     two = summarize_ranks([dlrm], jobs=2)
@@ -94,7 +102,7 @@ def test_bad_inputs(tmp_path):
     (tmp_path / "worker0.json").write_text("{not json")
     with pytest.raises(TraceError):
         summarize_ranks([tmp_path], jobs=2)
-    with pytest.raises(UsageError, match="text, md or json"):
+    with pytest.raises(UsageError, match="text, md, json or html"):
         explain_ranks([tmp_path], jobs=1, config={}, fmt="xml")
 
 

@@ -144,8 +144,10 @@ def test_summary_and_table_run_on_every_corpus_file(path):
     trace = kinetoscope.load(path)
     summary = summarize(trace)
     assert summary.steps and summary.metrics["window_us"] > 0
+    # a step's device busy is the union of the work it launched: it can outlast the
+    # host step when the device runs behind, never the whole recording
     for step in summary.steps:
-        assert 0 <= step.device_busy_us <= step.dur + 1e-6
+        assert 0 <= step.device_busy_us <= trace.end_time - trace.start_time + 1e-6
     table = key_averages(trace)
     assert table.rows
     assert render_table(table).count("\n") >= 5

@@ -63,3 +63,49 @@ def test_view_of_a_missing_file_is_one_line_exit_2(tmp_path):
         capture_output=True, text=True, env=env, timeout=60,
     )  # fmt: skip
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "nope.json" in res.stderr
+
+
+def test_view_slice_serves_only_those_steps_and_removes_the_slice_on_stop(tmp_path):
+    """`--slice 6-7` on resnet (steps #5..#10): the served bytes are a trace holding
+    ProfilerStep#6 and #7 only, written under TMPDIR and gone once the server stops."""
+    import gzip
+    import json
+
+    path = corpus("gpu/resnet50_dataloader_workers0.pt.trace.json.gz")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), CI="1", TMPDIR=str(scratch))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from kinetoscope.cli import main; main()", "view", str(path),
+         "--slice", "6-7"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        sliced_line = proc.stdout.readline()
+        assert sliced_line.startswith("sliced ") and "steps 6-7" in sliced_line, sliced_line
+        proc.stdout.readline()  # serving ...
+        url = proc.stdout.readline().split("url=", 1)[1].strip()
+        served = next(scratch.rglob("*.json.gz"))
+        assert url.endswith("/" + served.name)
+        request = urllib.request.Request(url, headers={"Origin": "https://ui.perfetto.dev"})
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            body = resp.read()
+        events = json.loads(gzip.decompress(body))["traceEvents"]
+        steps = sorted({e["name"] for e in events if e.get("name", "").startswith("ProfilerStep#")})
+        assert steps == ["ProfilerStep#6", "ProfilerStep#7"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert list(scratch.iterdir()) == []  # the temporary slice is removed
+    assert path.exists()
+
+
+def test_view_slice_with_a_bad_range_is_one_line_exit_2():
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), CI="1")
+    res = subprocess.run(
+        [sys.executable, "-c", "from kinetoscope.cli import main; main()", "view",
+         str(corpus(TRACE)), "--slice", "7-x"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr

@@ -35,6 +35,7 @@ COMMANDS: list[str] = [
     "sweep",
     "slice",
     "view",
+    "plot",
 ]
 
 _DEBUG = {"on": False}

@@ -27,6 +27,7 @@ from .analysis.streams import stream_report
 from .errors import TraceError, UsageError
 from .executors import run_each
 from .jsontext import dumps
+from .own_files import signature
 from .rules.base import SEVERITY_ORDER
 from .trace import Trace, load
 
@@ -283,12 +284,16 @@ def explain_ranks(
     address: str | None = None,
 ) -> str:
     """The multi-rank report as text, markdown or JSON."""
-    if fmt not in ("text", "md", "json"):
-        raise UsageError(f"multi-rank reports come as text, md or json, not {fmt!r}")
+    if fmt not in ("text", "md", "json", "html"):
+        raise UsageError(f"multi-rank reports come as text, md, json or html, not {fmt!r}")
     ranks = summarize_ranks(paths, jobs, config, executor, address)
     report = MultiRankReport(ranks)
     if fmt == "json":
         return dumps(report.as_json(), indent=2)
+    if fmt == "html":
+        from .report.html import render_ranks_html
+
+        return render_ranks_html(report)
     return report.render(markdown=fmt == "md")
 
 
@@ -329,6 +334,7 @@ class MultiRankReport:
 
     def as_json(self) -> dict[str, Any]:
         return {
+            **signature("ranks"),  # `explain DIR` knows the file as ours (own_files)
             "ranks": [
                 {
                     "rank": r,

@@ -168,7 +168,7 @@ def write_file(
         raise UsageError(f"{path}: is a folder; give a file name to write to")
     folder = path.parent
     if not folder.is_dir():
-        raise UsageError(f"{path}: folder {folder} does not exist")
+        raise UsageError(f"{path}: cannot write: folder {folder} does not exist")
     try:
         with staged(folder, split_name(path.name)[1]) as temp:
             with open(temp, "wb") as handle:

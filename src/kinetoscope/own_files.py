@@ -6,9 +6,12 @@ called `report.json`), so the first bytes decide: a Kineto trace is a JSON
 object (ours carry an *object* under `"kinetoscope"`, the run's metadata),
 while every report `explain` renders opens with a fixed signature:
 
-- JSON: `{"kinetoscope": "<version string>", "schema_version": ...`
-  (docs/report-schema.md);
-- Markdown: `# kinetoscope: `;
+- JSON: `{"kinetoscope": "<version string>", "schema_version": ...` for a
+  report (docs/report-schema.md), `{"kinetoscope": "<version>", "kind": ...}`
+  for the other JSON kinetoscope writes (`signature`: `diff`, `sweep`,
+  `ranks`);
+- Markdown: `# kinetoscope: ` (a report), `# kinetoscope diff`, or the
+  multi-rank `## <N> ranks, median step` heading;
 - HTML: a document whose `<title>` starts with `kinetoscope`;
 - text: `Trace <path>` then the `Verdict` line, or the multi-rank
   `<N> ranks, median step` heading.
@@ -19,13 +22,24 @@ from __future__ import annotations
 import re
 import zlib
 from pathlib import Path
+from typing import Any
+
+from . import __version__
 
 _HEAD_BYTES = 4096
-_JSON_REPORT = re.compile(rb'^\s*\{\s*"kinetoscope"\s*:\s*"[^"]*"\s*,\s*"schema_version"\s*:')
-_MARKDOWN = re.compile(rb"^\s*(# kinetoscope: |## \d+ ranks, median step )")
+_JSON_REPORT = re.compile(
+    rb'^\s*\{\s*"kinetoscope"\s*:\s*"[^"]*"\s*,\s*"(schema_version|kind)"\s*:'
+)
+_MARKDOWN = re.compile(rb"^\s*(# kinetoscope: |# kinetoscope diff\s|## \d+ ranks, median step )")
 _HTML = re.compile(rb"^\s*<!DOCTYPE html>.*?<title>kinetoscope", re.S | re.I)
 _TEXT = re.compile(rb"^(\x1b\[[0-9;]*m)*Trace .*\n(.*\n)*?(\x1b\[[0-9;]*m)*Verdict ")
 _RANKS_TEXT = re.compile(rb"^\s*\d+ ranks, median step ")
+
+
+def signature(kind: str) -> dict[str, Any]:
+    """The first keys of a JSON document kinetoscope writes that is not a report
+    (`kind`: diff, sweep, ranks): what `is_kinetoscope_report` knows it by."""
+    return {"kinetoscope": __version__, "kind": kind}
 
 
 def head(path: Path, size: int = _HEAD_BYTES) -> bytes:

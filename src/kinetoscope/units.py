@@ -52,6 +52,16 @@ def fmt_pct(share: float, digits: int = 1) -> str:
     return f"{share * 100:.{digits}f}%"
 
 
+def fmt_share(share: float | None) -> str:
+    """A 0..1 share as a percentage with 3 significant digits, as `fmt_us` writes times:
+    `0.6634` -> `66.3%`, `0.0513` -> `5.13%`, `0.000837` -> `0.0837%`, `1.0` -> `100%`.
+    The HTML report's form: a small share stays readable instead of becoming `0.0%`."""
+    if share is None or (isinstance(share, float) and math.isnan(share)):
+        return "-"
+    percent = float(f"{share * 100:.3g}")
+    return "0%" if percent == 0 else f"{_significant(percent, 3)}%"
+
+
 def fmt_bytes(n: float) -> str:
     """Binary units, as the profiler's memory columns: 33554432 -> `32.0 MB`."""
     for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):

@@ -43,7 +43,9 @@ def test_compare_base_vs_test():
     assert not d.kernels.by_status("new") and not d.kernels.by_status("gone")
     fill = next(r for r in d.kernels.rows if "FillFunctor" in r.key)
     assert fill.status == "unchanged" and fill.us_a == pytest.approx(207.5)
-    assert d.conclusion.startswith("B takes about as long as A per step")
+    # no devices, versions or settings recorded differently: the conclusion says so first
+    assert d.conclusion.startswith("No difference in the recorded environment")
+    assert "B takes about as long as A per step" in d.conclusion
     assert "All2All_Pooled_Req" in d.conclusion
 
 
@@ -64,15 +66,16 @@ def test_resnet_dataloader_workers_pair():
     # cuDNN picked the "small" instead of the "medium" variant of one conv kernel
     (swap,) = d.kernels.by_status("replaced")
     assert "exp_medium_nhwc_tn" in swap.example and "exp_small_nhwc_tn" in swap.replacement
-    assert d.conclusion.startswith("B is 1.4x faster per step")
-    assert "The gain is host time" in d.conclusion
+    # the decomposition names the cause (diff-explains tests check its numbers)
+    assert "B is 1.4x faster per step" in d.conclusion
+    assert "The gain is data wait" in d.conclusion
     # the verdict moved: data wait 40% of the step (data-bound) -> device busy 81% of the window
     findings = {r.id: r.status for r in d.findings}
     assert findings["data-bound"] == "disappeared" and findings["compute-bound"] == "appeared"
     # ~40% of each workers=0 step waits in the single-process loader's __next__
     assert findings["dataloader-bound"] == "disappeared"
     assert "resolved: dataloader-bound" in d.conclusion
-    assert "The verdict moved from mixed to compute-bound" in d.conclusion
+    assert "The verdict moved from data-bound to compute-bound" in d.conclusion
 
 
 def test_cross_vendor_pair_says_kernels_cannot_match():
@@ -90,6 +93,8 @@ def test_cross_vendor_pair_says_kernels_cannot_match():
     assert (gemm.calls_a, gemm.calls_b) == (240, 243)
     assert gemm.us_b > gemm.us_a  # 16.9 ms of hipBLASLt GEMMs vs 12.6 ms of cuBLAS ones
     assert "by kind of work: " in d.conclusion
+    # the device change comes first
+    assert d.conclusion.startswith("The device changed (another vendor's GPU)")
     kernels = next(s for s in sections(d) if s.title.startswith("Kernels"))
     assert "cannot be matched by name" in kernels.text[0]
     kinds = {r.key for r in d.kernels.by_kind}
@@ -108,7 +113,9 @@ def test_every_format_renders(fmt):
             "All2All_Pooled_Req"
         }
     if fmt == "html":
-        assert out.startswith("<!doctype html>") and "<script" not in out
+        # the shared report page: its stylesheet, nothing fetched from elsewhere
+        assert out.lstrip().startswith("<!DOCTYPE html>") and '<div class="ks">' in out
+        assert " src=" not in out and " href=" not in out and "url(" not in out
     if fmt == "md":
         assert "| appeared | All2All_Pooled_Req |" in out
 
@@ -167,6 +174,10 @@ def test_cpu_eager_vs_compiled(eager_and_compiled):
     assert "aten::addmm" in appeared and "TorchDynamo Cache Lookup" in appeared
     assert any(n.startswith("Torch-Compiled Region") for n in appeared)
     # the rules see the compiled region appear
+    # the environment row names the change the user made on purpose
+    env = {r.field: (r.a, r.b) for r in d.environment.differences}
+    assert env["kinetoscope compile"][0] == "None" and env["kinetoscope compile"][1] != "None"
+    assert d.conclusion.startswith("The environment differs: ")
     findings = {r.id: r.status for r in d.findings}
     assert findings["compiled-region"] == "appeared"
     assert findings["host-only"] == "unchanged"
@@ -240,6 +251,8 @@ def test_a_trace_against_itself_is_all_unchanged():
     assert {r.status for r in d.findings} == {"unchanged"}
     # 3 steps of 16 kernels: the same 16 launches per step on both sides
     assert all(p.a.kernels == p.b.kernels == 16 for p in d.steps)
-    assert d.conclusion.startswith("B takes about as long as A per step")
+    assert d.conclusion.startswith("No difference in the recorded environment")
+    assert "B takes about as long as A per step" in d.conclusion
+    assert "Nothing changed: every part of the step is equal" in d.conclusion
     assert "The device does the same work" in d.conclusion
     assert "The host runs the same ops." in d.conclusion

@@ -143,6 +143,38 @@ def test_device_mode_curves_table_and_crossover():
     assert "device time exceeds host time" in cross.note
     headers, rows = table_rows("size", points)
     assert headers[3] == "device/step" and headers[-2:] == ["regime", "TFLOP/s"]
-    assert rows[0][:5] == ["64", "100.0 us", "100.0 us", "5.0 us", "5.0%"]
+    assert rows[0][:5] == ["64", "100 us", "100 us", "5.00 us", "5.0%"]
     assert rows[1][-1] == f"{2 * 1024**3 / 80 * 1e-6:.3g}"
     assert rows[3][:2] == ["8192", "failed"]
+
+
+def test_sweep_figure_label_clear_of_legend_and_tflops_panel():
+    """GEMM points with TFLOP/s get a second panel sharing x; the crossover label's box
+    and the legend's box never intersect (the legend sits outside the axes)."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from kinetoscope.compare.sweep_plot import sweep_figure
+
+    def gpu(value, host, device, tflops):
+        return SweepPoint(value, has_device=True, step_us=max(host, device), host_us=host,
+                          device_us=device, tflops=tflops)  # fmt: skip
+
+    # the crossover lands at the left edge, where an upper-left legend used to sit
+    points = [gpu(16, 100, 90, 0.01), gpu(32, 100, 200, 0.1), gpu(4096, 100, 9000, 50.0)]
+    cross = crossover(points)
+    assert cross.value is not None and 16 < cross.value < 32
+    fig = sweep_figure(plt, points, cross, "matmul", "size")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    top, low = fig.axes
+    assert low.get_ylabel() == "achieved TFLOP/s" and low.get_shared_x_axes().joined(top, low)
+    label = next(t for t in top.texts if t.get_text().startswith("crossover"))
+    legend = top.get_legend()
+    assert not label.get_window_extent(renderer).overlaps(legend.get_window_extent(renderer))
+    plt.close(fig)
+    cpu = [_point(16, 1, 10), _point(64, 10, 10.5), _point(256, 100, 20)]
+    fig = sweep_figure(plt, cpu, crossover(cpu), "matmul", "size")
+    assert len(fig.axes) == 1  # no FLOP counts, no TFLOP/s panel
+    plt.close(fig)

@@ -7,17 +7,22 @@ handle creation and algorithm search (`cublasCreate`, `cudnnCreate`,
 `cudnnFind*`, `miopenFind*`: cuDNN benchmark mode times every algorithm on the
 first call of each shape), and allocator growth (the caching allocator calls
 `cudaMalloc`/`hipMalloc` only when its pool must grow; in a steady state it
-reuses blocks and calls none).
+reuses blocks and calls none). Inside one step nothing can be compared across
+steps, but the same kernel (name, grid, block) repeated in the window can: its
+first run far slower than its later runs (`first_runs`) is a cold first
+iteration (cold instruction cache and TLBs, module loading, clocks ramping up).
 """
 
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..trace import Trace
+from .kernel_names import decode
 
 CAUSES: dict[str, re.Pattern] = {
     "module-load": re.compile(r"^(cu|hip)(Module|Library)Load"),
@@ -28,6 +33,10 @@ CAUSES: dict[str, re.Pattern] = {
 }
 #: a launch call this long (us) on the first launch of its kernel is lazy loading at work
 FIRST_LAUNCH_US = 1000.0
+#: a first run (kernel or its launch call) this many times the median of its later runs...
+FIRST_RUN_FACTOR = 2.0
+#: ...and at least this much (us) longer than it is cold, not jitter
+FIRST_RUN_EXCESS_US = 50.0
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,60 @@ def _slow_first_launches(trace: Trace) -> np.ndarray:
     single = np.array(["Graph" not in trace.name(int(c)) for c in calls], dtype=bool)
     calls = calls[single]
     return np.sort(calls[trace.dur[calls] >= FIRST_LAUNCH_US])
+
+
+def _same_work(trace: Trace) -> list[np.ndarray]:
+    """Kernels grouped by name, grid and block, each group in time order (collectives
+    left out: their first run also waits for the slowest rank to arrive)."""
+    kernels = trace.kernels
+    args = trace.kernel_args
+    arg_pos = {int(e): p for p, e in enumerate(args.index.tolist())}
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for e in kernels[np.argsort(trace.ts[kernels], kind="stable")].tolist():
+        p = arg_pos.get(e)
+        shape = (tuple(args.grid[p]), tuple(args.block[p])) if p is not None else None
+        groups[(int(trace.name_id[e]), shape)].append(e)
+    return [
+        np.array(members, dtype=np.int64)
+        for (nid, _), members in groups.items()
+        if decode(trace.names[nid]).kind != "collective"
+    ]
+
+
+@dataclass(frozen=True)
+class FirstRun:
+    """One piece of work whose first occurrence in the window was cold."""
+
+    index: int  # the first kernel run, or the first launch call of that kernel
+    later_median_us: float  # median duration of its later occurrences
+    runs: int
+
+    def excess_us(self, trace: Trace) -> float:
+        return float(trace.dur[self.index]) - self.later_median_us
+
+
+def _cold_first(trace: Trace, seq: np.ndarray) -> FirstRun | None:
+    d = trace.dur[seq]
+    later = float(np.median(d[1:]))
+    if d[0] >= FIRST_RUN_FACTOR * later and d[0] - later >= FIRST_RUN_EXCESS_US:
+        return FirstRun(int(seq[0]), later, len(seq))
+    return None
+
+
+def first_runs(trace: Trace, min_runs: int = 3) -> list[FirstRun]:
+    """Kernels and launch calls whose first occurrence in the window is far slower than the
+    later occurrences of the same work (>= `min_runs` runs), slowest excess first."""
+    launch = trace.launch_of
+    out = []
+    for runs in _same_work(trace):
+        if len(runs) < min_runs:
+            continue
+        calls = launch[runs]
+        for seq in (runs, calls) if (calls >= 0).all() else (runs,):
+            cold = _cold_first(trace, seq)
+            if cold is not None:
+                out.append(cold)
+    return sorted(out, key=lambda r: -r.excess_us(trace))
 
 
 def iterations_before_window(trace: Trace) -> int:

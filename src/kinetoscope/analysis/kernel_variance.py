@@ -90,6 +90,30 @@ def same_work_groups(trace: Trace, min_occurrences: int = 3) -> list[SameWork]:
     return out
 
 
+def outside_compilation(
+    trace: Trace, groups: list[SameWork], compiling: np.ndarray
+) -> list[SameWork]:
+    """The groups without their runs that overlap a compilation event (from
+    `compile_events`) by the kernel's own span or its launch call's span."""
+    if not len(compiling):
+        return groups
+    starts, ends = trace.ts[compiling], trace.end[compiling]
+
+    def inside(index: np.ndarray) -> np.ndarray:
+        return ((trace.ts[index][:, None] < ends) & (trace.end[index][:, None] > starts)).any(1)
+
+    out = []
+    for g in groups:
+        launch = trace.launch_of[g.indices]
+        hit = inside(g.indices)
+        linked = launch >= 0
+        hit[linked] |= inside(launch[linked])
+        keep = ~hit
+        out.append(SameWork(g.name_id, g.grid, g.block, g.caller, g.position,
+                            g.indices[keep], g.steps[keep]))  # fmt: skip
+    return out
+
+
 def collective_overlap(trace: Trace, index: int) -> float:
     """Share of kernel `index`'s run during which a collective kernel runs on another
     stream of the same device (the two share SMs and memory bandwidth)."""

@@ -43,6 +43,9 @@ BLOCKING_CALLS = frozenset(
         "hipStreamSynchronize",
         "hipEventSynchronize",
         "hipMemcpy",
+        # ROCm PyTorch's memcpy_and_sync: one blocking call where CUDA issues
+        # cudaMemcpyAsync + cudaStreamSynchronize (a blocking .cpu() / copy_)
+        "hipMemcpyWithStream",
     }
 )
 SCALAR_OPS = frozenset({"aten::item", "aten::_local_scalar_dense"})

@@ -6,6 +6,9 @@ whatever the warm-up count, a compiled run `compile` whatever the mode; the
 counts are in the trace metadata and the table header), then the extra knobs
 (`_batched`, `_reduce-overhead`) and the repeat cycle (`_cycle2`). A second run
 with the same settings gets `_2` (never over an earlier run's files).
+With `tensorboard`, the same folder holds `tensorboard_trace_handler`'s names
+instead (`<host>_<pid>.<time_ns>.pt.trace.json`), which TensorBoard's profiler
+plugin and HTA find when pointed at `traces/` (one run per workload folder).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from ..errors import UsageError
 from .deps import require_torch
 from .device import DeviceChoice, resolve_device, resolve_dtype, synchronize
 from .schedule import Schedule
-from .session import Artifacts, Profile
+from .session import Artifacts, Profile, tensorboard_naming
 from .workloads import Context, check_workload, load_workload
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
@@ -40,6 +43,7 @@ class CaptureOptions:
     out: Path = Path("traces")
     gzip: bool = False
     force: bool = False  # replace an earlier run's artifacts of the same name
+    tensorboard: bool = False  # tensorboard_trace_handler names instead of the series' names
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,7 @@ def run_workload(name: str, overrides: dict, options: CaptureOptions) -> Capture
         with_stack=options.with_stack,
         gzip=options.gzip,
         meta=meta,
-        naming=_tag_naming(tag, schedule),
+        naming=tensorboard_naming() if options.tensorboard else _tag_naming(tag, schedule),
         force=options.force,
     ) as prof:
         for _ in range(schedule.total_steps):

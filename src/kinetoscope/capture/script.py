@@ -3,7 +3,9 @@
 The script runs in this process as `__main__` (runpy, with `sys.argv` set to
 the script and its arguments). Step boundaries come from every
 `torch.optim.Optimizer.step()` (a global post-step hook) or, with
-`--step-on module:function`, from every call of that function; the schedule
+`--step-on module:function`, from every call of that function (a function the
+script defines itself: `--step-on train_step` or `__main__:train_step`, see
+`main_hook`); the schedule
 counts those steps. Because we cannot know in advance whether the script will
 ever step, recording starts at once: if a first step arrives, that opening
 recording (imports, set-up, the first iteration) is dropped and the schedule
@@ -16,6 +18,7 @@ puts the boundaries exactly between iterations.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import runpy
 import sys
@@ -27,6 +30,7 @@ from pathlib import Path
 from ..errors import UsageError
 from .deps import require_torch
 from .device import DeviceChoice, activities, resolve_device
+from .main_hook import hooked_code, run_as_main
 from .optimizer_steps import OptimizerSteps
 from .schedule import Schedule
 from .session import Artifacts, TraceHandler, tensorboard_naming
@@ -67,6 +71,16 @@ def _record_from_start(torch, base):
     return lambda step: record if step == 0 else base(step)
 
 
+def _main_attr(spec: str | None) -> str | None:
+    """The attribute path when `spec` names the script's own function, else None."""
+    if spec is None:
+        return None
+    module_name, sep, attr_path = spec.rpartition(":") if ":" in spec else ("", "", spec)
+    if not sep:
+        return spec or None
+    return attr_path if module_name == "__main__" and attr_path else None
+
+
 def _resolve_step_on(spec: str):
     """`module:function` (or `module:Class.method`) -> (owner object, attribute name)."""
     module_name, sep, attr_path = spec.partition(":")
@@ -101,6 +115,8 @@ def run_script(
     script = Path(script)
     if not script.is_file():
         raise UsageError(f"{script}: no such script")
+    main_attr = _main_attr(step_on)
+    code = hooked_code(script, step_on, main_attr) if main_attr else None
     torch = require_torch()
     schedule = schedule or Schedule()
     choice = resolve_device(torch, device)
@@ -140,12 +156,12 @@ def run_script(
     undo = None
     failed = True
     try:
-        undo = _install_step_source(torch, step, step_on)
+        undo = None if main_attr else _install_step_source(torch, step, step_on)
         with warnings.catch_warnings(), prof:
             # our opening recording ends a cycle, which makes torch warn about clearing events
             warnings.filterwarnings("ignore", message=".*Profiler clears events")
             try:
-                exit_code = _run(script)
+                exit_code = _run(script, code and (code, _stepping_wrapper(step), main_attr))
             except BaseException:  # Ctrl-C: stopping the profiler must not save a cut cycle
                 handler.closed = True
                 raise
@@ -173,21 +189,36 @@ def _install_step_source(torch, step, step_on: str | None):
         return OptimizerSteps(torch, step).remove
     owner, attr = _resolve_step_on(step_on)
     original = getattr(owner, attr)
-
-    def stepping(*a, **kw):
-        try:
-            return original(*a, **kw)
-        finally:
-            step()
-
-    setattr(owner, attr, stepping)
+    setattr(owner, attr, _stepping_wrapper(step)(original))
     return lambda: setattr(owner, attr, original)
 
 
-def _run(script: Path) -> int:
-    """Run the script as __main__; its exit status (a raised exception is printed, status 1)."""
+def _stepping_wrapper(step):
+    """function -> the same function, with `step()` after each call (returned or raised)."""
+
+    def wrap(original):
+        @functools.wraps(original)
+        def stepping(*a, **kw):
+            try:
+                return original(*a, **kw)
+            finally:
+                step()
+
+        return stepping
+
+    return wrap
+
+
+def _run(script: Path, main_hook=None) -> int:
+    """Run the script as __main__; its exit status (a raised exception is printed, status 1).
+
+    `main_hook` = (hooked code, wrap, attribute path) when `--step-on` names the
+    script's own function."""
     try:
-        runpy.run_path(str(script), run_name="__main__")
+        if main_hook:
+            run_as_main(main_hook[0], script, main_hook[1], main_hook[2])
+        else:
+            runpy.run_path(str(script), run_name="__main__")
     except SystemExit as exc:
         if exc.code is None:
             return 0

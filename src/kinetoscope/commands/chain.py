@@ -15,6 +15,7 @@ from rich.tree import Tree
 from ..analysis.chain import ChainNode, build_tree, select_device_events
 from ..analysis.kernel_names import decode
 from ..errors import UsageError
+from ..report.console import inert
 from ..trace import Cat, Trace, load
 from ..units import fmt_us
 
@@ -25,10 +26,8 @@ def _label(trace: Trace, node: ChainNode, full_names: bool) -> str:
     name = trace.name(i)
     at = f"@ +{fmt_us(trace.rel(trace.ts[i]), 1)}"
     if trace.lane_kind[i] == 2:  # device event: a leaf
-        shown = name if full_names else decode(name).short
-        return (
-            f"[bold green]{escape(shown)}[/] [dim]{at}[/] device {fmt_us(float(trace.dur[i]), 1)}"
-        )
+        shown = escape(inert(name if full_names else decode(name).short))
+        return f"[bold green]{shown}[/] [dim]{at}[/] device {fmt_us(float(trace.dur[i]), 1)}"
     style = {
         int(Cat.USER_ANNOTATION): "magenta",
         int(Cat.RUNTIME): "yellow",
@@ -38,7 +37,7 @@ def _label(trace: Trace, node: ChainNode, full_names: bool) -> str:
         style = "bold blue"
     kernels = f"{node.kernels} kernel{'s' if node.kernels != 1 else ''}"
     return (
-        f"[{style}]{escape(name)}[/] [dim]{at}, host {fmt_us(float(trace.dur[i]), 1)}[/] "
+        f"[{style}]{escape(inert(name))}[/] [dim]{at}, host {fmt_us(float(trace.dur[i]), 1)}[/] "
         f"-> {kernels}, device {fmt_us(node.device_us, 1)}"
     )
 
@@ -74,7 +73,7 @@ def render_chain(
             else "device work"
         )
         where = f" in ProfilerStep#{step}" if step is not None else ""
-        raise UsageError(f"no {what}{where} in {trace.path}")
+        raise UsageError(inert(f"no {what}{where} in {trace.path}"))
     shown = selected[:limit]
     root = build_tree(trace, shown)
     title = (

@@ -16,6 +16,7 @@ from ..errors import UsageError
 from ..outputs import refuse_inputs, say_where, write_file
 from ..rules.memory import RECORD_ADVICE, fmt_bytes
 from ..trace import Trace, load
+from ..units import fmt_us
 
 #: Panels of devices whose bytes stay under this share of the largest device's are left out.
 SMALL_PANEL = 0.01
@@ -177,7 +178,8 @@ def _unit(top_bytes: float) -> tuple[float, str]:
 
 
 def _ms(us: float) -> str:
-    return f"{us / 1e3:.3f} ms"
+    """A time in the shared format (3 significant digits, unit chosen)."""
+    return fmt_us(us)
 
 
 def _step(step: int | None) -> str:

@@ -1,7 +1,8 @@
 """`kinetoscope profile WORKLOAD|script.py [options] [-- ARGS]`: capture, then read the trace.
 
-Built-in workloads write `traces/<NN_workload>/<tag>.json` and `<tag>.txt`; a
-script writes TensorBoard-named files under `traces/<script stem>/`. Then the
+Built-in workloads write `traces/<NN_workload>/<tag>.json` and `<tag>.txt`
+(with `--tensorboard`, TensorBoard's names in that folder); a script writes
+TensorBoard-named files under `traces/<script stem>/`. Then the
 trace is read back and explained. torch is imported only when a capture runs,
 so `--help` works without it.
 """
@@ -33,6 +34,11 @@ class CompileModeOpt(str, Enum):
     default = "default"
     reduce_overhead = "reduce-overhead"
     max_autotune = "max-autotune"
+
+
+class TransformerModeOpt(str, Enum):
+    forward_generate = "forward_generate"
+    generate = "generate"
 
 
 class ImplOpt(str, Enum):
@@ -90,8 +96,16 @@ def profile_command(
     force: bool = typer.Option(
         False, "--force", help="Replace an earlier run's artifacts (default: new name _2, ...)."
     ),
+    tensorboard: bool = typer.Option(
+        False,
+        "--tensorboard",
+        help="Name traces as tensorboard_trace_handler does (<host>_<pid>.<ns>.pt.trace.json), "
+        "for TensorBoard, HTA and Perfetto. Scripts always are.",
+    ),
     step_on: str | None = typer.Option(
-        None, help="Script only: module:function whose every call is one step."
+        None,
+        help="Script only: module:function whose every call is one step; a function the "
+        "script defines: its name or __main__:name.",
     ),
     size: int | None = typer.Option(
         None, min=1, help="matmul_add: matrix size.", rich_help_panel=_WORKLOAD
@@ -137,6 +151,11 @@ def profile_command(
     new_tokens: int | None = typer.Option(
         None, min=1, help="transformer: tokens generated.", rich_help_panel=_WORKLOAD
     ),
+    mode: TransformerModeOpt | None = typer.Option(
+        None,
+        help="transformer: forward_generate (a forward, then generate) or generate alone.",
+        rich_help_panel=_WORKLOAD,
+    ),
     image: int | None = typer.Option(
         None, min=1, help="dataloader: image side in pixels.", rich_help_panel=_WORKLOAD
     ),
@@ -180,6 +199,7 @@ def profile_command(
             "head_dim": head_dim,
             "layers": layers,
             "new_tokens": new_tokens,
+            "mode": mode,
             "image": image,
             "blur": blur,
             "num_workers": num_workers,
@@ -195,6 +215,7 @@ def profile_command(
             raise UsageError(f"{names}: workload options do not apply to a script")
         if compile or dtype is not None or warmup:
             raise UsageError("--compile, --dtype and --warmup apply to workloads, not scripts")
+        # a script's traces always carry tensorboard_trace_handler's names
         _profile_script(target, script_args or [], schedule, step_on, device.value, common)
         return
     if script_args:
@@ -212,6 +233,7 @@ def profile_command(
         compile_mode=compile_mode.value,
         warmup=warmup,
         schedule=schedule,
+        tensorboard=tensorboard,
         **common,
     )
     result = run_workload(target, overrides, options)

@@ -2,13 +2,17 @@
 
 Serves the file on 127.0.0.1 (serve/perfetto.py), prints the deep link, opens a
 browser where one exists (not under CI or `--no-browser`), and stops cleanly
-on Ctrl-C.
+on Ctrl-C. `--slice 3-5` first cuts the trace down to those steps with the
+slicer (slicing/) into a temporary file, removed when the server stops: the
+Perfetto UI loads a whole trace into browser memory, so large ones are trimmed
+before they are served.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import typer
@@ -26,12 +30,45 @@ def view_command(
     no_browser: bool = typer.Option(
         False, "--no-browser", help="Only print the link; do not open a browser."
     ),
+    slice_steps: str | None = typer.Option(
+        None,
+        "--slice",
+        metavar="STEPS",
+        help="Serve only these ProfilerStep numbers: N or FIRST-LAST (e.g. 3-5).",
+    ),
 ) -> None:
     """Serve TRACE on 127.0.0.1 and print the link that opens it in ui.perfetto.dev."""
-    from ..serve.perfetto import deep_link, make_server
-
     if not trace_path.is_file():
         raise UsageError(f"{trace_path}: no such trace file")
+    if slice_steps is None:
+        _serve(trace_path, port, no_browser)
+        return
+    from ..slicing import Selection, parse_steps, slice_trace
+
+    selection = Selection(steps=parse_steps(slice_steps))
+    with tempfile.TemporaryDirectory(prefix="kinetoscope-view-") as folder:
+        sliced = Path(folder) / f"{_stem(trace_path)}.steps{slice_steps}.json.gz"
+        result = slice_trace(trace_path, selection, sliced)
+        print(
+            f"sliced {trace_path} to steps {slice_steps}: "
+            f"{result.events_out:,} of {result.events_in:,} events",
+            flush=True,
+        )
+        _serve(sliced, port, no_browser)
+
+
+def _stem(path: Path) -> str:
+    """`run.pt.trace.json.gz` -> `run.pt.trace`: the name without its .json(.gz)."""
+    name = path.name
+    for suffix in (".gz", ".json"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+def _serve(trace_path: Path, port: int, no_browser: bool) -> None:
+    """Serve `trace_path` until Ctrl-C."""
+    from ..serve.perfetto import deep_link, make_server
+
     try:
         server = make_server(trace_path.resolve(), port)
     except OSError as exc:

@@ -1,15 +1,21 @@
 """One paragraph in plain words: how much faster or slower B is, and where it comes from.
 
-The paragraph answers, in order: the speed ratio per step; whether the device
-does the same work (same kernels) or different work, or why that cannot be
-told (different vendors, no device lane); whether the change is host or device
-time; which host ops appeared or vanished; how the verdict and findings moved.
+The paragraph answers, in order: what differs in the environment (the device
+first: another vendor or model makes every later number a comparison of two
+machines, not of two programs); the speed ratio per step; which part of the
+step changed (device busy, dispatch, data wait, sync wait, each against its
+step-to-step noise, so a change within the noise is not called a gain);
+whether the device does the same work (same kernels) or different work, by
+type, or why that cannot be told (different vendors, no device lane); which
+host ops appeared or vanished; how the verdict and findings moved.
 """
 
 from __future__ import annotations
 
 from ..units import fmt_us
+from .decompose import cause
 from .diff import TraceDiff
+from .types import summary
 
 #: Ratios closer to 1 than this are "about the same".
 SAME_SPEED = 0.05
@@ -32,14 +38,100 @@ def _speed(d: TraceDiff) -> str:
     return f"B is {b / a:.2g}x slower {per} {numbers}."
 
 
+_DEVICE_CHANGE = {
+    "vendor": "another vendor's GPU",
+    "model": "another GPU model",
+    "count": "another number of GPUs visible",
+}
+
+
+def _environment(d: TraceDiff) -> str:
+    env = d.environment
+    rest = [r for r in env.differences if r.field not in ("devices", "vendor")]
+    others = "; ".join(f"{r.field} {r.a} -> {r.b}" for r in rest)
+    if env.device_change:
+        head = (
+            f"The device changed ({_DEVICE_CHANGE[env.device_change]}): A ran on "
+            f"{env.devices_a}, B on {env.devices_b}, so every difference below mixes the "
+            "program with the hardware."
+        )
+        return head + (f" Also different: {others}." if others else "")
+    if others:
+        return f"The environment differs: {others}."
+    return (
+        "No difference in the recorded environment "
+        "(devices, runtime versions, profiler settings, steps)."
+    )
+
+
+def _decomposition(d: TraceDiff) -> str:
+    """The per-step change, part by part, each with its noise figure."""
+    if not d.decomposition:
+        return ""
+    step, parts = d.decomposition[0], d.decomposition[1:]
+    if all(c.status == "none" for c in d.decomposition):
+        return "Nothing changed: every part of the step is equal in both runs."
+
+    def one(c) -> str:
+        if c.status == "none":
+            return f"{c.words} unchanged"
+        change = f"{c.words} {_signed(c.delta_us)}"
+        if c.noise_us is None:
+            return change
+        if c.status == "noise":
+            return f"{change} (within noise, {fmt_us(c.noise_us, 1)})"
+        if c.status == "negligible":
+            return f"{change} (under 1% of the step)"
+        return f"{change} (noise {fmt_us(c.noise_us, 1)})"
+
+    listed = "; ".join(one(c) for c in parts)
+    lead = "Per step (medians; device busy runs under the host parts, which add up to the step)"
+    text = f"{lead}: {listed}."
+    if step.noise_us is None:
+        text += " With one step per run there is no step-to-step spread: treat these as unverified."
+    elif min(d.a.steps, d.b.steps) < 4:
+        text += f" With {min(d.a.steps, d.b.steps)} steps in a run the noise figures are rough."
+    if step.status == "noise":
+        return (
+            f"{text} The step time moved {_signed(step.delta_us)}, within its step-to-step noise "
+            f"({fmt_us(step.noise_us, 1)}): that is noise, not a gain or a loss."
+        )
+    why = cause(d.decomposition)
+    if why is None:
+        return text
+    verb = "gain" if step.delta_us < 0 else "loss"
+    numbers = f"{fmt_us(why.a_us, 1)} -> {fmt_us(why.b_us, 1)} per step"
+    return f"{text} The {verb} is {why.words}: {numbers}."
+
+
+def _types(d: TraceDiff) -> str:
+    if not d.kernels.comparable:  # nothing is like for like across vendors
+        return ""
+    new, gone = summary(d.types)
+    parts = [f"{new} appeared" if new else "", f"{gone} vanished" if gone else ""]
+    parts = [p for p in parts if p]
+    return f"By type, per step: {'; '.join(parts)}." if parts else ""
+
+
 def _device(d: TraceDiff) -> str:
     k = d.kernels
     dev = f"device busy {fmt_us(d.a.device_busy_us, 1)} -> {fmt_us(d.b.device_busy_us, 1)} per step"
+    if d.environment.device_change == "model" and k.rows:
+        return (
+            "Kernels are matched by name, but a kernel of the same name runs on different "
+            f"hardware in B, so its time is not like for like ({dev})."
+        )
     if not k.comparable:
         kinds = ", ".join(
             f"{r.key} {fmt_us(r.us_a, 1)} -> {fmt_us(r.us_b, 1)}" for r in k.by_kind[:3]
         )
         by_kind = f"; by kind of work: {kinds} per step" if kinds else ""
+        if d.environment.device_change == "vendor":  # the devices are already named
+            return (
+                "Kernels cannot be matched by name across vendors: each vendor's libraries and "
+                "compilers name and pick their own, so no kernel is like for like "
+                f"({dev}{by_kind})."
+            )
         return f"{k.reason[0].upper()}{k.reason[1:]} ({dev}{by_kind})."
     if not k.rows:
         return "Neither trace recorded device kernels, so the comparison is all host time."
@@ -73,25 +165,6 @@ def _device(d: TraceDiff) -> str:
     if moved:
         parts.append(f"{len(moved)} changed")
     return f"The device does different work: {', '.join(parts)} kernel(s); {dev}."
-
-
-def _where(d: TraceDiff) -> str:
-    a, b = d.a, d.b
-    dstep = b.step_time_us - a.step_time_us
-    if a.step_time_us <= 0 or b.step_time_us <= 0 or same_speed(a.step_time_us, b.step_time_us):
-        return ""
-    dhost = b.host_time_us - a.host_time_us
-    ddev = b.device_busy_us - a.device_busy_us
-    verb = "gain" if dstep < 0 else "loss"
-    numbers = f"host {_signed(dhost)}, device {_signed(ddev)} per step"
-    if not a.device_busy_us and not b.device_busy_us:
-        return f"The {verb} is host time ({numbers})."
-    small, large = sorted((abs(dhost), abs(ddev)))
-    if dhost * ddev > 0 and small >= 0.5 * large:
-        return f"The {verb} is both host and device time ({numbers})."
-    if abs(dhost) >= abs(ddev):
-        return f"The {verb} is host time ({numbers})."
-    return f"The {verb} is device time ({numbers})."
 
 
 def _signed(us: float) -> str:
@@ -146,5 +219,13 @@ def _verdict(d: TraceDiff) -> str:
 
 
 def conclude(d: TraceDiff) -> str:
-    sentences = [_speed(d), _device(d), _where(d), _ops(d), _verdict(d)]
+    sentences = [
+        _environment(d),
+        _speed(d),
+        _decomposition(d),
+        _device(d),
+        _types(d),
+        _ops(d),
+        _verdict(d),
+    ]
     return " ".join(s for s in sentences if s)

@@ -17,12 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.stats import trace_metrics
+from ..analysis.stats import trace_metrics, trace_stats
 from ..analysis.steps import StepStats, step_stats
 from ..rules.base import SEVERITY_ORDER, Finding
 from ..trace import Trace
 from .aggregate import KernelGroup, OpGroup, kernel_groups, op_groups
+from .decompose import Component, decompose
+from .environment import Environment, environment_diff
 from .kernels import family, identify_kernel, identify_kind, variant_change
+from .types import TypeChange, type_changes
 
 #: A per-step cost changed when it moved by more than this share of A's value ...
 RELATIVE_TOLERANCE = 0.10
@@ -126,6 +129,12 @@ class TraceDiff:
     kernels: KernelDiff
     ops: list[OpRow]
     findings: list[FindingRow]
+    #: what differs outside the program: devices, versions, profiler settings, steps
+    environment: Environment = field(default_factory=Environment)
+    #: the per-step change split into device busy and the host parts, with noise
+    decomposition: list[Component] = field(default_factory=list)
+    #: device work by type in each run, and what appeared or vanished
+    types: list[TypeChange] = field(default_factory=list)
     conclusion: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -381,13 +390,25 @@ def diff_runs(run_a: Run, run_b: Run) -> TraceDiff:
 
     stats_a, stats_b = step_stats(run_a.trace), step_stats(run_b.trace)
     a, b = side(run_a, stats_a), side(run_b, stats_b)
+    kernels = diff_kernels(run_a, run_b, a, b)
     result = TraceDiff(
         a=a,
         b=b,
         steps=pair_steps(stats_a, stats_b),
-        kernels=diff_kernels(run_a, run_b, a, b),
+        kernels=kernels,
         ops=diff_ops(run_a, run_b, a, b, cross_vendor=bool(cross_vendor_reason(a, b))),
         findings=diff_findings(run_a.findings, run_b.findings),
+        environment=environment_diff(
+            run_a.trace, run_b.trace, a.vendors, b.vendors, (a.steps, b.steps)
+        ),
+        decomposition=decompose(trace_stats(run_a.trace), trace_stats(run_b.trace)),
+        types=type_changes(
+            run_a.trace,
+            run_b.trace,
+            kernels.by_status("new"),
+            kernels.by_status("gone"),
+            kernels.comparable,
+        ),
     )
     result.conclusion = conclude(result)
     if attention := backend_change(run_a.trace, run_b.trace):  # owned by analysis/attention.py

@@ -11,6 +11,7 @@ decision changed (`variant_change` says what changed: layout nn -> tn, ...).
 from __future__ import annotations
 
 from ..analysis.kernel_names import decode
+from ..analysis.kernel_types import kernel_type
 
 #: Decoded fields that name a dispatch choice, in the order they are reported.
 VARIANT_FIELDS = ("library", "arch", "dtype", "mma", "tile", "stages", "layout", "epilogue")
@@ -27,8 +28,9 @@ def identify_kernel(name: str) -> tuple[str, str]:
 
 
 def identify_kind(name: str) -> tuple[str, str]:
-    """(kind, kind) of a kernel: gemm, attention, elementwise, ... (comparable across vendors)."""
-    kind = decode(name).kind
+    """(type, type) of a kernel: gemm, attention, elementwise, ... (comparable across vendors;
+    the types `explain` and `summary` show, from `analysis.kernel_types`)."""
+    kind = kernel_type(name)
     return kind, kind
 
 

@@ -6,12 +6,12 @@ lay them out, they compute nothing.
 
 from __future__ import annotations
 
-import html
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..jsontext import dumps
+from ..own_files import signature
 from ..units import fmt_us
 from .diff import TraceDiff
 
@@ -76,6 +76,72 @@ def _runs(d: TraceDiff) -> Section:
     ]:
         rows.append([label, _count(x), _count(y), _delta(x, y)])
     return Section("Runs (A -> B)", headers=["", "A", "B", "change"], rows=rows)
+
+
+def _environment(d: TraceDiff) -> Section:
+    sec = Section("Environment (what differs besides the program)")
+    if not d.environment.differences:
+        sec.text.append("No difference in devices, runtime versions, profiler settings or steps.")
+        return sec
+    sec.headers = ["", "A", "B"]
+    sec.rows = [[r.field, r.a, r.b] for r in d.environment.differences]
+    return sec
+
+
+_STATUS_WORDS = {
+    "none": "no change",
+    "noise": "noise",
+    "negligible": "< 1% of step",
+    "gain": "gain",
+    "loss": "loss",
+    "unmeasured": "no spread (1 step)",
+}
+
+
+def _decomposition(d: TraceDiff) -> Section:
+    sec = Section("Where the step time goes (median per step; change vs step-to-step noise)")
+    sec.text.append(
+        "Data wait, sync wait, dispatch + launch and Python/other add up to the step; "
+        "device busy runs under them. Noise: the larger of the two runs' max(IQR, p90 - median)."
+    )
+    sec.headers = ["part", "A", "B", "change", "noise", "reads as"]
+    for c in d.decomposition:
+        noise = "-" if c.noise_us is None else fmt_us(c.noise_us, 1)
+        sign = "+" if c.delta_us >= 0 else "-"
+        sec.rows.append(
+            [
+                c.words,
+                fmt_us(c.a_us, 1),
+                fmt_us(c.b_us, 1),
+                sign + fmt_us(abs(c.delta_us), 1),
+                noise,
+                _STATUS_WORDS[c.status],
+            ]
+        )
+    return sec
+
+
+def _types(d: TraceDiff) -> Section:
+    sec = Section("Device work by type (per step)")
+    if not d.types:
+        sec.text.append("No device work in either trace.")
+        return sec
+    if not d.kernels.comparable:
+        sec.text.append("Kernels are not matched by name across vendors: no appeared/vanished.")
+    sec.headers = ["type", "events A", "events B", "time A", "time B", "appeared", "vanished"]
+    for t in d.types:
+        sec.rows.append(
+            [
+                t.type,
+                _count(t.events_a),
+                _count(t.events_b),
+                fmt_us(t.us_a, 1),
+                fmt_us(t.us_b, 1),
+                _count(t.appeared) if t.appeared else "",
+                _count(t.vanished) if t.vanished else "",
+            ]
+        )
+    return sec
 
 
 def _steps(d: TraceDiff, limit: int) -> Section:
@@ -193,8 +259,11 @@ def _findings(d: TraceDiff) -> Section:
 def sections(d: TraceDiff, limit: int = ROW_LIMIT) -> list[Section]:
     return [
         Section("Conclusion", text=[d.conclusion]),
+        _environment(d),
         _runs(d),
+        _decomposition(d),
         _steps(d, limit),
+        _types(d),
         _kernels(d, limit),
         _ops(d, limit),
         _findings(d),
@@ -249,37 +318,14 @@ def to_markdown(d: TraceDiff) -> str:
 
 
 def to_json(d: TraceDiff) -> str:
-    return dumps(d.to_dict(), indent=2)
-
-
-_STYLE = (
-    "body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
-    "table{border-collapse:collapse;margin:.5em 0 1.5em}"
-    "th,td{border:1px solid #ccc;padding:2px 8px;text-align:left;font-size:13px}"
-    "th{background:#f3f3f3}td{max-width:600px;overflow-wrap:anywhere}"
-)
+    return dumps({**signature("diff"), **d.to_dict()}, indent=2)
 
 
 def to_html(d: TraceDiff) -> str:
-    """One self-contained page (no scripts, no external assets)."""
-    esc = html.escape
-    out = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>kinetoscope diff</title>",
-        f"<style>{_STYLE}</style></head><body><h1>kinetoscope diff</h1>",
-    ]
-    for sec in sections(d):
-        out.append(f"<h2>{esc(sec.title)}</h2>")
-        out += [f"<p>{esc(line)}</p>" for line in sec.text]
-        if sec.headers:
-            out.append("<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in sec.headers))
-            out.append("</tr>")
-            for row in sec.rows:
-                out.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>")
-            out.append("</table>")
-        if sec.more:
-            out.append(f"<p>{esc(_more_line(sec))}</p>")
-    out.append("</body></html>")
-    return "\n".join(out)
+    """One self-contained page on the shared report stylesheet (report/html.py)."""
+    from ..report.html import render_diff_html
+
+    return render_diff_html(d, sections(d), _more_line)
 
 
 RENDERERS = {"text": to_text, "md": to_markdown, "json": to_json, "html": to_html}

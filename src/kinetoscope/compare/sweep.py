@@ -25,6 +25,7 @@ from ..analysis.roofline import roofline
 from ..analysis.steps import step_stats
 from ..api import explain
 from ..errors import KinetoscopeError, UsageError
+from ..own_files import signature
 from ..trace import Trace, load
 
 
@@ -144,6 +145,7 @@ def sweep_dict(
     workload: str, param: str, points: list[SweepPoint], cross: Crossover
 ) -> dict[str, Any]:
     return {
+        **signature("sweep"),  # `explain DIR` knows the file as ours (own_files)
         "workload": workload,
         "parameter": param,
         "crossover": asdict(cross),

@@ -1,7 +1,12 @@
-"""The sweep plot: host vs device (or dispatch vs compute) time per step against the parameter.
+"""The sweep plot: host vs device (or dispatch vs compute) time per step against the
+parameter, and achieved TFLOP/s below it when the runs recorded matmul shapes, with the
+GEMMs' share of the device's datasheet peak on that panel's right axis where the device
+is in the peak table.
 
-matplotlib is imported lazily with the Agg backend, so the rest of the tool
-runs without it and no display is needed.
+The legend sits outside the axes (below the time panel) and the crossover label
+inside at the top of the axes, so the two never overlap whatever the data. The
+panels share the x axis. matplotlib is imported lazily with the Agg backend, so
+the rest of the tool runs without it and no display is needed.
 """
 
 from __future__ import annotations
@@ -10,6 +15,56 @@ from pathlib import Path
 
 from ..outputs import write_file
 from .sweep import Crossover, SweepPoint, curves
+
+
+def sweep_figure(plt, points: list[SweepPoint], cross: Crossover, title: str, param: str):
+    """The figure: a time panel, plus a TFLOP/s panel where any point measured one."""
+    mode, rows = curves(points)
+    xs = [r[0] for r in rows]
+    labels = (
+        ("device busy / step", "host busy / step")
+        if mode == "device"
+        else ("compute ops (self time) / step", "rest of the step (dispatch, other ops) / step")
+    )
+    rates = [(p.value, p.tflops) for p in points if p.ok and p.tflops]
+    shares = [(p.value, p.share_of_peak) for p in points if p.ok and p.share_of_peak is not None]
+    panels = 2 if rates or shares else 1
+    fig, axes = plt.subplots(
+        panels, 1, figsize=(7, 4.8 + 2.2 * (panels - 1)), dpi=110, sharex=True, squeeze=False,
+        gridspec_kw={"height_ratios": [3, 2][:panels]},
+    )  # fmt: skip
+    ax = axes[0, 0]
+    ax.plot(xs, [r[1] for r in rows], "o-", label=labels[0], color="tab:orange")
+    ax.plot(xs, [r[2] for r in rows], "s-", label=labels[1], color="tab:blue")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_ylabel("time per step (us)")
+    ax.set_title(title)
+    if cross.value is not None:
+        for a in axes[:, 0]:
+            a.axvline(cross.value, color="gray", linestyle="--")
+        ax.annotate(
+            f"crossover ~{cross.value:.3g}",
+            (cross.value, 0.97),
+            xycoords=("data", "axes fraction"),
+            ha="center",
+            va="top",
+            fontsize=9,
+            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "0.7"},
+        )
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1 if panels == 1 else -0.04),
+              ncol=2, fontsize=8, frameon=False)  # fmt: skip
+    if panels == 2:
+        low = axes[1, 0]
+        low.plot([r[0] for r in rates], [r[1] for r in rates], "D-", color="tab:green")
+        low.set_ylabel("achieved TFLOP/s")
+        low.set_ylim(bottom=0)
+        low.grid(True, which="both", alpha=0.3)
+        _plot_share_of_peak(low, shares)
+    axes[-1, 0].set_xlabel(param)
+    fig.tight_layout()
+    return fig
 
 
 def plot_sweep(
@@ -27,36 +82,7 @@ def plot_sweep(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    mode, rows = curves(points)
-    xs = [r[0] for r in rows]
-    labels = (
-        ("device busy / step", "host busy / step")
-        if mode == "device"
-        else ("compute ops (self time) / step", "rest of the step (dispatch, other ops) / step")
-    )
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
-    ax.plot(xs, [r[1] for r in rows], "o-", label=labels[0], color="tab:orange")
-    ax.plot(xs, [r[2] for r in rows], "s-", label=labels[1], color="tab:blue")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel(param)
-    ax.set_ylabel("time per step (us)")
-    ax.set_title(title)
-    if cross.value is not None:
-        ax.axvline(cross.value, color="gray", linestyle="--")
-        ax.annotate(
-            f"crossover ~{cross.value:.3g}",
-            (cross.value, 0.95),
-            xycoords=("data", "axes fraction"),
-            ha="center",
-            va="top",
-            fontsize=9,
-            backgroundcolor="white",
-        )
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=9)
-    _plot_share_of_peak(ax, points)
-    fig.tight_layout()
+    fig = sweep_figure(plt, points, cross, title, param)
     out = []
     try:
         for ext in ("png", "svg"):
@@ -68,9 +94,9 @@ def plot_sweep(
     return out
 
 
-def _plot_share_of_peak(ax, points: list[SweepPoint]) -> None:
-    """GEMM share of the device's peak on a right-hand axis, where the device is in the table."""
-    rated = [(p.value, p.share_of_peak) for p in points if p.ok and p.share_of_peak is not None]
+def _plot_share_of_peak(ax, rated: list[tuple[float, float]]) -> None:
+    """GEMM share of the device's peak (value, share) on a right-hand axis of the TFLOP/s
+    panel, where the device is in the peak table (analysis.peaks)."""
     if not rated:
         return
     right = ax.twinx()
@@ -83,4 +109,4 @@ def _plot_share_of_peak(ax, points: list[SweepPoint]) -> None:
     )
     right.set_ylabel("GEMM achieved / peak FLOP/s (%)")
     right.set_ylim(0, 100)
-    right.legend(loc="lower right", fontsize=9)
+    right.legend(loc="lower right", fontsize=8)

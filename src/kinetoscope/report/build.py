@@ -23,7 +23,7 @@ from ..rules.verdict import classify
 from ..trace import Trace
 from .interactive import interactive_data
 from .model import Report, StepRow, Timeline, TimelineMark, TraceFacts, Verdict
-from .sections import kernel_types_section, quality_section, streams_section
+from .sections import kernel_types_section, llm_section, quality_section, streams_section
 
 #: Timeline intervals closer than this share of the window are drawn as one.
 TIMELINE_RESOLUTION = 1 / 2000
@@ -94,6 +94,7 @@ def build_report(
         quality=quality_section(trace),
         kernel_types=kernel_types_section(trace),
         streams=streams_section(trace),
+        llm=llm_section(trace),
         interactive=partial(interactive_data, trace, outcome.findings, timeline.steps),
     )
 

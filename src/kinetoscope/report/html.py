@@ -3,7 +3,9 @@
 Every page is one file: the stylesheet and scripts (templates/assets) are
 inlined, nothing is fetched at view time. Colours are CSS variables with a
 light and a dark palette (prefers-color-scheme, or Jupyter's dark theme), so
-the same output reads in a browser and in a notebook either way.
+the same output reads in a browser and in a notebook either way. Every number
+goes through kinetoscope.units with 3 significant digits (`fmt_us`, `fmt_share`;
+the timeline script mirrors `fmt_us`).
 
 The explain page is a list of section partials (`SECTIONS`, one file each in
 templates/sections/): a new Report section is a new partial and a name here.
@@ -18,9 +20,10 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from ..analysis.hosttime import PARTS
 from ..errors import UsageError
 from ..rules.base import SEVERITY_ORDER
-from ..units import fmt_pct, fmt_us
+from ..units import fmt_share, fmt_us
 from .evidence import evidence_line, short_name
 from .model import Report
 
@@ -28,13 +31,26 @@ from .model import Report
 SECTIONS = [
     "header",
     "verdict",
+    "quality",
     "timeline",
     "steps",
+    "llm",
     "findings",
+    "kernel_types",
+    "streams",
     "kernels",
     "ops",
     "not_checked",
 ]
+
+#: The verdict's host-time split: (share key in Verdict.decomposition, per-step
+#: figure in Report.statistics, CSS class); the words come from analysis.hosttime.
+DECOMPOSITION = (
+    ("data_share", "data_wait_us", "data"),
+    ("sync_share", "sync_wait_us", "sync"),
+    ("dispatch_share", "dispatch_us", "dispatch"),
+    ("other_share", "other_us", "other"),
+)
 
 
 @cache
@@ -50,7 +66,7 @@ def _environment():
         lstrip_blocks=True,
     )
     env.filters["us"] = fmt_us
-    env.filters["pct"] = fmt_pct
+    env.filters["pct"] = fmt_share
     env.filters["short"] = short_name
     env.filters["line"] = evidence_line
     return env
@@ -86,6 +102,26 @@ def ranked(findings: list) -> list[tuple[int, Any]]:
     )
 
 
+def decomposition(report: Report) -> list[dict[str, Any]]:
+    """The verdict's host-time parts in analysis.hosttime's order, each with its share of
+    the window and its per-step median (None for a trace without steps); empty when the
+    report carries no decomposition."""
+    shares = report.verdict.decomposition
+    if not shares:
+        return []
+    per_step = report.statistics.get("per_step", {}) if report.trace.window.get("steps") else {}
+    words = dict(PARTS)
+    return [
+        {
+            "words": words[figure],
+            "share": shares.get(key, 0.0),
+            "per_step_us": per_step.get(figure, {}).get("median"),
+            "css": css,
+        }
+        for key, figure, css in DECOMPOSITION
+    ]
+
+
 def render_page(template: str, standalone: bool = True, **context: Any) -> str:
     """Render `template` (which extends page.html.j2) with the shared assets."""
     from .. import __version__
@@ -107,6 +143,34 @@ def render_html(report: Report, standalone: bool = True) -> str:
         report=report,
         sections=SECTIONS,
         ranked_findings=ranked(report.findings),
+        decomposition=decomposition(report),
         interactive=interactive,
         timeline_json=script_json(interactive["timeline"]) if interactive else None,
+    )
+
+
+def render_diff_html(diff, sections: list, more_line) -> str:
+    """`kinetoscope diff --format html`: compare/render.py's sections on the shared page."""
+    return render_page(
+        "diff.html.j2",
+        title=f"diff {diff.a.path} {diff.b.path}",
+        a_path=diff.a.path,
+        b_path=diff.b.path,
+        sections=sections,
+        more_line=more_line,
+    )
+
+
+def render_ranks_html(report) -> str:
+    """Multi-rank `explain DIR --format html` (a multirank.MultiRankReport)."""
+    findings = sorted(
+        report.findings,
+        key=lambda f: (SEVERITY_ORDER.get(f["severity"], 9), -f["impact_us"]["max"], f["id"]),
+    )
+    return render_page(
+        "ranks.html.j2",
+        title=f"{len(report.ranks)} ranks",
+        report=report,
+        ranks=list(report.ranks.items()),
+        ranked_findings=findings,
     )

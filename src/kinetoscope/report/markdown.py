@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from ..rules.base import Evidence
-from ..units import fmt_us
+from ..units import fmt_pct, fmt_us
 from .console import inert
 from .evidence import evidence_line
 from .model import Report
@@ -32,6 +32,9 @@ def render_markdown(report: Report) -> str:
         "",
         f"**Verdict: {_escape(v.regime)}**: {_escape(v.summary.split(': ', 1)[-1])}",
         "",
+    ]
+    out += _quality(report)
+    out += [
         "## Steps",
         "",
         "| step | starts at | duration | host busy | device busy | kernels | launches | |",
@@ -48,9 +51,10 @@ def render_markdown(report: Report) -> str:
         "",
         steps_line(report).capitalize() + ".",
         "",
-        "## Findings",
-        "",
     ]
+    out += _kernel_types(report)
+    out += _streams(report)
+    out += ["## Findings", ""]
     if not report.findings:
         out += ["No rule fired.", ""]
     per = "/step" if report.trace.window["steps"] else " over the trace"
@@ -77,6 +81,62 @@ def render_markdown(report: Report) -> str:
             )
         out.append("")
     return "\n".join(out)
+
+
+def _quality(report: Report) -> list[str]:
+    """The trust grade and its reasons, right under the verdict (whose line already holds
+    the host-time split)."""
+    q = report.quality
+    if not q:
+        return []
+    lines = [f"**Trace quality: {_escape(str(q.get('grade', 'unknown')))}**"]
+    lines.append("")
+    lines += [f"- {_escape(reason)}" for reason in q.get("reasons", [])]
+    return lines + ([""] if q.get("reasons") else [])
+
+
+def _kernel_types(report: Report) -> list[str]:
+    kt = report.kernel_types
+    if not kt or not kt.get("types"):
+        return []
+    per = "per step" if kt.get("steps") else "per trace"
+    out = [
+        "## Device time by kernel type",
+        "",
+        f"| type | events | total | {per} | share |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for row in kt["types"]:
+        out.append(
+            f"| {_escape(row['type'])} | {row['events']} | {fmt_us(row['total_us'])} | "
+            f"{fmt_us(row['per_step_us'])} | {fmt_pct(row['share'])} |"
+        )
+    return out + [""]
+
+
+def _streams(report: Report) -> list[str]:
+    """Streams and communication overlap, where there is more than one stream or any
+    communication (one stream and no collectives says nothing)."""
+    sr = report.streams
+    if not sr or not sr.get("streams"):
+        return []
+    if len(sr["streams"]) < 2 and not sr.get("communication_us"):
+        return []
+    out = ["## Device streams", ""]
+    if sr.get("communication_us"):
+        out += [
+            f"Communication {fmt_us(sr['communication_us'])}: "
+            f"{fmt_pct(sr['hidden_share'])} hidden under compute "
+            f"({fmt_us(sr['hidden_us'])}), {fmt_us(sr['exposed_us'])} exposed.",
+            "",
+        ]
+    out += ["| stream | device | events | busy | communication |", "|---|---:|---:|---:|---:|"]
+    for s in sr["streams"]:
+        out.append(
+            f"| {_escape(s['label'])} | {s['device']} | {s['events']} | {fmt_us(s['busy_us'])} | "
+            f"{fmt_us(s['communication_us'])} |"
+        )
+    return out + [""]
 
 
 def _evidence(e: Evidence) -> str:

@@ -105,6 +105,8 @@ class Report:
     kernel_types: dict[str, Any] = field(default_factory=dict)
     #: busy time per device stream, communication hidden/exposed per step
     streams: dict[str, Any] = field(default_factory=dict)
+    #: LLM generation passes (prefill/decode), time to first token, decode latency; {} if none
+    llm: dict[str, Any] = field(default_factory=dict)
     #: Builds what only the HTML report shows (report.interactive: event timeline, kernel
     #: and op tables) on demand: it costs a pass over every event.
     interactive: Callable[[], dict] | None = field(default=None, compare=False)
@@ -126,6 +128,7 @@ class Report:
                 "quality": self.quality,
                 "kernel_types": self.kernel_types,
                 "streams": self.streams,
+                "llm": self.llm,
             }
         )
 

@@ -1,4 +1,4 @@
-"""The report's `quality`, `kernel_types` and `streams` sections as plain data.
+"""The report's `quality`, `kernel_types`, `streams` and `llm` sections as plain data.
 
 Built once here from the analyses (`analysis.quality`, `analysis.kernel_types`,
 `analysis.streams`) so that every renderer lays out the same numbers; the
@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis.kernel_types import kernel_types
+from ..analysis.llm import llm_view
 from ..analysis.quality import trace_quality
 from ..analysis.streams import stream_report
 from ..trace import Trace
@@ -75,5 +76,46 @@ def streams_section(trace: Trace) -> dict[str, Any]:
                 "exposed_share": s.exposed_share,
             }
             for s in sr.steps
+        ],
+    }
+
+
+PHASES = ("prefill", "decode", "mixed", "unknown")
+
+
+def llm_section(trace: Trace) -> dict[str, Any]:
+    """Prefill/decode passes (analysis.llm); empty when the trace holds no generation."""
+    view = llm_view(trace)
+    if view is None:
+        return {}
+    latency = view.decode_latency
+    return {
+        "source": view.source,
+        "ttft_us": view.ttft_us,
+        "phases": {phase: len(view.phase(phase)) for phase in PHASES},
+        "decode_latency_us": (
+            {"median": latency.median, "mean": latency.mean, "p90": latency.p90}
+            if latency is not None
+            else None
+        ),
+        "passes": [
+            {
+                "label": p.label,
+                "phase": p.phase,
+                "start_us": trace.rel(p.start),
+                "dur_us": p.dur,
+                "tokens": p.tokens,
+                "batch": p.batch,
+                "device_busy_us": p.device_busy_us,
+                "kernels": p.kernels,
+                "graph_launches": p.graph_launches,
+                "blocked_us": p.blocked_us,
+                "kv_appends": p.kv_appends,
+                "kv_append_bytes": p.kv_append_bytes,
+                "kv_writes": p.kv_writes,
+                "dtod_copies": p.dtod_copies,
+                "dtod_bytes": p.dtod_bytes,
+            }
+            for p in view.passes
         ],
     }

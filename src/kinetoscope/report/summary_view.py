@@ -12,6 +12,7 @@ from rich.text import Text
 from ..analysis.stats import OUTLIER_FACTOR, STATISTIC, decomposition_text
 from ..analysis.summary import Ranked, TraceSummary
 from ..units import count, fmt_bytes, fmt_us
+from .console import inert
 
 _NAME_WIDTH = 60
 
@@ -63,6 +64,7 @@ def _device_line(device: dict) -> str:
 
 
 def _short(name: str) -> str:
+    name = inert(name)
     return name if len(name) <= _NAME_WIDTH else name[: _NAME_WIDTH - 1] + "…"
 
 
@@ -73,25 +75,28 @@ def _ranked_table(title: str, rows: list[Ranked], share_label: str) -> Table:
     table.add_column("time", justify="right")
     table.add_column(share_label, justify="right")
     for r in rows:
-        table.add_row(_short(r.name), str(r.calls), fmt_us(r.total_us), f"{100 * r.share:.1f}%")
+        share = f"{100 * r.share:.1f}%"
+        table.add_row(Text(_short(r.name)), str(r.calls), fmt_us(r.total_us), share)
     return table
 
 
 def render_summary(summary: TraceSummary, console: Console) -> None:
     head = Text()
     head.append("trace    ", style="bold")
-    head.append(summary.path + "\n")
+    head.append(inert(summary.path) + "\n")
     devices = summary.devices
     head.append("device   ", style="bold")
     if devices:
         names = {_device_line(d) for d in devices}
-        head.append("; ".join(sorted(names)) + (f"  x{len(devices)}" if len(devices) > 1 else ""))
+        head.append(
+            inert("; ".join(sorted(names))) + (f"  x{len(devices)}" if len(devices) > 1 else "")
+        )
     else:
         head.append("none recorded (host-only trace)" if not summary.top_kernels else "unnamed")
     head.append("\n")
     if summary.versions:
         head.append("versions ", style="bold")
-        head.append(", ".join(f"{k}={v}" for k, v in summary.versions.items()) + "\n")
+        head.append(inert(", ".join(f"{k}={v}" for k, v in summary.versions.items())) + "\n")
     m = summary.metrics
     n_steps = int(m["steps"])
     head.append("window   ", style="bold")
@@ -142,7 +147,7 @@ def render_summary(summary: TraceSummary, console: Console) -> None:
     parts = [head, Text(), steps]
     if summary.quality is not None:
         q = summary.quality
-        line = f"trust: {q.grade}" + (f" ({'; '.join(q.reasons)})" if q.reasons else "")
+        line = inert(f"trust: {q.grade}" + (f" ({'; '.join(q.reasons)})" if q.reasons else ""))
         parts.insert(1, Text(line, style="green" if q.grade == "good" else "yellow"))
     if summary.top_kernels:
         parts += [
@@ -152,5 +157,5 @@ def render_summary(summary: TraceSummary, console: Console) -> None:
     if summary.top_host_ops:
         parts += [Text(), _ranked_table("top host ops (self time)", summary.top_host_ops, "of ops")]
     for warning in summary.warnings:
-        parts.append(Text(f"warning: {warning}", style="yellow"))
+        parts.append(Text(inert(f"warning: {warning}"), style="yellow"))
     console.print(Group(*parts))

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from ..analysis.table import KeyAverages, TableRow
 from ..units import table_percent, table_time
+from .console import inert
 
 _NAME_WIDTH = 55
 
 
 def _shorten(name: str) -> str:
+    """Control characters from the trace shown as `\\xNN`, then cut to the column."""
+    name = inert(name)
     return name if len(name) < _NAME_WIDTH - 3 else name[: _NAME_WIDTH - 3] + "..."
 
 

@@ -57,6 +57,9 @@ def print_report(report: Report, console: Console) -> None:
     if report.kernel_types.get("types"):
         console.print()
         console.print(_kernel_types(report))
+    if report.llm:
+        console.print()
+        console.print(_llm(report))
     console.print()
     console.print(_findings(report))
     if report.not_checked:
@@ -133,6 +136,43 @@ def _kernel_types(report: Report) -> Group:
                 style="dim",
             )
         )
+    return Group(*parts)
+
+
+def _llm(report: Report) -> Group:
+    """Prefill and decode passes: time to first token, per-token latency, cache traffic."""
+    llm = report.llm
+    counts = ", ".join(f"{n} {phase}" for phase, n in llm["phases"].items() if n)
+    head = [f"{counts} (from {llm['source']})"]
+    if llm["ttft_us"] is not None:
+        head.append(f"time to first token {fmt_us(llm['ttft_us'])}")
+    if llm["decode_latency_us"]:
+        lat = llm["decode_latency_us"]
+        head.append(f"per-token decode {fmt_us(lat['median'])} median, p90 {fmt_us(lat['p90'])}")
+    table = Table(box=None, pad_edge=False, header_style="dim", padding=(0, 1))
+    for name in ("pass", "phase", "tokens", "duration", "device busy", "kernels", "KV cache"):
+        table.add_column(name, justify="left" if name in ("pass", "phase") else "right")
+    for p in llm["passes"][:MAX_STEP_ROWS]:
+        cache = []
+        if p["kv_appends"]:
+            cache.append(f"{p['kv_appends']} cat")
+        if p["kv_writes"]:
+            cache.append(f"{p['kv_writes']} writes")
+        if p["dtod_copies"]:
+            cache.append(f"{p['dtod_copies']} DtoD")
+        table.add_row(
+            Text(inert(p["label"][:40])),
+            p["phase"],
+            "-" if p["tokens"] is None else str(p["tokens"]),
+            fmt_us(p["dur_us"]),
+            fmt_us(p["device_busy_us"]),
+            str(p["kernels"]),
+            ", ".join(cache) or "-",
+        )
+    parts: list = [Text("LLM phases", style="bold"), Text("; ".join(head), style="dim"), table]
+    if len(llm["passes"]) > MAX_STEP_ROWS:
+        more = len(llm["passes"]) - MAX_STEP_ROWS
+        parts.append(Text(f"... {more} more passes (see --format json)"))
     return Group(*parts)
 
 

@@ -10,7 +10,7 @@ dominates the host time). On a host-only trace they do not exist at all.
 from __future__ import annotations
 
 from ..analysis.compile import compile_events
-from .regime import classify
+from .verdict import classify
 
 
 def cuda_graphs_fit(ctx) -> bool:

@@ -11,7 +11,16 @@ from __future__ import annotations
 
 import statistics
 
-from ..analysis.cold_start import ColdCause, cold_causes, iterations_before_window
+from ..analysis.cold_start import (
+    FIRST_RUN_EXCESS_US,
+    FIRST_RUN_FACTOR,
+    ColdCause,
+    FirstRun,
+    cold_causes,
+    first_runs,
+    iterations_before_window,
+)
+from ..analysis.compile import compiling_steps
 from ..analysis.stepmap import step_count, step_of
 from ..trace import Trace
 from ..units import count, fmt_us
@@ -102,9 +111,60 @@ def _cause_finding(trace: Trace, cause: ColdCause) -> Finding:
     )
 
 
+def _first_run_finding(ctx, cold: list[FirstRun]) -> list[Finding]:
+    """A cold first iteration inside a window too short to compare steps: the first run of
+    repeated work far slower than its later runs."""
+    trace = ctx.trace
+    excess = sum(r.excess_us(trace) for r in cold)
+    if excess < ctx.threshold("min_first_run_us"):
+        return []
+    evidence = [
+        Evidence(
+            f"{trace.name(r.index)}: first run {fmt_us(float(trace.dur[r.index]), 1)} vs "
+            f"{fmt_us(r.later_median_us, 1)} median of its {r.runs - 1} later runs "
+            f"({float(trace.dur[r.index]) / r.later_median_us:.1f}x)",
+            name=trace.name(r.index),
+            ts_us=trace.rel(trace.ts[r.index]),
+            dur_us=float(trace.dur[r.index]),
+            step=step_of(trace, trace.ts[r.index]),
+            value=r.excess_us(trace),
+            unit="us",
+        )
+        for r in cold[:5]
+    ]
+    return [
+        Finding(
+            id="cold-start",
+            severity="warn",
+            title=(
+                f"Cold start: first iteration, {count(len(cold), 'first run')} of repeated "
+                f"kernels or launches far slower than later runs ({fmt_us(excess, 1)} extra)"
+            ),
+            explanation=(
+                "The same kernel (same name, grid and block) or its launch ran several times in "
+                f"this window, and its first run took >= {FIRST_RUN_FACTOR:g}x and >= "
+                f"{FIRST_RUN_EXCESS_US:g} us more than the median of its later runs: the first "
+                "iteration was cold (module loading, cold instruction caches and TLBs, clocks "
+                "ramping up). With a single step in the window this inflates the measurement."
+            ),
+            suggestion=warmup_advice(trace),
+            impact_us=excess / step_count(trace),
+            evidence=evidence,
+            measured={
+                "cause": "first-run",
+                "cold_runs": len(cold),
+                "excess_us": round(excess, 3),
+                "threshold_us": ctx.threshold("min_first_run_us"),
+            },
+        )
+    ]
+
+
 def _first_step(ctx) -> list[Finding]:
     trace, steps = ctx.trace, ctx.trace.steps
     first, later = steps[0], steps[1:]
+    if first.number in compiling_steps(trace):
+        return []  # its extra time is torch.compile compiling: compilation-in-window says so
     median = statistics.median(s.dur for s in later)
     factor = first.dur / median if median > 0 else 0.0
     limit = ctx.threshold("factor")
@@ -154,6 +214,7 @@ def _first_step(ctx) -> list[Finding]:
     "one-time costs in the window: a slow first step, lazy loading, library setup, allocations",
     factor=1.5,
     min_steps=3,
+    min_first_run_us=100.0,
 )
 def cold_start(ctx) -> list[Finding]:
     trace = ctx.trace
@@ -161,6 +222,8 @@ def cold_start(ctx) -> list[Finding]:
     min_steps = int(ctx.threshold("min_steps"))
     if len(trace.steps) >= min_steps:
         return _first_step(ctx) + causes
+    if len(trace.steps) <= 1:  # a single window: its repeats are the only comparison left
+        causes += _first_run_finding(ctx, first_runs(trace))
     if causes:
         return causes
     if not trace.steps:

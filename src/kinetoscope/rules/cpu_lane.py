@@ -20,6 +20,7 @@ from ..analysis.window import in_window
 from ..trace import Cat, Trace
 from ..trace.steps import STEP_RE
 from ..units import fmt_bytes, fmt_pct, fmt_us
+from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
 from .cold_start import warmup_advice
 from .impact import host_saving_per_step
@@ -226,7 +227,12 @@ def heavyweight_launch(ctx) -> list[Finding]:
             ),
             suggestion=(
                 "Nothing to fix on its own: it explains the extra runtime calls next to these "
-                "launches. If launches dominate, CUDA graphs remove the per-launch host cost."
+                "launches."
+                + (
+                    " If launches dominate, CUDA graphs remove the per-launch host cost."
+                    if cuda_graphs_fit(ctx)
+                    else ""
+                )
             ),
             impact_us=host_saving_per_step(ctx, query_time),
             evidence=evidence,
@@ -286,7 +292,9 @@ def sync_flush(ctx) -> list[Finding]:
             ),
             suggestion=(
                 "Leave it out of per-step costs. If it matters, the fix is the overhead "
-                "itself (bigger kernels, fusion, CUDA graphs)."
+                "itself (bigger kernels, fusion"
+                + (", CUDA graphs" if cuda_graphs_fit(ctx) else "")
+                + ")."
             ),
             impact_us=0.0,
             evidence=[

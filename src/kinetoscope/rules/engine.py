@@ -27,6 +27,7 @@ RULE_MODULES: list[str] = [
     "training",
     "memory",
     "quality",
+    "llm",
     "attention",
 ]
 
@@ -34,9 +35,21 @@ T = TypeVar("T")
 
 
 def load_rules() -> dict[str, Rule]:
-    for module in RULE_MODULES:
-        importlib.import_module(f"kinetoscope.rules.{module}")
-    return REGISTRY
+    """Every rule, in `RULE_MODULES` order whatever order the modules were first imported in.
+
+    Some modules are imported early elsewhere (a command that needs one family), which
+    would otherwise change the order of `not_checked` and make reports built in a fresh
+    process (a pool or cluster worker) differ from the parent's.
+    """
+    order = {f"kinetoscope.rules.{m}": i for i, m in enumerate(RULE_MODULES)}
+    for module in order:
+        importlib.import_module(module)
+    position = {rule_id: i for i, rule_id in enumerate(REGISTRY)}
+    ranked = sorted(
+        REGISTRY.values(),
+        key=lambda r: (order.get(r.check.__module__, len(order)), position[r.id]),
+    )
+    return {r.id: r for r in ranked}
 
 
 @dataclass

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.compile import compile_events
 from ..analysis.kernel_names import decode
 from ..analysis.kernel_variance import (
     SameWork,
     collective_overlap,
+    outside_compilation,
     same_work_groups,
     step_slowdown,
 )
@@ -86,7 +88,10 @@ def kernel_variance(ctx) -> list[Finding]:
         )
     ratio_t, share_t = ctx.threshold("max_over_median"), ctx.threshold("min_step_share")
     step_us = float(np.median([s.dur for s in trace.steps]))
-    groups = same_work_groups(trace, need)
+    # a run launched (or running) while Dynamo/Inductor compile is compilation's work
+    # (autotuning benchmarks, first runs of new code), not a steady-state spread
+    groups = outside_compilation(trace, same_work_groups(trace, need), ctx.analysis(compile_events))
+    groups = [g for g in groups if len(g.indices) >= need]
     hits = []
     for g in groups:
         d = g.durations(trace)

@@ -17,6 +17,7 @@ from ..analysis.window import (
 )
 from ..trace import Trace
 from ..units import fmt_pct, fmt_us
+from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, rule
 from .roofline import peak_evidence
 from .verdict import DEFAULTS, REGIMES, RegimeCall, classify
@@ -141,8 +142,12 @@ def overhead_bound(ctx) -> list[Finding]:
             ),
             suggestion=(
                 "Give each kernel more work (larger batch or shapes, batched ops), fuse "
-                "operations (torch.compile), or replay the step as a CUDA graph "
-                '(torch.compile(mode="reduce-overhead")).'
+                "operations (torch.compile)"
+                + (
+                    ', or replay the step as a CUDA graph (torch.compile(mode="reduce-overhead")).'
+                    if cuda_graphs_fit(ctx)
+                    else "."
+                )
             ),
             impact_us=max(call.host_time_us - call.device_busy_us, 0.0) / call.step_count,
             evidence=evidence,

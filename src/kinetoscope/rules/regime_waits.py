@@ -78,28 +78,44 @@ def data_bound(ctx) -> list[Finding]:
                     unit="us",
                 )
             )
-    share = call.shares["data_share"]
+    return _wait_verdict(
+        call,
+        "data-bound",
+        "data_share",
+        "Data-bound: waiting for the next batch takes {share} of the step",
+        explanation=(
+            "Most of each step is spent inside DataLoader.__next__: the model waits for "
+            "its input. Until that wait is gone, the device and dispatch numbers describe "
+            "a starved loop, not the model."
+        ),
+        suggestion=(
+            "Load in background workers (DataLoader num_workers > 0, persistent_workers=True, "
+            "prefetch_factor), pin_memory=True with .to(device, non_blocking=True), cheaper "
+            "or GPU-side transforms; then profile again for the device verdict."
+        ),
+        evidence=evidence,
+    )
+
+
+def _wait_verdict(
+    call, regime: str, share_key: str, headline: str, explanation: str, suggestion: str, evidence
+) -> list[Finding]:
+    """The critical finding of a wait regime: one shape for data-bound and sync-bound, so
+    their titles, impact and measured values cannot drift apart."""
+    share = call.shares[share_key]
     return [
         Finding(
-            id="data-bound",
+            id=regime,
             severity="critical",
             title=(
-                f"Data-bound: waiting for the next batch takes {fmt_pct(share)} of the step "
-                f"(>= {fmt_pct(call.min_shares['data-bound'], 0)}), more than any other part"
+                headline.format(share=fmt_pct(share))
+                + f" (>= {fmt_pct(call.min_shares[regime], 0)}), more than any other part"
             ),
-            explanation=(
-                "Most of each step is spent inside DataLoader.__next__: the model waits for "
-                "its input. Until that wait is gone, the device and dispatch numbers describe "
-                "a starved loop, not the model."
-            ),
-            suggestion=(
-                "Load in background workers (DataLoader num_workers > 0, persistent_workers=True, "
-                "prefetch_factor), pin_memory=True with .to(device, non_blocking=True), cheaper "
-                "or GPU-side transforms; then profile again for the device verdict."
-            ),
+            explanation=explanation,
+            suggestion=suggestion,
             impact_us=share * call.window_us / call.step_count,
             evidence=evidence,
-            measured=_measured(call, "data-bound"),
+            measured=_measured(call, regime),
         )
     ]
 
@@ -129,30 +145,23 @@ def sync_bound(ctx) -> list[Finding]:
                 unit="us",
             )
         )
-    share = call.shares["sync_share"]
-    return [
-        Finding(
-            id="sync-bound",
-            severity="critical",
-            title=(
-                f"Sync-bound: the host is blocked in device syncs for {fmt_pct(share)} of the "
-                f"step (>= {fmt_pct(call.min_shares['sync-bound'], 0)}), more than any other part"
-            ),
-            explanation=(
-                "The host stops at each sync until the device has drained its queue, then the "
-                "device idles while the host prepares the next work: host and device take turns "
-                "instead of overlapping."
-            ),
-            suggestion=(
-                "Remove .item(), .cpu(), .tolist() and print(tensor) from the loop (accumulate "
-                "on the device, read values once every N steps), copy with non_blocking=True "
-                "from pinned memory, and drop torch.cuda.synchronize() outside timing code."
-            ),
-            impact_us=share * call.window_us / call.step_count,
-            evidence=evidence,
-            measured=_measured(call, "sync-bound"),
-        )
-    ]
+    return _wait_verdict(
+        call,
+        "sync-bound",
+        "sync_share",
+        "Sync-bound: the host is blocked in device syncs for {share} of the step",
+        explanation=(
+            "The host stops at each sync until the device has drained its queue, then the "
+            "device idles while the host prepares the next work: host and device take turns "
+            "instead of overlapping."
+        ),
+        suggestion=(
+            "Remove .item(), .cpu(), .tolist() and print(tensor) from the loop (accumulate "
+            "on the device, read values once every N steps), copy with non_blocking=True "
+            "from pinned memory, and drop torch.cuda.synchronize() outside timing code."
+        ),
+        evidence=evidence,
+    )
 
 
 @rule(

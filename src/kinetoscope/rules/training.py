@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from statistics import median
 
+from ..analysis.compile import compile_events, compiling_steps, during_compilation
 from ..analysis.dataloader import data_waits
 from ..analysis.idle import CATEGORIES, IdleSplit, idle_breakdown
 from ..analysis.stats import OUTLIER_FACTOR, OUTLIER_MIN_STEPS, step_outliers
@@ -17,6 +18,7 @@ from ..analysis.stepmap import step_count
 from ..analysis.steps import step_stats
 from ..analysis.syncs import sync_sites
 from ..units import count, fmt_us
+from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
 
 #: The idle split's categories in plain words (HTA's host_wait / kernel_wait / other).
@@ -117,7 +119,13 @@ def dataloader_bound(ctx) -> list[Finding]:
 )
 def host_sync(ctx) -> list[Finding]:
     trace = ctx.trace
-    sites = ctx.analysis(sync_sites)
+    compiling = ctx.analysis(compile_events)
+    # syncs the compiler and autotuner issue while compiling are compilation's cost
+    sites = [
+        s
+        for s in ctx.analysis(sync_sites)
+        if not during_compilation(trace, compiling, trace.ts[s.index], trace.end[s.index])
+    ]
     if not sites:
         if not trace.has_device:
             raise NotChecked(
@@ -212,7 +220,8 @@ def step_outlier(ctx) -> list[Finding]:
     # steps, and a slow first step counts too (cold-start explains its one-time costs)
     med = median(s.dur for s in stats)
     ratio = ctx.threshold("ratio")
-    flagged = {number for number, _ in step_outliers(stats, ratio)}
+    # a step that compiled is slow because torch.compile ran: compilation-in-window's evidence
+    flagged = {number for number, _ in step_outliers(stats, ratio)} - compiling_steps(trace)
     slow = [s for s in stats if s.number in flagged]
     if not slow:
         return []
@@ -310,6 +319,7 @@ def gpu_idle_breakdown(ctx) -> list[Finding]:
             "profile with ProfilerActivity.CUDA (or the ROCm equivalent) on a GPU machine",
         )
     gap = ctx.threshold("kernel_gap_us")
+    graphs = cuda_graphs_fit(ctx)  # replaying launches helps only a steady overhead-bound window
     streams = idle_breakdown(trace, gap)
     in_steps = IdleSplit()
     per_stream = []
@@ -381,9 +391,12 @@ def gpu_idle_breakdown(ctx) -> list[Finding]:
             ),
             suggestion={
                 "host_wait": "Feed the device faster: bigger batches, fewer and larger ops "
-                "(torch.compile), CUDA graphs, no syncs in the loop, faster data loading.",
-                "kernel_wait": "Many tiny back-to-back kernels: fuse them (torch.compile) or "
-                "capture them in a CUDA graph to remove launch gaps.",
+                "(torch.compile), "
+                + ("CUDA graphs, " if graphs else "")
+                + "no syncs in the loop, faster data loading.",
+                "kernel_wait": "Many tiny back-to-back kernels: fuse them (torch.compile)"
+                + (" or capture them in a CUDA graph" if graphs else "")
+                + " to remove launch gaps.",
                 "other": "Look at cross-stream dependencies (event waits, collectives, copies "
                 "on side streams) in Perfetto around the longest gaps.",
             }[dominant],

@@ -666,9 +666,7 @@ def _joined(parts: list[np.ndarray]) -> np.ndarray | None:
 def _kernel_args(parts: list[tuple[np.ndarray, ...]]) -> KernelArgs:
     if not parts:
         empty, triples = np.zeros(0, np.int64), np.zeros((0, 3), np.int64)
-        return KernelArgs(
-            empty, triples, triples.copy(), empty.copy(), empty.copy(), np.zeros(0)
-        )
+        return KernelArgs(empty, triples, triples.copy(), empty.copy(), empty.copy(), np.zeros(0))
     index, grid, block, registers, shared, occupancy = (
         np.concatenate(c) for c in zip(*parts, strict=True)
     )

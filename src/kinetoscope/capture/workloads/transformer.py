@@ -6,6 +6,9 @@ greedy `generate()` of a few tokens (`record_function("generate")`, the decode
 loop). What it teaches: a real model's trace; prefill is a few large GEMMs,
 while decoding runs the whole layer stack once per token with tiny matrices, so
 it is dominated by per-op host overhead and launches, not by FLOPs.
+`--mode generate` runs `generate()` alone, so each profiler step is one prompt
+and its decode loop: the first forward pass of the step is the prefill, every
+later one a decode step (what `analysis.llm` reads as phases).
 Needs the `llm` extra (`pip install 'kinetoscope[llm]'`).
 """
 
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ...errors import UsageError
 from ..deps import require_transformers
 from . import Context
 
@@ -22,6 +26,7 @@ NAME = "transformer"
 FOLDER = "05_llm"
 VOCAB = 1024
 HEAD_DIM = 64
+MODES = ("forward_generate", "generate")
 
 
 @dataclass(frozen=True)
@@ -30,10 +35,18 @@ class Params:
     hidden: int = 256
     seq: int = 64
     new_tokens: int = 8
+    mode: str = "forward_generate"
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise UsageError(
+                f"transformer --mode must be one of {', '.join(MODES)}, not {self.mode!r}"
+            )
 
 
 def tag(p: Params) -> str:
-    return f"l{p.layers}_h{p.hidden}_s{p.seq}_n{p.new_tokens}"
+    suffix = "_generate" if p.mode == "generate" else ""
+    return f"l{p.layers}_h{p.hidden}_s{p.seq}_n{p.new_tokens}{suffix}"
 
 
 def build(p: Params, ctx: Context):
@@ -56,18 +69,24 @@ def build(p: Params, ctx: Context):
     model.forward = ctx.compile(model.forward)
     prompt = torch.randint(3, VOCAB, (1, p.seq), device=ctx.device)
 
+    def generate() -> None:
+        with torch.profiler.record_function("generate"):
+            model.generate(
+                prompt,
+                attention_mask=torch.ones_like(prompt),
+                max_new_tokens=p.new_tokens,
+                min_new_tokens=p.new_tokens,
+                do_sample=False,
+                pad_token_id=0,
+            )
+
     def step() -> None:
         with torch.no_grad():
+            if p.mode == "generate":
+                generate()
+                return
             with torch.profiler.record_function("forward"):
                 model(prompt)
-            with torch.profiler.record_function("generate"):
-                model.generate(
-                    prompt,
-                    attention_mask=torch.ones_like(prompt),
-                    max_new_tokens=p.new_tokens,
-                    min_new_tokens=p.new_tokens,
-                    do_sample=False,
-                    pad_token_id=0,
-                )
+            generate()
 
     return step

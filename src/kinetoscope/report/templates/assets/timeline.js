@@ -10,13 +10,20 @@
   var ROW_H = 11, LANE_GAP = 6, MAX_ROWS = 16, MIN_SPAN_US = 0.05;
   var SEV_RANK = { critical: 0, warn: 1, info: 2 };
 
+  // 3 significant digits in the unit that keeps them readable, trailing zeros kept:
+  // the same text as kinetoscope.units.fmt_us (`393 us`, `1.20 ms`, `23.1 us`).
   function fmtUs(us) {
-    var a = Math.abs(us), v, unit;
-    if (a >= 1e6) { v = us / 1e6; unit = " s"; }
-    else if (a >= 1e3) { v = us / 1e3; unit = " ms"; }
-    else { v = us; unit = " us"; }
-    var digits = Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : 2;
-    return v.toFixed(digits) + unit;
+    if (!isFinite(us)) return "-";
+    if (us === 0) return "0 us";
+    var scales = [[1, " us"], [1e3, " ms"], [1e6, " s"]];
+    for (var i = 0; i < scales.length; i++) {
+      var x = Number((us / scales[i][0]).toPrecision(3));
+      if (Math.abs(x) < 1000 || i === scales.length - 1) {
+        var a = Math.abs(x);
+        var decimals = a >= 100 ? 0 : 2 - Math.floor(Math.log10(a));
+        return x.toFixed(Math.max(decimals, 0)) + scales[i][1];
+      }
+    }
   }
 
   function Timeline(root) {

@@ -1,0 +1,125 @@
+"""CPU training-loop traces recorded once per session for the precision suite.
+
+The expectations in tests/expectations/ that carry `recorded = "NAME"` judge these
+traces. Each loop is small (tens of ms per step on a 2-core machine) and recorded in
+a fresh interpreter, so torch.compile really compiles inside its window:
+
+- "adam_unfused": 4 Linear layers trained with Adam(foreach=False), one
+  per-parameter update loop per step;
+- "grad_accum": 4 micro-batches per step (backward each time, gradients
+  accumulate), then one SGD step;
+- "dataloader_slow": DataLoader(num_workers=0) over a dataset that sleeps 5 ms per
+  item (batch 4: ~20 ms of data wait per step against well under 1 ms of compute);
+- "compile_window": the first call of a torch.compile'd function inside the
+  window (wait=0, warmup=0), so Dynamo and Inductor run in step #0.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+NAMES = ("adam_unfused", "grad_accum", "dataloader_slow", "compile_window")
+
+SCRIPT = r"""
+import sys
+import time
+
+import torch
+from torch.profiler import ProfilerActivity, profile, schedule
+
+out = sys.argv[1]
+torch.manual_seed(0)
+torch.set_num_threads(1)
+
+
+def record(name, body, steps=3, wait=1, warmup=1):
+    # repeat=1: one cycle, so a later partial cycle cannot overwrite the file
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        schedule=schedule(wait=wait, warmup=warmup, active=steps, repeat=1),
+        on_trace_ready=lambda p: p.export_chrome_trace(f"{out}/{name}.json"),
+    ) as prof:
+        for _ in range(wait + warmup + steps):
+            body()
+            prof.step()
+
+
+def mlp():
+    return torch.nn.Sequential(*[torch.nn.Linear(32, 32) for _ in range(4)])
+
+
+x, y = torch.randn(16, 32), torch.randn(16, 32)
+
+model = mlp()
+adam = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)
+
+
+def adam_step():
+    adam.zero_grad()
+    torch.nn.functional.mse_loss(model(x), y).backward()
+    adam.step()
+
+
+record("adam_unfused", adam_step)
+
+accum_model = mlp()
+sgd = torch.optim.SGD(accum_model.parameters(), lr=1e-3)
+
+
+def accum_step():
+    sgd.zero_grad()
+    for xb, yb in zip(x.split(4), y.split(4)):
+        torch.nn.functional.mse_loss(accum_model(xb), yb).backward()
+    sgd.step()
+
+
+record("grad_accum", accum_step)
+
+
+class SlowDataset(torch.utils.data.Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        time.sleep(0.005)  # stands for decoding/augmenting one sample on the host
+        return torch.randn(32), torch.randn(32)
+
+
+loader = iter(torch.utils.data.DataLoader(SlowDataset(), batch_size=4, num_workers=0))
+small = torch.nn.Linear(32, 32)
+
+
+def data_step():
+    xb, yb = next(loader)
+    torch.nn.functional.mse_loss(small(xb), yb).backward()
+
+
+record("dataloader_slow", data_step)
+
+
+@torch.compile
+def fn(a, b):
+    return torch.relu(a @ b + 1.0).sum(dim=0)
+
+
+a, b = torch.randn(32, 32), torch.randn(32, 32)
+record("compile_window", lambda: fn(a, b), steps=3, wait=0, warmup=0)
+"""
+
+
+@pytest.fixture(scope="session")
+def precision_traces(tmp_path_factory) -> dict[str, Path]:
+    """Recorded trace name -> path (the whole set is recorded once per session)."""
+    pytest.importorskip("torch")
+    out = tmp_path_factory.getbasetemp() / "precision_traces"
+    paths = {name: out / f"{name}.json" for name in NAMES}
+    if not all(p.exists() for p in paths.values()):
+        out.mkdir(exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-c", SCRIPT, str(out)], check=True, capture_output=True, timeout=500
+        )
+    return paths

@@ -1,0 +1,320 @@
+"""Property-based fuzzing of the loader and the commands on mutated real traces.
+
+Each case takes a small corpus trace, applies one class of damage (see
+`MUTATIONS`), writes it to a file and runs the loader, then `explain` (JSON,
+text, Markdown), `diff` against the undamaged trace, `memory` and `check`
+in-process. The property: every case either succeeds or raises the documented
+one-line `TraceError` (exit 2); JSON output parses strictly; the input file is
+byte-for-byte unchanged; each case finishes within hypothesis' `deadline`.
+
+The default run tries a few hundred cases; `pytest -m fuzz` runs the same
+properties on 10,000 (see docs/robustness.md for the recorded run).
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import hashlib
+import json
+import math
+import os
+from datetime import timedelta
+from functools import cache
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+import kinetoscope
+from kinetoscope.errors import KinetoscopeError, TraceError
+from tests.conftest import corpus
+
+SEEDS = [
+    "gpu/triton_example.json.gz",
+    "gpu/compare_base.json.gz",
+    "gpu/cuda_event_sync.json.gz",
+    "cpu/cpu_only_rank34.pt.trace.json.gz",
+    "gpu/backward_thread.json",
+]
+#: per-case bound (a hang or a super-linear blow-up fails it); generous because
+#: this 2-core machine is shared
+DEADLINE = timedelta(seconds=30)
+FIELDS = ["ph", "name", "cat", "ts", "dur", "pid", "tid", "id", "args"]
+ARG_KEYS = [
+    "External id",
+    "correlation",
+    "stream",
+    "device",
+    "grid",
+    "block",
+    "Bytes",
+    "Total Allocated",
+    "Input Dims",
+    "flops",
+    "bytes",
+    "name",
+]
+ODD_VALUES = [None, "", "text", [], {}, True, -1, 0, 1.5, [1, 2], {"a": 1}, "12"]
+EXTREME = [
+    10**30,
+    -(10**30),
+    2**63,
+    -(2**63) - 1,
+    -1,
+    1e308,
+    -1e308,
+    math.nan,
+    math.inf,
+    -math.inf,
+    0.0,
+    "9" * 400,
+]
+
+
+@cache
+def seed_doc(relative: str) -> dict:
+    data = corpus(relative).read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return json.loads(data)
+
+
+def _events(doc: dict) -> list:
+    events = doc.get("traceEvents")
+    return events if isinstance(events, list) and events else [{}]
+
+
+def m_truncate(doc, data):
+    text = _dump(doc)
+    return text[: data.draw(st.integers(0, len(text)), label="cut at")]
+
+
+def m_delete_field(doc, data):
+    event = data.draw(st.sampled_from(_events(doc)))
+    key = data.draw(st.sampled_from(FIELDS))
+    if isinstance(event, dict):
+        event.pop(key, None)
+    return doc
+
+
+def m_retype_field(doc, data):
+    for _ in range(data.draw(st.integers(1, 20))):
+        event = data.draw(st.sampled_from(_events(doc)))
+        if not isinstance(event, dict):
+            continue
+        if data.draw(st.booleans()) and isinstance(event.get("args"), dict):
+            event["args"][data.draw(st.sampled_from(ARG_KEYS))] = data.draw(
+                st.sampled_from(ODD_VALUES)
+            )
+        else:
+            event[data.draw(st.sampled_from(FIELDS))] = data.draw(st.sampled_from(ODD_VALUES))
+    return doc
+
+
+def m_extreme_values(doc, data):
+    for _ in range(data.draw(st.integers(1, 20))):
+        event = data.draw(st.sampled_from(_events(doc)))
+        if not isinstance(event, dict):
+            continue
+        value = data.draw(st.sampled_from(EXTREME))
+        if data.draw(st.booleans()):
+            event.setdefault("args", {})
+            if isinstance(event["args"], dict):
+                event["args"][data.draw(st.sampled_from(ARG_KEYS))] = value
+        else:
+            event[data.draw(st.sampled_from(["ts", "dur", "pid", "tid", "id"]))] = value
+    return doc
+
+
+def m_unicode_names(doc, data):
+    names = st.text(st.characters(codec="utf-8"), max_size=40) | st.text(
+        st.characters(max_codepoint=0x9F), max_size=20
+    )
+    for _ in range(data.draw(st.integers(1, 30))):
+        event = data.draw(st.sampled_from(_events(doc)))
+        if isinstance(event, dict):
+            event["name"] = data.draw(names)
+    for device in doc.get("deviceProperties") or []:
+        if isinstance(device, dict) and data.draw(st.booleans()):
+            device["name"] = data.draw(names)
+    return doc
+
+
+def m_duplicate_shuffle(doc, data):
+    events = _events(doc)
+    extra = data.draw(st.lists(st.sampled_from(events), max_size=len(events)))
+    doc["traceEvents"] = data.draw(st.permutations(events + copy.deepcopy(extra)))
+    return doc
+
+
+def m_missing_metadata(doc, data):
+    for key in data.draw(st.lists(st.sampled_from(sorted(doc)), unique=True)):
+        if key != "traceEvents" or data.draw(st.integers(0, 9)) == 0:
+            doc.pop(key)
+    if data.draw(st.booleans()):
+        doc["traceEvents"] = [
+            e for e in _events(doc) if not (isinstance(e, dict) and e.get("ph") == "M")
+        ]
+    return doc
+
+
+DEEP = "@@deep@@"  # replaced by the nested text after json.dumps (which recurses)
+
+
+def m_deep_nesting(doc, data):
+    event = data.draw(st.sampled_from(_events(doc)))
+    if isinstance(event, dict):
+        event.setdefault("args", {})
+        if isinstance(event["args"], dict):
+            event["args"]["deep"] = DEEP
+        else:
+            event["args"] = DEEP
+    depth = data.draw(st.sampled_from([10, 100, 500, 999, 1000, 3000]))
+    opener, closer = ("[", "]") if data.draw(st.booleans()) else ('{"a":', "}")
+    nested = (opener * depth + "1" + closer * depth).encode()
+    return _dump(doc).replace(b'"' + DEEP.encode() + b'"', nested)
+
+
+def m_boundary_lookalikes(doc, data):
+    for _ in range(data.draw(st.integers(1, 10))):
+        event = data.draw(st.sampled_from(_events(doc)))
+        if isinstance(event, dict):
+            text = data.draw(st.sampled_from(["},{", "}, {", '},{"ph":"X"}', '\\"},{\\"']))
+            event[data.draw(st.sampled_from(["name", "cat"]))] = text * data.draw(
+                st.integers(1, 3000)
+            )
+    return doc
+
+
+MUTATIONS = [
+    m_truncate,
+    m_delete_field,
+    m_retype_field,
+    m_extreme_values,
+    m_unicode_names,
+    m_duplicate_shuffle,
+    m_missing_metadata,
+    m_deep_nesting,
+    m_boundary_lookalikes,
+]
+
+
+def _dump(doc) -> bytes:
+    return json.dumps(doc, allow_nan=True).encode("utf-8", "surrogatepass")
+
+
+def _mutated(data, tmp_path):
+    relative = data.draw(st.sampled_from(SEEDS), label="seed")
+    mutate = data.draw(st.sampled_from(MUTATIONS), label="mutation")
+    if os.environ.get("KINETOSCOPE_FUZZ_LOG"):  # counts cases of a long run per class
+        with open(os.environ["KINETOSCOPE_FUZZ_LOG"], "a") as log:
+            log.write(f"{mutate.__name__} {relative}\n")
+    doc = copy.deepcopy(seed_doc(relative))
+    out = mutate(doc, data)
+    text = out if isinstance(out, bytes) else _dump(out)
+    gz = data.draw(st.booleans(), label="gzip")
+    path = tmp_path / f"case{os.getpid()}_{data.draw(st.integers(0, 10**9))}.json{'.gz' * gz}"
+    path.write_bytes(gzip.compress(text, compresslevel=1) if gz else text)
+    return relative, path
+
+
+def _one_line(exc: BaseException) -> None:
+    assert exc.exit_code == 2, exc
+    assert "\n" not in str(exc), str(exc)
+
+
+def _strict(text: str):
+    def refuse(constant):
+        raise AssertionError(f"{constant} in JSON output")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def _load_or_error(path):
+    try:
+        return kinetoscope.load(path)
+    except TraceError as exc:
+        _one_line(exc)
+        return None
+
+
+def _loader_property(data, tmp_path):
+    _, path = _mutated(data, tmp_path)
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    trace = _load_or_error(path)
+    if trace is not None:
+        assert len(trace) > 0
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    path.unlink()
+
+
+def _commands_property(data, tmp_path):
+    from typer.testing import CliRunner
+
+    from kinetoscope.cli import app
+
+    relative, path = _mutated(data, tmp_path)
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    runner = CliRunner()
+    runs = [
+        (["explain", str(path), "--format", "json"], True),
+        (["explain", str(path), "--format", "md"], False),
+        (["explain", str(path)], False),
+        (["diff", str(corpus(relative)), str(path), "--format", "json"], True),
+        (["memory", str(path)], False),
+        (["check", str(path), "-e", "kernels_per_step >= 0", "-e", "not hotspot"], False),
+    ]
+    for args, is_json in runs:
+        done = runner.invoke(app, args)
+        if done.exception is not None and not isinstance(done.exception, SystemExit):
+            if isinstance(done.exception, KinetoscopeError):  # TraceError, UsageError
+                _one_line(done.exception)
+                continue
+            raise done.exception
+        assert done.exit_code in ((0, 1) if args[0] == "check" else (0,)), (args, done.output)
+        if is_json:
+            _strict(done.stdout)
+        if args[0] == "explain" and not is_json:
+            assert "\x1b" not in done.stdout
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    path.unlink()
+
+
+COMMON = dict(
+    deadline=DEADLINE,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
+    # no shrinking: a failure is reported with its seed at once instead of after
+    # minutes of shrinking on this shared machine
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+)
+
+
+@settings(max_examples=250, **COMMON)
+@given(data=st.data())
+def test_loader_on_mutated_traces(data, tmp_path):
+    _loader_property(data, tmp_path)
+
+
+@settings(max_examples=50, **COMMON)
+@given(data=st.data())
+def test_commands_on_mutated_traces(data, tmp_path):
+    _commands_property(data, tmp_path)
+
+
+@pytest.mark.fuzz
+@settings(max_examples=8000, **COMMON)
+@given(data=st.data())
+def test_fuzz_loader_10k(data, tmp_path):
+    _loader_property(data, tmp_path)
+
+
+@pytest.mark.fuzz
+@settings(max_examples=2000, **COMMON)
+@given(data=st.data())
+def test_fuzz_commands_10k(data, tmp_path):
+    _commands_property(data, tmp_path)

@@ -1,0 +1,240 @@
+"""The LLM view (analysis/llm.py, rules/llm.py): prefill and decode passes, TTFT, decode
+latency, KV-cache traffic, on the corpus' LLM traces, CPU generate() runs and small traces
+built in code. Every expectation below was read from the trace before running the tool."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+import kinetoscope
+from kinetoscope.analysis.llm import llm_view
+from kinetoscope.rules.engine import run_rules
+
+from .conftest import corpus, kernel, launch, op, write_trace
+
+QWEN = {
+    "h100": "gpu/tracelens_h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+    "mi300": "gpu/tracelens_mi300__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+}
+SGLANG = "gpu/tracelens_sglang_decode__sglang_Qwen3-8B_decode.json.gz"
+VLLM = "gpu/tracelens_vllm_prefilldecode_piecewise__graph_execution.json.gz"
+B200 = "gpu/tracelens_b200__eager_trace.json.gz"
+LLM_RULES = ["llm-decode-overhead", "llm-kv-cache-concat"]
+
+
+def _fired(trace) -> set[str]:
+    return {f.id for f in run_rules(trace, only=LLM_RULES).findings}
+
+
+# ---- corpus -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", sorted(QWEN))
+def test_qwen_inference_is_one_prefill_of_16_prompts_of_559_tokens(device):
+    """One ProfilerStep holding one Qwen2 forward: its aten::embedding reads input ids of
+    shape [16, 559], and transformers' cache_utils update frames (24, one per layer) say a
+    KV cache was filled. No forward on 1 token: no decode pass. transformers 4.49 stores the
+    first update without torch.cat (the 49 aten::cat are 48 rotate_half + 1 mask)."""
+    view = llm_view(kinetoscope.load(corpus(QWEN[device])))
+    assert view is not None and view.source == "shapes"
+    (prefill,) = view.passes
+    assert (prefill.phase, prefill.tokens, prefill.batch) == ("prefill", 16 * 559, 16)
+    assert view.ttft_us == prefill.dur and prefill.kernels > 1000
+    assert view.decode_latency is None
+    assert prefill.kv_appends == 0 and prefill.graph_launches == 0
+
+
+@pytest.mark.parametrize("device", sorted(QWEN))
+def test_qwen_prefill_only_fires_no_llm_rule(device):
+    assert _fired(kinetoscope.load(corpus(QWEN[device]))) == set()
+
+
+def test_sglang_decode_step_is_graph_replayed_and_blocked():
+    """`execute_32_context_0(sq0sk0...)_generation_32(sq32sk32785...)`: 0 prefill and 32
+    decode requests, one token each. One hipGraphLaunch replays the layer stack; its 36
+    store_kvcache kernels write each of Qwen3-8B's 36 layers' keys/values into the paged
+    cache; two 256-byte DtoD copies follow the sampling. The host sits 463 ms in one
+    hipMemcpyWithStream of the 466 ms step."""
+    view = llm_view(kinetoscope.load(corpus(SGLANG)))
+    assert view is not None and view.source == "annotations"
+    (step,) = view.passes
+    assert (step.phase, step.tokens, step.batch) == ("decode", 32, 32)
+    assert step.graph_launches == 1 and step.kv_writes == 36 and step.kv_appends == 0
+    assert (step.dtod_copies, step.dtod_bytes) == (2, 512)
+    assert step.blocked_us > 0.99 * 463_000
+    assert view.decode_latency is not None and view.ttft_us is None
+
+
+def test_sglang_decode_is_not_called_launch_bound():
+    """Already replayed as a graph, and the host is blocked, not launching."""
+    assert _fired(kinetoscope.load(corpus(SGLANG))) == set()
+
+
+def test_vllm_piecewise_step_mixes_prefill_chunks_and_decode():
+    """`execute_8192_context_9(sq8155...)_generation_37(sq37...)`: 9 prefill requests
+    (8155 query tokens) and 37 decode requests (37 tokens) in one 8192-token step. 25
+    hipGraphLaunch calls replay the pieces between the 24 eager attention layers, each of
+    which writes the paged cache once (reshape_and_cache_flash)."""
+    view = llm_view(kinetoscope.load(corpus(VLLM)))
+    assert view is not None and view.source == "annotations"
+    (step,) = view.passes
+    assert (step.phase, step.tokens, step.batch) == ("mixed", 8155 + 37, 46)
+    assert step.graph_launches == 25 and step.kv_writes == 24
+    assert view.ttft_us is None and view.decode_latency is None
+    assert _fired(kinetoscope.load(corpus(VLLM))) == set()
+
+
+def test_vllm_b200_older_annotation_is_one_prefill_request():
+    """`execute_context_1(888_788544)_generation_0(0)`: one prefill request of 888 tokens
+    (788544 = 888 x 888 query x key positions), no decode; aten::embedding reads a flat
+    [888] token list. 36 reshape_and_cache_flash kernels, one per layer of the 36."""
+    view = llm_view(kinetoscope.load(corpus(B200)))
+    assert view is not None and view.source == "annotations"
+    (step,) = view.passes
+    assert (step.phase, step.tokens, step.batch) == ("prefill", 888, 1)
+    assert step.kv_writes == 36 and step.graph_launches == 0
+    assert view.ttft_us == step.dur
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "gpu/alexnet_train.json.gz",
+        "gpu/resnet50_dataloader_workers0.pt.trace.json.gz",
+        "gpu/tracelens_h100__gaunernst_bert-small-uncased__1016001.json.gz",
+        "gpu/switch_transformer_moe_a100.json.gz",
+    ],
+)
+def test_no_generation_no_llm_view(relative):
+    """Training loops have no embedding-led forwards or step annotations; BERT embeds
+    (3 embeddings, one forward) but keeps no cache and never decodes; the Switch
+    Transformer forward is one full-sequence pass without a cache either."""
+    trace = kinetoscope.load(corpus(relative))
+    assert llm_view(trace) is None
+    outcome = run_rules(trace, only=LLM_RULES)
+    assert not outcome.findings and not outcome.not_checked  # the rules do not apply
+    assert kinetoscope.explain(corpus(relative)).llm == {}
+
+
+# ---- traces built in code: the decode-overhead judgement ----------------------
+
+EMB_TYPES = ["float", "long int", "Scalar", "Scalar", "Scalar"]
+
+
+def _generate_trace(tmp_path, graphs=False, blocked=False):
+    """One step: a prefill of 8 tokens, then 4 decode passes of 2 ms each launching 20
+    kernels of 3 us (or one graph launch replaying them), the device idle in between."""
+    events = [op("ProfilerStep#1", 0, 10_000, cat="user_annotation")]
+    corr = 0
+    for k in range(5):
+        t0 = 100 + 2000 * k
+        seq = 8 if k == 0 else 1
+        events.append(
+            op(
+                "aten::embedding",
+                t0,
+                10,
+                **{"Input Dims": [[1000, 64], [1, seq], [], [], []], "Input type": EMB_TYPES},
+            )
+        )
+        events.append(op("aten::linear", t0 + 20, 1500))
+        if blocked:
+            events.append(op("cudaStreamSynchronize", t0 + 300, 1600, cat="cuda_runtime"))
+        for j in range(20):
+            corr += 1
+            ts = t0 + 30 + 60 * j
+            if graphs and j:
+                events.append(kernel(f"k{j}", ts + 5, 3, corr - j))
+                continue
+            name = "cudaGraphLaunch" if graphs else "cudaLaunchKernel"
+            events.append(launch(ts, 10, corr, name=name))
+            events.append(kernel(f"k{j}", ts + 5, 3, corr))
+    return kinetoscope.load(write_trace(tmp_path / "gen.json", events))
+
+
+def test_launch_bound_decode_fires_with_static_cache_and_compile_advice(tmp_path):
+    trace = _generate_trace(tmp_path)
+    view = llm_view(trace)
+    assert [p.phase for p in view.passes] == ["prefill"] + ["decode"] * 4
+    assert [p.kernels for p in view.passes] == [20] * 5
+    findings = run_rules(trace, only=["llm-decode-overhead"]).findings
+    assert [f.id for f in findings] == ["llm-decode-overhead"]
+    finding = findings[0]
+    assert finding.measured["decode_passes"] == 4
+    # 4 x 60 us of kernels over 3 passes of 2 ms and the last one, cut by the step end at 1.9 ms
+    assert finding.measured["device_ratio"] == pytest.approx(4 * 60 / 7900, abs=1e-4)
+    assert 'mode="reduce-overhead"' in finding.suggestion and "static" in finding.suggestion
+
+
+def test_graph_replayed_decode_does_not_fire(tmp_path):
+    trace = _generate_trace(tmp_path, graphs=True)
+    assert all(p.graph_launches == 1 for p in llm_view(trace).passes)
+    assert _fired(trace) == set()
+
+
+def test_blocked_decode_is_not_launch_bound(tmp_path):
+    """The host waits in a sync 1.6 ms of each 2 ms pass: it is not the launch path."""
+    assert _fired(_generate_trace(tmp_path, blocked=True)) == set()
+
+
+# ---- CPU: `profile transformer --mode generate` ------------------------------
+
+needs_transformers = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None,
+    reason="needs torch and transformers (pip install 'kinetoscope[capture,llm]')",
+)
+
+
+@needs_transformers
+def test_generate_mode_with_shapes_gives_prefill_and_decode_numbers(tmp_path):
+    """Each of the 3 recorded steps is one generate(): a prefill on the 8-token prompt,
+    then 2 decode passes on 1 token (new_tokens=3: the prefill yields the first token).
+    DynamicCache appends per layer per pass with torch.cat on keys and values: the
+    prefill's from an empty tensor, then [1, 1, T, 64] + [1, 1, 1, 64] (hidden 64 = 1 head
+    of 64), fp32: 2 x (T + 1) x 64 x 4 bytes with T = 8, then 9."""
+    from kinetoscope.capture.runner import CaptureOptions, run_workload
+
+    overrides = {"layers": 1, "hidden": 64, "seq": 8, "new_tokens": 3, "mode": "generate"}
+    options = CaptureOptions(device="cpu", out=tmp_path, record_shapes=True)
+    result = run_workload("transformer", overrides, options)
+    trace = kinetoscope.load(result.written[0].trace)
+    view = llm_view(trace)
+    assert view.source == "shapes"
+    assert [p.phase for p in view.passes] == ["prefill", "decode", "decode"] * 3
+    assert [p.tokens for p in view.passes] == [8, 1, 1] * 3
+    assert [p.kv_appends for p in view.passes] == [2, 2, 2] * 3
+    assert [p.kv_append_bytes for p in view.passes] == [2 * 8 * 256, 2 * 9 * 256, 2 * 10 * 256] * 3
+    assert view.ttft_us > 0 and view.decode_latency.median > 0
+    outcome = run_rules(trace, only=LLM_RULES)
+    assert [f.id for f in outcome.findings] == ["llm-kv-cache-concat"]
+    assert [s.id for s in outcome.not_checked] == ["llm-decode-overhead"]  # no device
+    section = kinetoscope.explain(result.written[0].trace).llm
+    assert section["phases"] == {"prefill": 3, "decode": 6, "mixed": 0, "unknown": 0}
+
+
+@needs_transformers
+def test_profile_cli_generate_mode_reports_llm_phases(tmp_path):
+    """Without record_shapes the first forward of each step is the prefill."""
+    from .capture_helpers import run_cli
+
+    done = run_cli(
+        "profile", "transformer", "--mode", "generate", "--device", "cpu", "--layers", "1",
+        "--hidden", "64", "--seq", "8", "--new-tokens", "3", "--out", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "LLM phases" in done.stdout and "3 prefill, 6 decode (from order)" in done.stdout
+    (path,) = (tmp_path / "05_llm").glob("*_generate_*.json")
+    view = llm_view(kinetoscope.load(path))
+    assert [p.phase for p in view.passes] == ["prefill", "decode", "decode"] * 3
+    assert all(p.tokens is None for p in view.passes)
+
+
+def test_html_report_has_the_llm_section_only_for_generations():
+    pytest.importorskip("jinja2")
+    from kinetoscope.report.html import render_html
+
+    page = render_html(kinetoscope.explain(corpus(SGLANG)))
+    assert "<h2>LLM phases</h2>" in page and "execute_32_context_0" in page
+    assert "LLM phases" not in render_html(kinetoscope.explain(corpus("gpu/alexnet_train.json.gz")))

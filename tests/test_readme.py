@@ -1,0 +1,64 @@
+"""The README is executable: its loop runs as written, and CI installs what it says.
+
+The `bash` block under "The loop" is run line by line, in order, on CPU, in an
+empty folder: every file a later command reads must come from an earlier one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .capture_helpers import SRC
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def _bash_block_after(heading: str) -> list[str]:
+    section = README[README.index(heading) :]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)[1]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def _install_line(text: str) -> str:
+    return re.search(r'pip install (?:-q )?(-e "\.\[[^\]]*\]" "torch==[^"]+")', text)[1]
+
+
+def test_ci_installs_exactly_what_the_readme_says():
+    readme = _install_line(README)
+    ci = _install_line((REPO / ".ci" / "run").read_text(encoding="utf-8"))
+    assert ci == readme
+
+
+def test_readme_loop_runs_in_order_on_cpu(tmp_path):
+    pytest.importorskip("torch")
+    if not any(shutil.which(c) for c in ("g++", "c++", "clang++")):
+        pytest.skip("the loop's --compile run needs a C++ compiler on CPU")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(SRC),
+        "CUDA_VISIBLE_DEVICES": "",
+        "OMP_NUM_THREADS": "1",
+    }
+    for line in _bash_block_after("## The loop"):
+        argv = shlex.split(line, comments=True)
+        assert argv[0] == "kinetoscope", line
+        done = subprocess.run(
+            [sys.executable, "-m", "kinetoscope", *argv[1:]],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, f"{line}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        assert "Traceback" not in done.stderr, line
+    assert (tmp_path / "report.html").is_file()
