@@ -62,17 +62,17 @@ def test_unknown_device_gives_no_share():
 @pytest.mark.parametrize(
     ("name", "row"),
     [
-        ("NVIDIA H100 80GB HBM3", "H100 SXM"),
-        ("NVIDIA H100 NVL", "H100 NVL"),
         ("NVIDIA H100 PCIe", "H100 PCIe"),
-        ("NVIDIA A100 80GB PCIe", "A100 80GB PCIe"),
         ("NVIDIA A100-SXM4-80GB", "A100 80GB SXM"),
-        ("NVIDIA A100-PG509-200", "A100 (40GB or OEM variant)"),
-        ("AMD Instinct MI300X VF", "AMD Instinct MI300X"),
-        ("AMD Instinct MI250X", "AMD Instinct MI250X"),
-        ("NVIDIA GeForce RTX 2080 Ti", "GeForce RTX 2080 Ti (reference clocks)"),
+        ("NVIDIA H200", "H200 SXM"),
+        ("NVIDIA H200 NVL", None),  # 600 W part with lower peaks: not the SXM row
+        ("NVIDIA H100", None),  # form factor unknown
+        ("AMD Instinct MI250", "AMD Instinct MI250 (per GCD)"),
+        ("AMD Instinct MI250X", None),  # figures not confirmed
+        ("AMD Instinct MI250X / MI250", None),  # cannot tell the two apart
+        ("NVIDIA GeForce RTX 4090", "GeForce RTX 4090"),
+        ("NVIDIA L4", "L4"),
         ("NVIDIA L40S", None),
-        ("AMD Radeon Graphics", None),
     ],
 )
 def test_device_name_matching(name, row):
@@ -80,10 +80,73 @@ def test_device_name_matching(name, row):
     assert (found.device if found else None) == row
 
 
+#: Every device name the corpus records (`deviceProperties[].name`) and the row it must
+#: get, written from what each name denotes: "NVIDIA H100 80GB HBM3" is the SXM5 part
+#: (HBM3, 80 GB), the NVL and the DGX Station V100 have no confirmed figures, the
+#: A100-PG509-200 is an OEM board whose memory is not known, "MI300X VF" is the
+#: virtual function of an MI300X, and an MI250 ROCm reports as "AMD Radeon Graphics".
+CORPUS_DEVICES = {
+    "NVIDIA A100-PG509-200": "A100 (40GB or OEM variant)",
+    "NVIDIA A100 80GB PCIe": "A100 80GB PCIe",
+    "NVIDIA H100 80GB HBM3": "H100 SXM",
+    "NVIDIA H100 NVL": None,
+    "NVIDIA B200": "B200 (HGX B200, per GPU)",
+    "NVIDIA GeForce RTX 2080 Ti": "GeForce RTX 2080 Ti (reference clocks)",
+    "Tesla V100-SXM2-32GB": "Tesla V100 SXM2",
+    "Tesla V100-DGXS-32GB": None,
+    "AMD Instinct MI210": "AMD Instinct MI210",
+    "AMD Instinct MI300X": "AMD Instinct MI300X",
+    "AMD Instinct MI300X VF": "AMD Instinct MI300X",
+    "AMD Radeon Graphics": None,
+}
+
+
+def _recorded_device_names() -> set[str]:
+    """The non-empty device names in the corpus traces' deviceProperties."""
+    import gzip
+    import json
+
+    from .conftest import corpus_files
+
+    names = set()
+    for path in corpus_files():
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt") as f:
+            data = json.load(f)
+        if isinstance(data, dict):
+            names |= {p.get("name") for p in data.get("deviceProperties", []) if p.get("name")}
+    return names
+
+
+def test_every_corpus_device_name_maps_to_its_row():
+    names = _recorded_device_names()
+    if not names:
+        pytest.skip("corpus not found")
+    assert names == set(CORPUS_DEVICES)  # a new corpus device needs a decision here
+    for name, row in CORPUS_DEVICES.items():
+        found = device_peaks(name)
+        assert (found.device if found else None) == row, name
+
+
 def test_every_row_cites_a_source_and_has_a_peak():
     for _, peaks in PEAKS:
-        assert peaks.source and peaks.tflops
+        assert peaks.source and "http" in peaks.url and peaks.tflops
         assert all(v > 0 for v in peaks.tflops.values())
+
+
+def test_sparse_figures_are_halved():
+    # the datasheets print 2:4-sparse tensor rates; dense is half (H100 SXM: 989 TF32*,
+    # 1,979 BF16*, 3,958 FP8*; MI300X ROCm table: dense 1307.4 BF16, 2614.9 FP8)
+    h100 = device_peaks("NVIDIA H100 80GB HBM3")
+    assert (h100.tflops["tf32"], h100.tflops["bf16"], h100.tflops["fp8"]) == (494.5, 989.5, 1979.0)
+    mi300x = device_peaks("AMD Instinct MI300X")
+    assert (mi300x.tflops["bf16"], mi300x.tflops["fp8"]) == (1307.4, 2614.9)
+
+
+def test_mi250_row_is_one_gcd():
+    # each GCD is its own HIP device: half the OAM's 362.1 TFLOP/s and 3.2 TB/s
+    row = device_peaks("AMD Instinct MI250")
+    assert row.tflops["bf16"] == pytest.approx(362.1 / 2) and row.bandwidth_gbs == 1600.0
 
 
 def test_sweep_point_and_plot_carry_the_share_of_peak(tmp_path):
