@@ -17,16 +17,22 @@ _FUSED = ("flash", "efficient", "cudnn")
 
 
 def _details(use: BackendUse) -> str:
-    """`24 calls; 1 kernels per call; FlashAttention-2 (pytorch_flash)`."""
+    """`24 calls; 1 kernel per call; FlashAttention-2 (pytorch_flash)`."""
     if use.calls:
-        parts = [f"{use.calls} calls"]
+        parts = [_count(use.calls, "call")]
         if use.kernels:
-            parts.append(f"{use.kernels_per_call:.3g} kernels per call")
+            per_call = use.kernels_per_call
+            parts.append(f"{per_call:.3g} kernel{'' if per_call == 1 else 's'} per call")
     else:
-        parts = [f"{use.kernels} kernels, no recorded SDPA call (a library's own attention op)"]
+        kernels = _count(use.kernels, "kernel")
+        parts = [f"{kernels}, no recorded SDPA call (a library's own attention op)"]
     if use.libraries:
         parts.append(", ".join(sorted(use.libraries)))
     return "; ".join(parts)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _describe(use: BackendUse) -> str:
