@@ -135,8 +135,9 @@ PEAKS: tuple[tuple[re.Pattern, DevicePeaks], ...] = tuple(
             DevicePeaks("H100 SXM", _H100_SXM, 3350.0, "NVIDIA H100 datasheet", _H100_URL),
         ),
         (
-            # the H200 NVL (600 W) has lower peaks than the SXM part
-            r"H200(?!.*NVL)",
+            # the H200 NVL (600 W) has lower peaks than the SXM part, and a GH200 superchip
+            # ("NVIDIA GH200 480GB") has other memory
+            r"(?<!G)H200(?!.*NVL)",
             DevicePeaks(
                 "H200 SXM",
                 _H100_SXM,  # the same GH100 compute as the H100 SXM, HBM3e memory
