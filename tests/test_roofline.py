@@ -67,6 +67,7 @@ def test_unknown_device_gives_no_share():
         ("NVIDIA H200", "H200 SXM"),
         ("NVIDIA H200 NVL", None),  # 600 W part with lower peaks: not the SXM row
         ("NVIDIA GH200 480GB", None),  # Grace Hopper superchip: other memory
+        ("NVIDIA GB200", None),  # Grace Blackwell: 1200 W, not the HGX B200 figures
         ("NVIDIA H100", None),  # form factor unknown
         ("AMD Instinct MI250", "AMD Instinct MI250 (per GCD)"),
         ("AMD Instinct MI250X", None),  # figures not confirmed

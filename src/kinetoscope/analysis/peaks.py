@@ -149,7 +149,7 @@ PEAKS: tuple[tuple[re.Pattern, DevicePeaks], ...] = tuple(
             ),
         ),
         (
-            r"B200",
+            r"(?<!G)B200",  # a GB200's GPUs run at 1200 W, with other peaks
             DevicePeaks(
                 "B200 (HGX B200, per GPU)",
                 {
