@@ -57,6 +57,7 @@ def test_cuda_requested_but_absent_is_one_line_exit_2(tmp_path):
         (["--active", "0"], "Invalid value for '--active'"),
         (["--dtype", "fp8"], "Invalid value for '--dtype'"),
         (["--impl", "flash"], "Invalid value for '--impl'"),
+        (["--backend", "xformers"], "Invalid value for '--backend'"),
     ],
 )
 def test_bad_parameter_values_are_typer_errors_exit_2(tmp_path, args, expected):

@@ -46,6 +46,15 @@ class ImplOpt(str, Enum):
     sdpa = "sdpa"
 
 
+class AttnBackendOpt(str, Enum):
+    auto = "auto"
+    naive = "naive"
+    math = "math"
+    efficient = "efficient"
+    flash = "flash"
+    cudnn = "cudnn"
+
+
 _WORKLOAD = "Workload options (each applies to the workloads named)"
 _SCHEDULE = "Schedule (torch.profiler.schedule)"
 
@@ -125,6 +134,11 @@ def profile_command(
     impl: ImplOpt | None = typer.Option(
         None, help="attention: naive or sdpa.", rich_help_panel=_WORKLOAD
     ),
+    backend: AttnBackendOpt | None = typer.Option(
+        None,
+        help="attention: SDPA backend to pin (auto lets PyTorch choose; naive = --impl naive).",
+        rich_help_panel=_WORKLOAD,
+    ),
     heads: int | None = typer.Option(
         None, min=1, help="attention: heads.", rich_help_panel=_WORKLOAD
     ),
@@ -180,6 +194,7 @@ def profile_command(
             "dim": dim,
             "hidden": hidden,
             "impl": impl,
+            "backend": backend,
             "heads": heads,
             "head_dim": head_dim,
             "layers": layers,

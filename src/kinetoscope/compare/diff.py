@@ -385,6 +385,7 @@ def diff_findings(a: list[Finding], b: list[Finding]) -> list[FindingRow]:
 
 def diff_runs(run_a: Run, run_b: Run) -> TraceDiff:
     """Compare two runs; `conclusion` holds the plain-words summary."""
+    from ..analysis.attention import backend_change
     from .conclusion import conclude
 
     stats_a, stats_b = step_stats(run_a.trace), step_stats(run_b.trace)
@@ -410,4 +411,6 @@ def diff_runs(run_a: Run, run_b: Run) -> TraceDiff:
         ),
     )
     result.conclusion = conclude(result)
+    if attention := backend_change(run_a.trace, run_b.trace):  # owned by analysis/attention.py
+        result.conclusion = f"{attention} {result.conclusion}"
     return result

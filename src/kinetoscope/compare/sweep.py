@@ -21,6 +21,7 @@ from statistics import median
 from typing import Any
 
 from ..analysis.compute_ops import compute_steps
+from ..analysis.roofline import roofline
 from ..analysis.steps import step_stats
 from ..api import explain
 from ..errors import KinetoscopeError, UsageError
@@ -44,6 +45,8 @@ class SweepPoint:
     dispatch_us: float | None = None  # step time outside compute ops (dispatch, Python)
     flops: float | None = None  # per step, from matmul shapes
     tflops: float | None = None
+    #: GEMMs' achieved FLOP/s / the device's datasheet peak (analysis.roofline), where known
+    share_of_peak: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -102,7 +105,14 @@ def measure(trace: Trace, value: float) -> SweepPoint:
         dispatch_us=max(median(s.dur for s in stats) - compute_us, 0.0),
         flops=flops or None,
         tflops=flops / busy * 1e-6 if flops and busy > 0 else None,
+        share_of_peak=_gemm_share_of_peak(trace),
     )
+
+
+def _gemm_share_of_peak(trace: Trace) -> float | None:
+    """Share of peak of the dtype whose GEMMs own the most device time (None off the table)."""
+    rows = roofline(trace).by_dtype
+    return rows[0].share_of_peak if rows else None
 
 
 def curves(points: list[SweepPoint]) -> tuple[str, list[tuple[float, float, float]]]:

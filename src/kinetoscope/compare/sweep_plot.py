@@ -1,5 +1,7 @@
 """The sweep plot: host vs device (or dispatch vs compute) time per step against the
-parameter, and achieved TFLOP/s below it when the runs recorded matmul shapes.
+parameter, and achieved TFLOP/s below it when the runs recorded matmul shapes, with the
+GEMMs' share of the device's datasheet peak on that panel's right axis where the device
+is in the peak table.
 
 The legend sits outside the axes (below the time panel) and the crossover label
 inside at the top of the axes, so the two never overlap whatever the data. The
@@ -25,7 +27,8 @@ def sweep_figure(plt, points: list[SweepPoint], cross: Crossover, title: str, pa
         else ("compute ops (self time) / step", "rest of the step (dispatch, other ops) / step")
     )
     rates = [(p.value, p.tflops) for p in points if p.ok and p.tflops]
-    panels = 2 if rates else 1
+    shares = [(p.value, p.share_of_peak) for p in points if p.ok and p.share_of_peak is not None]
+    panels = 2 if rates or shares else 1
     fig, axes = plt.subplots(
         panels, 1, figsize=(7, 4.8 + 2.2 * (panels - 1)), dpi=110, sharex=True, squeeze=False,
         gridspec_kw={"height_ratios": [3, 2][:panels]},
@@ -52,12 +55,13 @@ def sweep_figure(plt, points: list[SweepPoint], cross: Crossover, title: str, pa
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1 if panels == 1 else -0.04),
               ncol=2, fontsize=8, frameon=False)  # fmt: skip
-    if rates:
+    if panels == 2:
         low = axes[1, 0]
         low.plot([r[0] for r in rates], [r[1] for r in rates], "D-", color="tab:green")
         low.set_ylabel("achieved TFLOP/s")
         low.set_ylim(bottom=0)
         low.grid(True, which="both", alpha=0.3)
+        _plot_share_of_peak(low, shares)
     axes[-1, 0].set_xlabel(param)
     fig.tight_layout()
     return fig
@@ -88,3 +92,21 @@ def plot_sweep(
     finally:
         plt.close(fig)
     return out
+
+
+def _plot_share_of_peak(ax, rated: list[tuple[float, float]]) -> None:
+    """GEMM share of the device's peak (value, share) on a right-hand axis of the TFLOP/s
+    panel, where the device is in the peak table (analysis.peaks)."""
+    if not rated:
+        return
+    right = ax.twinx()
+    right.plot(
+        [v for v, _ in rated],
+        [100 * s for _, s in rated],
+        "^:",
+        color="tab:green",
+        label="GEMM share of peak FLOP/s",
+    )
+    right.set_ylabel("GEMM achieved / peak FLOP/s (%)")
+    right.set_ylim(0, 100)
+    right.legend(loc="lower right", fontsize=8)

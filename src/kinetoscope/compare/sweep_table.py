@@ -16,11 +16,14 @@ def _tflops(p: SweepPoint) -> str:
 
 def table_rows(param: str, points: list[SweepPoint]) -> tuple[list[str], list[list[str]]]:
     mode, _ = curves(points)
+    peak = any(p.share_of_peak is not None for p in points)
     if mode == "device":
         headers = [param, "step", "host/step", "device/step", "busy ratio", "regime", "TFLOP/s"]
     else:
         headers = [param, "step", "host/step", "compute/step", "dispatch/step", "compute %"]
         headers += ["regime", "TFLOP/s"]
+    if peak:
+        headers.append("GEMM % of peak")
     rows = []
     for p in points:
         if not p.ok:
@@ -31,5 +34,8 @@ def table_rows(param: str, points: list[SweepPoint]) -> tuple[list[str], list[li
             row += [fmt_us(p.device_us, 1), fmt_pct(p.busy_ratio)]
         else:
             row += [fmt_us(p.compute_us, 1), fmt_us(p.dispatch_us, 1), fmt_pct(p.compute_share)]
-        rows.append(row + [p.regime or "-", _tflops(p)])
+        row += [p.regime or "-", _tflops(p)]
+        if peak:
+            row.append(fmt_pct(p.share_of_peak) if p.share_of_peak is not None else "-")
+        rows.append(row)
     return headers, rows

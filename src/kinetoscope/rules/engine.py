@@ -28,6 +28,7 @@ RULE_MODULES: list[str] = [
     "memory",
     "quality",
     "llm",
+    "attention",
 ]
 
 T = TypeVar("T")

@@ -19,6 +19,7 @@ from ..trace import Trace
 from ..units import fmt_pct, fmt_us
 from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, rule
+from .roofline import peak_evidence
 from .verdict import DEFAULTS, REGIMES, RegimeCall, classify
 
 __all__ = ["REGIMES", "classify"]
@@ -186,7 +187,8 @@ def compute_bound(ctx) -> list[Finding]:
             impact_us=0.0,
             evidence=_numbers(call)
             + _step_anchor(ctx.trace, lowest=False)
-            + _top_kernels(ctx.trace),
+            + _top_kernels(ctx.trace)
+            + peak_evidence(ctx),
             measured=_measured(call, threshold=call.compute_min_ratio),
         )
     ]
