@@ -7,7 +7,10 @@ two-layer MLP trained with SGD. What it teaches: the data-bound case. With
 `enumerate(DataLoader)#...__next__`, so a large share of each step is loading
 and the device (or the training math on CPU) waits; with workers the batches are
 prepared in parallel and `__next__` only hands over a finished one.
-`--pin-memory` pins host buffers so copies to a GPU can be asynchronous.
+`--pin-memory` pins host buffers so copies to a GPU can be asynchronous;
+`prefetch_factor` (batches each worker keeps ready, only with workers) is set by
+`kinetoscope tune`. One iterator serves the whole run, so `persistent_workers`
+(which keeps workers alive across iterators, i.e. epochs) could change nothing here.
 """
 
 from __future__ import annotations
@@ -35,11 +38,17 @@ class Params:
     hidden: int = 256
     num_workers: int = 0
     pin_memory: bool = False
+    prefetch_factor: int = 2  # torch's default; used only when num_workers > 0
 
 
 def tag(p: Params) -> str:
     pin = "_pin" if p.pin_memory else ""
     return f"w{p.num_workers}{pin}_b{p.batch}_i{p.image}_blur{p.blur}_h{p.hidden}"
+
+
+def knobs(p: Params) -> list[str]:
+    """Name parts for settings away from their defaults that `tag` does not show."""
+    return [f"pf{p.prefetch_factor}"] if p.num_workers and p.prefetch_factor != 2 else []
 
 
 class SyntheticImages(Dataset):
@@ -69,6 +78,7 @@ def build(p: Params, ctx: Context):
         batch_size=p.batch,
         num_workers=p.num_workers,
         pin_memory=p.pin_memory,
+        prefetch_factor=p.prefetch_factor if p.num_workers else None,
         drop_last=True,
     )
     batches = iter(loader)
