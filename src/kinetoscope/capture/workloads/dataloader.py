@@ -11,10 +11,14 @@ prepared in parallel and `__next__` only hands over a finished one.
 `prefetch_factor` (batches each worker keeps ready, only with workers) is set by
 `kinetoscope tune`. One iterator serves the whole run, so `persistent_workers`
 (which keeps workers alive across iterators, i.e. epochs) could change nothing here.
+`read_ms` adds a per-item read latency (a sleep, as reading from a disk or a
+network store waits without using a core): loading that workers speed up by
+waiting side by side even on a machine with no idle core.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import torch
@@ -39,6 +43,7 @@ class Params:
     num_workers: int = 0
     pin_memory: bool = False
     prefetch_factor: int = 2  # torch's default; used only when num_workers > 0
+    read_ms: float = 0.0  # per-item read latency (sleep), as a disk or network read
 
 
 def tag(p: Params) -> str:
@@ -48,20 +53,24 @@ def tag(p: Params) -> str:
 
 def knobs(p: Params) -> list[str]:
     """Name parts for settings away from their defaults that `tag` does not show."""
-    return [f"pf{p.prefetch_factor}"] if p.num_workers and p.prefetch_factor != 2 else []
+    parts = [f"pf{p.prefetch_factor}"] if p.num_workers and p.prefetch_factor != 2 else []
+    return parts + ([f"read{p.read_ms:g}ms"] if p.read_ms else [])
 
 
 class SyntheticImages(Dataset):
     """Images made on demand, deterministic per index, preprocessed on the CPU."""
 
-    def __init__(self, image: int, blur: int) -> None:
+    def __init__(self, image: int, blur: int, read_ms: float = 0.0) -> None:
         self.image = image
         self.blur = blur
+        self.read_s = read_ms / 1000
 
     def __len__(self) -> int:
         return LENGTH
 
     def __getitem__(self, index: int):
+        if self.read_s:
+            time.sleep(self.read_s)
         generator = torch.Generator().manual_seed(index)
         x = torch.rand(1, 3, self.image, self.image, generator=generator)
         for _ in range(self.blur):
@@ -74,7 +83,7 @@ class SyntheticImages(Dataset):
 
 def build(p: Params, ctx: Context):
     loader = DataLoader(
-        SyntheticImages(p.image, p.blur),
+        SyntheticImages(p.image, p.blur, p.read_ms),
         batch_size=p.batch,
         num_workers=p.num_workers,
         pin_memory=p.pin_memory,
