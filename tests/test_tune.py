@@ -233,3 +233,13 @@ def test_tune_bad_input_is_one_line(tmp_path, args, message):
     lines = error_lines(result.stderr)
     assert len(lines) == 1 and message in lines[0], result.stderr
     assert not (tmp_path / "tune").exists()  # nothing claimed before the input was checked
+
+
+def test_tune_failed_baseline_is_one_line_and_leaves_no_folder(tmp_path):
+    script = tmp_path / "broken.py"
+    script.write_text("raise SystemExit('no data here')\n")
+    result = run_cli("tune", str(script), "--knob", "a=1", *QUICK, "--out", str(tmp_path))
+    assert result.returncode == 2, result.stderr
+    lines = error_lines(result.stderr)
+    assert len(lines) == 1 and "the baseline run failed" in lines[0], lines
+    assert not (tmp_path / "tune" / "broken").exists()

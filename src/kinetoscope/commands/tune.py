@@ -57,7 +57,7 @@ def tune_command(
     format: str = typer.Option("text", "--format", "-f", help="text or json (stdout)."),
 ) -> None:  # fmt: skip
     """Tune a workload or script: baseline, knobs from the verdict, trials, best setting."""
-    from ..outputs import claim_folder
+    from ..outputs import claim_folder, remove_empty_folders
     from ..tune.knobs import parse_knob
     from ..tune.session import Budget, Session, run_session
     from ..tune.trials import Timing
@@ -75,9 +75,13 @@ def tune_command(
         )
     folder = claim_folder(out / "tune" / Path(target).stem, force)
     session = Session(tgt, Timing(warmup, blocks, block_steps), folder)
-    with _progress_bar() as progress:
-        run_session(session, user_knobs, Budget(trials, time_budget), timeout, force, progress,
-                    memory_limit)  # fmt: skip
+    try:
+        with _progress_bar() as progress:
+            run_session(session, user_knobs, Budget(trials, time_budget), timeout, force,
+                        progress, memory_limit)  # fmt: skip
+    except BaseException:  # a failed baseline or Ctrl-C before it finished: leave no empty folder
+        remove_empty_folders([folder])
+        raise
     _write_outputs(session, format, force)
 
 

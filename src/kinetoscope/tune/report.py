@@ -95,7 +95,7 @@ def to_text(session: Session, table: str, diff_conclusion: str | None) -> str:
         f"each trial: {t.warmup} warm-up steps, then {t.blocks} blocks of {t.block_steps} "
         "steps timed (step time and throughput: median ± half the interquartile range over "
         "blocks), then 4 profiled steps for the regime",
-        f"rule: {RULE}",
+        f"rule: {RULE}; speed-up is over the baseline, result over the trial's reference",
         *reasons(session),
         "",
         table,
