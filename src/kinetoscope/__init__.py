@@ -2,6 +2,7 @@
 
 from .api import explain
 from .errors import KinetoscopeError, TraceError, UsageError
+from .knob import knob
 from .report.model import Report
 from .trace import Trace, load
 
@@ -15,6 +16,7 @@ __all__ = [
     "UsageError",
     "__version__",
     "explain",
+    "knob",
     "load",
     "profile",
     "trace_handler",

@@ -36,6 +36,7 @@ COMMANDS: list[str] = [
     "slice",
     "view",
     "plot",
+    "tune",
 ]
 
 _DEBUG = {"on": False}

@@ -217,3 +217,26 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def claim_folder(path: Path, force: bool = False) -> Path:
+    """A folder of this run's own: `path`, else `path_2`, `path_3`, ... (claimed with
+    `mkdir`, which fails when the name exists, so two runs never share one); with `force`,
+    `path` itself even when it exists (files in it are then replaced by name)."""
+    path = Path(path)
+    make_folder(path.parent)
+    if force:
+        make_folder(path)
+        return path
+    for n in range(1, 1_000_000):
+        candidate = numbered(path, n)
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise UsageError(
+                f"{candidate}: cannot create the folder ({exc.strerror or exc})"
+            ) from None
+        return candidate
+    raise UsageError(f"{path}: no free name left beside it")

@@ -7,11 +7,18 @@ two-layer MLP trained with SGD. What it teaches: the data-bound case. With
 `enumerate(DataLoader)#...__next__`, so a large share of each step is loading
 and the device (or the training math on CPU) waits; with workers the batches are
 prepared in parallel and `__next__` only hands over a finished one.
-`--pin-memory` pins host buffers so copies to a GPU can be asynchronous.
+`--pin-memory` pins host buffers so copies to a GPU can be asynchronous;
+`prefetch_factor` (batches each worker keeps ready, only with workers) is set by
+`kinetoscope tune`. One iterator serves the whole run, so `persistent_workers`
+(which keeps workers alive across iterators, i.e. epochs) could change nothing here.
+`read_ms` adds a per-item read latency (a sleep, as reading from a disk or a
+network store waits without using a core): loading that workers speed up by
+waiting side by side even on a machine with no idle core.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import torch
@@ -35,6 +42,8 @@ class Params:
     hidden: int = 256
     num_workers: int = 0
     pin_memory: bool = False
+    prefetch_factor: int = 2  # torch's default; used only when num_workers > 0
+    read_ms: float = 0.0  # per-item read latency (sleep), as a disk or network read
 
 
 def tag(p: Params) -> str:
@@ -42,17 +51,26 @@ def tag(p: Params) -> str:
     return f"w{p.num_workers}{pin}_b{p.batch}_i{p.image}_blur{p.blur}_h{p.hidden}"
 
 
+def knobs(p: Params) -> list[str]:
+    """Name parts for settings away from their defaults that `tag` does not show."""
+    parts = [f"pf{p.prefetch_factor}"] if p.num_workers and p.prefetch_factor != 2 else []
+    return parts + ([f"read{p.read_ms:g}ms"] if p.read_ms else [])
+
+
 class SyntheticImages(Dataset):
     """Images made on demand, deterministic per index, preprocessed on the CPU."""
 
-    def __init__(self, image: int, blur: int) -> None:
+    def __init__(self, image: int, blur: int, read_ms: float = 0.0) -> None:
         self.image = image
         self.blur = blur
+        self.read_s = read_ms / 1000
 
     def __len__(self) -> int:
         return LENGTH
 
     def __getitem__(self, index: int):
+        if self.read_s:
+            time.sleep(self.read_s)
         generator = torch.Generator().manual_seed(index)
         x = torch.rand(1, 3, self.image, self.image, generator=generator)
         for _ in range(self.blur):
@@ -65,10 +83,11 @@ class SyntheticImages(Dataset):
 
 def build(p: Params, ctx: Context):
     loader = DataLoader(
-        SyntheticImages(p.image, p.blur),
+        SyntheticImages(p.image, p.blur, p.read_ms),
         batch_size=p.batch,
         num_workers=p.num_workers,
         pin_memory=p.pin_memory,
+        prefetch_factor=p.prefetch_factor if p.num_workers else None,
         drop_last=True,
     )
     batches = iter(loader)

@@ -1,0 +1,162 @@
+"""A tune session as a table, text, JSON and a plot. Renders; decides nothing.
+
+The figures come from `decide` (medians, quartiles, speed-up intervals) over
+the samples `trials` measured; the regime of each trial is what `explain` says
+of its profiled steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from ..own_files import signature
+from ..units import fmt_us
+from .decide import RULE, spread
+from .session import Session
+from .trials import Trial
+
+HEADERS = ["#", "trial", "stage", "step time", "throughput", "speed-up (95% CI)", "result",
+           "regime"]  # fmt: skip
+
+
+def unit(session: Session) -> str:
+    """`samples/s` when every trial knows its batch, else `steps/s`."""
+    ok = [t for t in session.trials if t.ok]
+    return "samples/s" if ok and all(t.samples_per_step for t in ok) else "steps/s"
+
+
+def outcome(t: Trial, best: str | None) -> str:
+    if t.error:
+        return "OOM" if t.oom else "failed"
+    if t.stage == "baseline":
+        return "reference"
+    if t.stage == "baseline again":
+        return "drift check"
+    mark = " (best)" if t.label == best else ""
+    if t.speed is None or t.speed.low is None:
+        return "too few blocks"
+    if t.accepted:
+        return "accepted" + mark
+    return "slower" if t.speed.worse else "within noise"
+
+
+def speed_text(t: Trial) -> str:
+    s = t.speed_vs_baseline
+    if s is None:
+        return "1" if t.stage == "baseline" and t.ok else "-"
+    if s.low is None:
+        return f"{s.ratio:.2f}x"
+    return f"{s.ratio:.2f}x ({s.low:.2f}-{s.high:.2f})"
+
+
+def rows(session: Session) -> list[list[str]]:
+    out = []
+    for t in session.trials:
+        if t.ok:
+            step = spread([b * 1e6 for b in t.block_seconds])
+            thr = spread(t.throughput())
+            step_text = f"{fmt_us(step.median)} ±{fmt_us(step.iqr / 2)}"
+            thr_text = f"{thr.median:.4g} ±{thr.iqr / 2:.2g}"
+        else:
+            step_text = thr_text = "-"
+        result = outcome(t, session.best)
+        if t.error:
+            result += f": {t.error}"
+        out.append([str(t.index), t.label, t.stage, step_text, thr_text, speed_text(t), result,
+                    t.regime or "-"])  # fmt: skip
+    return out
+
+
+def reasons(session: Session) -> list[str]:
+    """Why each knob was tried or not, one line each."""
+    lines = [f"tried {p.name} = {', '.join(map(str, p.values))}: {p.why}" for p in session.plans]
+    lines += [f"not tried {name}: {why}" for name, why in session.skipped]
+    return lines
+
+
+def best_line(session: Session) -> str:
+    best = session.trial(session.best) if session.best else None
+    if best is None:
+        return "best configuration: the baseline (no change beat the noise)"
+    s = best.speed_vs_baseline
+    return (
+        f"best configuration: {best.label}: {s.ratio:.2f}x the baseline's {unit(session)} "
+        f"(95% CI {s.low:.2f}-{s.high:.2f})"
+    )
+
+
+def to_text(session: Session, table: str, diff_conclusion: str | None) -> str:
+    """The whole session as plain text (`table` is the rendered table)."""
+    t = session.timing
+    lines = [
+        f"tune {session.target.name}: {len(session.trials)} trials in {session.seconds:.0f} s"
+        + (" (interrupted: finished trials only)" if session.interrupted else ""),
+        f"each trial: {t.warmup} warm-up steps, then {t.blocks} blocks of {t.block_steps} "
+        "steps timed (step time and throughput: median ± half the interquartile range over "
+        "blocks), then 4 profiled steps for the regime",
+        f"rule: {RULE}; speed-up is over the baseline, result over the trial's reference",
+        *reasons(session),
+        "",
+        table,
+        "",
+        *[f"not run {label}: {why}" for label, why in session.not_run],
+        *session.notes,
+        best_line(session),
+    ]
+    if diff_conclusion:
+        lines += ["", "diff baseline -> best: " + diff_conclusion]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def to_dict(session: Session, diff: dict[str, Any] | None, files: list[str]) -> dict[str, Any]:
+    """The JSON document (strict JSON through `jsontext.dumps`)."""
+    trials = []
+    for t in session.trials:
+        item = asdict(t)
+        item["step_time_us"] = asdict(spread([b * 1e6 for b in t.block_seconds])) if t.ok else None
+        item["throughput"] = asdict(spread(t.throughput())) if t.ok else None
+        item["result"] = outcome(t, session.best)
+        trials.append(item)
+    return {
+        **signature("tune"),
+        "target": asdict(session.target),
+        "timing": asdict(session.timing),
+        "rule": RULE,
+        "throughput_unit": unit(session),
+        "plans": [asdict(p) for p in session.plans],
+        "skipped": [{"knob": k, "why": w} for k, w in session.skipped],
+        "not_run": [{"trial": k, "why": w} for k, w in session.not_run],
+        "trials": trials,
+        "best": session.best,
+        "best_setting": session.trial(session.best).setting if session.best else {},
+        "notes": session.notes,
+        "interrupted": session.interrupted,
+        "seconds": session.seconds,
+        "diff": diff,
+        "files": files,
+    }
+
+
+def figure(plt, session: Session):
+    """Throughput per trial (median, quartile whiskers), the baseline's band shaded."""
+    ok = [t for t in session.trials if t.ok]
+    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.45 * max(len(ok), 1)), dpi=110)
+    base = session.baseline
+    if base is not None and base.ok:
+        b = spread(base.throughput())
+        ax.axvspan(b.q1, b.q3, color="0.88", zorder=0, label="baseline IQR")
+    for y, t in enumerate(reversed(ok)):
+        s = spread(t.throughput())
+        color = "tab:green" if t.accepted else ("tab:blue" if t.stage == "baseline" else "0.45")
+        if t.label == session.best:
+            color = "tab:red"
+        ax.errorbar(s.median, y, xerr=[[s.median - s.q1], [s.q3 - s.median]], fmt="o",
+                    color=color, capsize=3)  # fmt: skip
+    ax.set_yticks(range(len(ok)))
+    ax.set_yticklabels([f"#{t.index} {t.label}"[:40] for t in reversed(ok)], fontsize=8)
+    ax.set_xlabel(f"throughput ({unit(session)}): median and quartiles over timed blocks")
+    ax.set_title(f"tune {session.target.name}: green accepted, red best", fontsize=9)
+    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,190 @@
+"""The parts of `kinetoscope tune` that need no subprocess: statistics, knob choice, the
+knob API, the step clock, the folder claim. Inputs are built to a known answer."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from kinetoscope import knob
+from kinetoscope.errors import UsageError
+from kinetoscope.outputs import claim_folder
+from kinetoscope.tune.clock import StepClock
+from kinetoscope.tune.decide import speed_up, spread
+from kinetoscope.tune.knobs import Facts, choose, literal, parse_knob, workload_value
+
+from .capture_helpers import SRC
+
+# ---- statistics ----------------------------------------------------------------------
+
+
+def test_clear_gain_beats_noise():
+    rng = np.random.default_rng(1)
+    base = list(100 + rng.normal(0, 3, 10))
+    fast = list(150 + rng.normal(0, 3, 10))
+    s = speed_up(base, fast)
+    assert s.low > 1.0 and s.beats_noise and not s.worse
+    assert s.low < s.ratio < s.high
+    assert s.ratio == pytest.approx(np.median(fast) / np.median(base))
+
+
+def test_same_distribution_is_within_noise():
+    """Two samples of one distribution: the interval must hold 1.0 (seeded draws)."""
+    rng = np.random.default_rng(7)
+    a, b = list(100 + rng.normal(0, 10, 10)), list(100 + rng.normal(0, 10, 10))
+    s = speed_up(a, b)
+    assert s.low <= 1.0 <= s.high and not s.beats_noise
+
+
+def test_small_gain_in_large_noise_is_rejected_and_in_small_noise_accepted():
+    """The same 5% gain: accepted only when the block-to-block spread is small."""
+    rng = np.random.default_rng(3)
+    noise = rng.normal(0, 1, 10)
+    quiet = speed_up(list(100 + 0.5 * noise), list(105 + 0.5 * noise[::-1]))
+    loud = speed_up(list(100 + 20 * noise), list(105 + 20 * noise[::-1]))
+    assert quiet.beats_noise and not loud.beats_noise
+
+
+def test_too_few_blocks_give_no_interval():
+    s = speed_up([1.0, 1.1], [2.0, 2.1])
+    assert s.low is None and not s.beats_noise
+
+
+def test_spread_quartiles():
+    s = spread([1, 2, 3, 4, 5])
+    assert (s.median, s.q1, s.q3, s.iqr, s.n) == (3, 2, 4, 2, 5)
+
+
+# ---- knob choice from the verdict ----------------------------------------------------
+
+DATALOADER = {"batch": 32, "num_workers": 0, "pin_memory": False, "prefetch_factor": 2,
+              "compile": None, "dtype": "fp32", "tf32": False}  # fmt: skip
+
+
+def _facts(regime, gpu=False, backend="cpu", cpus=8, **kw):
+    shares = {"data_share": 0.7, "sync_share": 0.5, "dispatch_share": 0.2, "other_share": 0.1}
+    return Facts(regime, shares, kw.pop("ratio", 0.1), gpu, backend, cpus, **kw)
+
+
+def _names(plans):
+    return {p.name: p.values for p in plans}
+
+
+def test_data_bound_cpu_tries_workers_up_to_the_cores_not_pinning():
+    plans, skipped = choose(_facts("data-bound", cpus=4), DATALOADER)
+    names = _names(plans)
+    assert names["num_workers"] == (1, 2, 4)
+    assert "pin_memory" not in names and "compile" not in names and "batch" not in names
+    assert next(p for p in plans if p.name == "prefetch_factor").on_top
+    assert {"pin_memory", "persistent_workers"} <= {k for k, _ in skipped}
+    assert "data wait 70%" in plans[0].why
+
+
+def test_data_bound_gpu_also_tries_pinning():
+    names = _names(choose(_facts("data-bound", gpu=True, backend="cuda"), DATALOADER)[0])
+    assert names["pin_memory"] == (True,)
+
+
+def test_overhead_bound_tries_batch_and_compile_modes_by_backend():
+    cuda = _names(choose(_facts("overhead-bound", True, "cuda"), DATALOADER)[0])
+    rocm = _names(choose(_facts("overhead-bound", True, "rocm"), DATALOADER)[0])
+    assert cuda["batch"] == (64, 128)
+    assert cuda["compile"] == ("default", "reduce-overhead")
+    assert rocm["compile"] == ("default",)  # CUDA graphs through reduce-overhead: NVIDIA only
+    assert "num_workers" not in cuda
+
+
+def test_compute_bound_gpu_fp32_tries_bf16_and_tf32_cpu_tries_nothing():
+    gpu = _names(choose(_facts("compute-bound", True, "cuda", ratio=0.95), DATALOADER)[0])
+    assert gpu == {"dtype": ("bf16",), "tf32": (True,)}
+    plans, skipped = choose(_facts("compute-bound"), DATALOADER)
+    assert plans == [] and ("dtype" in {k for k, _ in skipped})
+
+
+def test_sync_bound_has_no_knob():
+    plans, skipped = choose(_facts("sync-bound"), DATALOADER)
+    assert plans == [] and "sync wait 50%" in skipped[0][1]
+
+
+def test_memory_headroom_batches_stay_under_the_limit():
+    gib = 1 << 30
+    roomy = _facts("compute-bound", True, "cuda", peak_memory=10 * gib, device_memory=80 * gib)
+    assert _names(choose(roomy, {**DATALOADER, "dtype": "bf16"})[0])["batch"] == (64, 128)
+    tight = _facts("compute-bound", True, "cuda", peak_memory=30 * gib, device_memory=80 * gib)
+    assert _names(choose(tight, {**DATALOADER, "dtype": "bf16"})[0])["batch"] == (64,)
+    full = _facts("compute-bound", True, "cuda", peak_memory=50 * gib, device_memory=80 * gib)
+    assert "batch" not in _names(choose(full, {**DATALOADER, "dtype": "bf16"})[0])
+
+
+def test_knob_parsing():
+    assert parse_knob("batch_size=16, 32,64") == ("batch_size", ["16", "32", "64"])
+    with pytest.raises(UsageError):
+        parse_knob("batch_size")
+    assert [literal(v) for v in ("3", "2.5", "true", "x")] == [3, 2.5, True, "x"]
+    assert workload_value("num_workers", "2", DATALOADER) == 2
+    assert workload_value("pin_memory", "true", DATALOADER) is True
+    assert workload_value("compile", "off", DATALOADER) is None
+    with pytest.raises(UsageError, match="not a knob"):
+        workload_value("nope", "1", DATALOADER)
+
+
+# ---- the knob API ----------------------------------------------------------------------
+
+
+def test_knob_reads_the_environment_typed(monkeypatch):
+    monkeypatch.setenv("KINETOSCOPE_KNOB_BATCH_SIZE", "64")
+    monkeypatch.setenv("KINETOSCOPE_KNOB_PIN", "true")
+    monkeypatch.setenv("KINETOSCOPE_KNOB_LR", "0.5")
+    assert knob("batch_size", 32) == 64
+    assert knob("pin", False) is True
+    assert knob("lr", 0.1) == 0.5
+    assert knob("untouched", "adam") == "adam"
+
+
+def test_knob_imports_no_torch():
+    code = "import sys, kinetoscope; kinetoscope.knob('a', 1); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={"PYTHONPATH": str(SRC)}, check=True)  # fmt: skip
+    assert out.stdout.strip() == "False"
+
+
+# ---- the step clock --------------------------------------------------------------------
+
+
+class _FakeProfiler:
+    def __init__(self, log):
+        self.log = log
+
+    def __enter__(self):
+        self.log.append("start")
+
+    def step(self):
+        self.log.append("step")
+
+    def __exit__(self, *exc):
+        self.log.append("stop" if exc[0] is None else "abort")
+
+
+def test_clock_phases():
+    log, syncs = [], []
+    clock = StepClock(2, 3, 4, lambda: syncs.append(1), lambda: _FakeProfiler(log), 4)
+    n = 0
+    while not clock.done:
+        clock.on_step()
+        n += 1
+    assert n == 2 + 3 * 4 + 4
+    assert len(clock.marks) == 4 and len(clock.block_seconds()) == 3 and len(syncs) == 4
+    assert log == ["start", "step", "step", "step", "step", "stop"]
+
+
+# ---- the session folder ----------------------------------------------------------------
+
+
+def test_claim_folder_numbers_and_force(tmp_path):
+    first = claim_folder(tmp_path / "tune" / "x")
+    second = claim_folder(tmp_path / "tune" / "x")
+    assert (first.name, second.name) == ("x", "x_2")
+    assert claim_folder(tmp_path / "tune" / "x", force=True) == first
