@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
+from pathlib import PurePath
 from typing import Any
 
 from ..analysis.hosttime import PARTS
@@ -26,6 +27,7 @@ from ..rules.base import SEVERITY_ORDER
 from ..units import fmt_share, fmt_us
 from .evidence import evidence_line, short_name
 from .model import Report
+from .timeline_data import timeline_events
 
 #: The explain page, top to bottom: templates/sections/<name>.html.j2 each.
 SECTIONS = [
@@ -127,7 +129,7 @@ def render_page(template: str, standalone: bool = True, **context: Any) -> str:
     from .. import __version__
 
     env = _environment()
-    context.setdefault("timeline_json", None)
+    context.setdefault("has_timeline", bool(context.get("timeline_json")))
     return env.get_template(template).render(
         assets=_assets(), standalone=standalone, version=__version__, **context
     )
@@ -149,8 +151,11 @@ def render_html(report: Report, standalone: bool = True) -> str:
     )
 
 
-def render_diff_html(diff, sections: list, more_line) -> str:
-    """`kinetoscope diff --format html`: compare/render.py's sections on the shared page."""
+def render_diff_html(diff, sections: list, more_line, runs=(), timelines_after: int = -1) -> str:
+    """`kinetoscope diff --format html`: compare/render.py's sections on the shared page, and
+    with `runs` (the two compare.diff.Run) each run's timeline and findings after section
+    number `timelines_after`, drawn by the same script as explain's."""
+    _environment()  # a clear error first when jinja2 is missing
     return render_page(
         "diff.html.j2",
         title=f"diff {diff.a.path} {diff.b.path}",
@@ -158,7 +163,27 @@ def render_diff_html(diff, sections: list, more_line) -> str:
         b_path=diff.b.path,
         sections=sections,
         more_line=more_line,
+        sides=[
+            _diff_side(letter, side, run)
+            for letter, side, run in zip("AB", (diff.a, diff.b), runs, strict=False)
+        ],
+        timelines_after=timelines_after,
+        has_timeline=bool(runs),
     )
+
+
+def _diff_side(letter: str, side, run) -> dict[str, Any]:
+    """One run on the diff page: its timeline payload and its findings in reading order
+    (indices are the payload's finding numbers, as on the explain page)."""
+    payload = timeline_events(run.trace, run.findings, run.steps)
+    return {
+        "key": letter.lower(),
+        "letter": letter,
+        "name": PurePath(side.path).name,
+        "timeline_json": script_json(payload),
+        "findings": ranked(run.findings),
+        "per_step": side.has_steps,
+    }
 
 
 def render_ranks_html(report) -> str:

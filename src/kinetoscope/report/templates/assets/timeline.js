@@ -3,7 +3,10 @@
    inside each .tl element. Level of detail: per row, events are visited in start order
    and events that add no new pixel column are skipped with a binary search over the
    row's running max end, so a frame visits and draws about one event per pixel column
-   per row however many events are visible. */
+   per row however many events are visible.
+   A page may hold several timelines (diff: one per run). Each finds its own finding cards
+   (.finding[data-for] equal to its data-timeline); timelines sharing a data-group open at
+   one time scale, the longest one's full span, so equal widths mean equal times. */
 (function () {
   "use strict";
   var LABEL_W = 150, AXIS_H = 20, STEP_H = 14, MARK_LEVEL_H = 10, MARK_LEVELS = 4;
@@ -34,6 +37,7 @@
     this.tip = root.querySelector(".tl-tip");
     this.decode(data);
     this.layout();
+    this.full = this.t1 - this.t0;
     this.v0 = this.t0; this.v1 = this.t1;
     this.hover = -1; this.pinned = -1; this.finding = -1;
     this.frames = [];
@@ -77,9 +81,10 @@
       ev += d.args.events[a]; this.args[ev] = d.args.table[d.args.entry[a]];
     }
     this.marks = [];
-    var self = this;
+    var self = this, key = this.root.dataset.timeline || "";
     this.findingEls = Array.prototype.slice.call(
-      (root_of(this.root)).querySelectorAll(".finding[data-finding]"));
+      (root_of(this.root)).querySelectorAll(".finding[data-finding]"))
+      .filter(function (e) { return (e.dataset.for || "") === key; });
     d.findings.forEach(function (f, fi) {
       var el = self.findingEls.filter(function (e) { return +e.dataset.finding === fi; })[0];
       var sev = el ? el.dataset.severity : "info";
@@ -279,25 +284,38 @@
     this.root.dataset.highlighted = on.length;
   };
 
-  /* finding markers: stacked in levels so none hides another; past the last level they
-     cluster into a "+n" count at that spot */
+  /* finding markers: stacked in levels so none hides another, the most severe placed
+     first (a critical marker always gets the top level at its spot); where every
+     level is taken, a marker joins the nearest placed one as its "+n" count */
   Timeline.prototype.drawMarks = function (ctx) {
-    var c = this.colors, self = this, lastX = [], W = 10, placed = [];
-    this.marks.forEach(function (m) {
+    var c = this.colors, self = this, W = 10, levels = [], placed = [];
+    for (var l = 0; l < MARK_LEVELS; l++) levels.push([]);
+    // the selected finding's markers first, then by severity: neither is ever folded into a count
+    var rank = function (m) { return m.f === self.finding ? -1 : SEV_RANK[m.sev]; };
+    var ordered = this.marks.slice().sort(function (a, b) { return rank(a) - rank(b) || a.t - b.t; });
+    ordered.forEach(function (m) {
       var x = self.x(m.t);
       if (x < LABEL_W - 5 || x > self.width + 5) return;
       var lvl = 0;
-      while (lvl < MARK_LEVELS && lastX[lvl] !== undefined && x - lastX[lvl] < W) lvl++;
-      if (lvl === MARK_LEVELS) { placed[placed.length - 1].more++; return; }
-      lastX[lvl] = x;
-      placed.push({ m: m, x: x, lvl: lvl, more: 0 });
+      while (lvl < MARK_LEVELS && levels[lvl].some(function (p) { return Math.abs(p.x - x) < W; })) lvl++;
+      if (lvl === MARK_LEVELS) {
+        var near = placed.reduce(function (best, p) { return !best || Math.abs(p.x - x) < Math.abs(best.x - x) ? p : best; }, null);
+        near.more++;
+        return;
+      }
+      var p = { m: m, x: x, lvl: lvl, more: 0 };
+      levels[lvl].push(p); placed.push(p);
+    });
+    placed.forEach(function (p) {  // counts first: a marker beside one is drawn over its text
+      if (!p.more) return;
+      ctx.fillStyle = c.fg;
+      ctx.fillText("+" + p.more, p.x + 5, self.marksTop + p.lvl * MARK_LEVEL_H + 1 + MARK_LEVEL_H / 2);
     });
     placed.forEach(function (p) {
       var y = self.marksTop + p.lvl * MARK_LEVEL_H + 1, sel = p.m.f === self.finding;
       ctx.fillStyle = c[p.m.sev];
       ctx.beginPath(); ctx.moveTo(p.x - 4.5, y); ctx.lineTo(p.x + 4.5, y); ctx.lineTo(p.x, y + MARK_LEVEL_H - 2); ctx.closePath(); ctx.fill();
       if (sel) { ctx.strokeStyle = c.fg; ctx.lineWidth = 1.5; ctx.stroke(); }
-      if (p.more) { ctx.fillStyle = c.fg; ctx.fillText("+" + p.more, p.x + 5, y + MARK_LEVEL_H / 2); }
     });
     this.placed = placed;
     this.root.dataset.marks = placed.length;
@@ -344,18 +362,25 @@
 
   Timeline.prototype.zoom = function (factor, atX) {
     var t = this.t(atX === undefined ? (LABEL_W + this.width) / 2 : atX);
-    var span = Math.max((this.v1 - this.v0) * factor, MIN_SPAN_US), full = (this.t1 - this.t0) * 1.1;
+    var span = Math.max((this.v1 - this.v0) * factor, MIN_SPAN_US), full = this.full * 1.1;
     span = Math.min(span, full);
     var frac = (t - this.v0) / (this.v1 - this.v0);
     this.setView(t - frac * span, t - frac * span + span);
   };
 
+  /* the whole trace, or the group's common span from this trace's first event */
+  Timeline.prototype.home = function () { this.setView(this.t0, this.t0 + this.full); };
+
+  Timeline.prototype.setFull = function (span) {
+    this.full = Math.max(span, this.t1 - this.t0); this.home();
+  };
+
   Timeline.prototype.pan = function (dt) { this.setView(this.v0 + dt, this.v1 + dt); };
 
   Timeline.prototype.setView = function (v0, v1) {
-    var span = v1 - v0, pad = (this.t1 - this.t0) * 0.05;
+    var span = v1 - v0, pad = this.full * 0.05, last = this.t0 + this.full;
     if (v0 < this.t0 - pad) { v0 = this.t0 - pad; v1 = v0 + span; }
-    if (v1 > this.t1 + pad) { v1 = this.t1 + pad; v0 = v1 - span; }
+    if (v1 > last + pad) { v1 = last + pad; v0 = v1 - span; }
     this.v0 = v0; this.v1 = v1; this.request();
   };
 
@@ -408,12 +433,15 @@
       if (mark) {
         var el = self.findingEls.filter(function (f) { return +f.dataset.finding === mark.m.f; })[0];
         self.selectFinding(mark.m.f);
-        if (el) el.scrollIntoView({ block: "nearest" });
+        if (el) {  // a diff page folds each run's findings away: unfold the way to this one
+          for (var box = el.closest("details"); box; box = box.parentElement.closest("details")) box.open = true;
+          el.scrollIntoView({ block: "nearest" });
+        }
         return;
       }
       self.pinned = self.hit(x, y); self.request();
     });
-    cv.addEventListener("dblclick", function () { self.setView(self.t0, self.t1); });
+    cv.addEventListener("dblclick", function () { self.home(); });
     cv.addEventListener("mouseenter", function () { cv.focus({ preventScroll: true }); });
     cv.addEventListener("keydown", function (e) {
       var key = e.key.toLowerCase(), span = self.v1 - self.v0;
@@ -421,12 +449,12 @@
       else if (key === "s") self.zoom(1.25, self.hoverX);
       else if (key === "a") self.pan(-span * 0.1);
       else if (key === "d") self.pan(span * 0.1);
-      else if (key === "0" || key === "escape") { self.finding = -1; self.pinned = -1; self.setView(self.t0, self.t1); }
+      else if (key === "0" || key === "escape") { self.finding = -1; self.pinned = -1; self.home(); }
       else return;
       e.preventDefault();
     });
     var reset = this.root.querySelector(".tl-reset");
-    if (reset) reset.addEventListener("click", function () { self.finding = -1; self.pinned = -1; self.selectFinding(-1); self.setView(self.t0, self.t1); });
+    if (reset) reset.addEventListener("click", function () { self.finding = -1; self.pinned = -1; self.selectFinding(-1); self.home(); });
     this.findingEls.forEach(function (el) {
       el.addEventListener("click", function (e) {
         if (e.target.closest("a")) return;
@@ -442,10 +470,16 @@
   };
 
   function init() {
+    var groups = {};
     document.querySelectorAll(".ks .tl[data-timeline]").forEach(function (root) {
       if (root.ksTimeline) return;
       try { root.ksTimeline = new Timeline(root); }
       catch (err) { root.querySelector(".tl-range").textContent = "timeline unavailable: " + err; throw err; }
+      if (root.dataset.group) (groups[root.dataset.group] = groups[root.dataset.group] || []).push(root.ksTimeline);
+    });
+    Object.keys(groups).forEach(function (g) {
+      var span = Math.max.apply(null, groups[g].map(function (tl) { return tl.t1 - tl.t0; }));
+      groups[g].forEach(function (tl) { tl.setFull(span); });
     });
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
