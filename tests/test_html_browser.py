@@ -214,3 +214,131 @@ def test_timeline_times_read_as_units_fmt_us(browser, tmp_path):
     assert spans[0] > 1e6 and min(spans) < 1.0  # `0.350 us`, where 2 decimals would cut
     assert errors == []
     page.close()
+
+
+# ---- the diff page: both runs' timelines on the shared template and script ----------
+WORKERS0 = "gpu/resnet50_dataloader_workers0.pt.trace.json.gz"
+WORKERS4 = "gpu/resnet50_dataloader_workers4.pt.trace.json.gz"
+
+
+@pytest.fixture(scope="module")
+def diff_page(tmp_path_factory):
+    """`diff --format html` of the DataLoader pair (num_workers 0 -> 4): one file."""
+    from kinetoscope.compare.diff import diff_runs
+    from kinetoscope.compare.render import to_html
+    from kinetoscope.compare.runs import load_run
+
+    a, b = corpus(WORKERS0), corpus(WORKERS4)
+    runs = (load_run(a), load_run(b))
+    out = tmp_path_factory.mktemp("diff") / "diff.html"
+    out.write_text(to_html(diff_runs(*runs), runs), encoding="utf-8")
+    return out, runs, a.stat().st_size + b.stat().st_size
+
+
+def _diff_views(page) -> dict[str, dict]:
+    return page.evaluate(
+        """() => Object.fromEntries([...document.querySelectorAll('.tl')].map(t =>
+             [t.dataset.timeline, {v0: +t.dataset.v0, v1: +t.dataset.v1,
+              own: t.ksTimeline.t1 - t.ksTimeline.t0, marks: +t.dataset.marks,
+              highlighted: +t.dataset.highlighted}]))"""
+    )
+
+
+def _painted_pixels_of(page, key: str) -> int:
+    return page.evaluate(
+        """(key) => { const c = document.querySelector(`.tl[data-timeline="${key}"] canvas`);
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0; for (let i = 0; i < d.length; i += 4)
+          if (d[i] !== d[0] || d[i+1] !== d[1] || d[i+2] !== d[2]) n++;
+        return n; }""",
+        key,
+    )
+
+
+def test_diff_page_draws_both_runs_at_one_scale(browser, diff_page, tmp_path):
+    html_path, runs, traces_size = diff_page
+    # the issue's bound, for the two traces together (both corpus files are gzipped)
+    assert html_path.stat().st_size < 1.5 * traces_size
+    page, errors = _open(browser, html_path)
+    page.wait_for_function("() => document.querySelectorAll('.tl[data-v1]').length === 2")
+    page.locator('.tl[data-timeline="a"]').scroll_into_view_if_needed()
+    page.screenshot(path=str(tmp_path / "diff-light.png"))
+    assert errors == []
+    views = _diff_views(page)
+    assert list(views) == ["a", "b"]
+    for key in "ab":
+        assert _painted_pixels_of(page, key) > 10_000, key
+    # one time scale: both open at the longer run's span (A: workers0, about 1.07 s of
+    # events; B: about 0.85 s), so B's view reaches past its own last event
+    spans = {k: v["v1"] - v["v0"] for k, v in views.items()}
+    assert spans["a"] == pytest.approx(spans["b"], rel=1e-9)
+    assert spans["a"] == pytest.approx(max(v["own"] for v in views.values()), rel=1e-9)
+    assert views["b"]["own"] < 0.9 * spans["b"]
+    # each run's own finding markers: every finding of each run has a card of its key
+    for key, run in zip("ab", runs, strict=True):
+        cards = page.locator(f'.finding[data-for="{key}"]').count()
+        assert cards == len(run.findings) and views[key]["marks"] > 0
+    # zoom on A moves A's view only
+    box = page.locator('.tl[data-timeline="a"] canvas').bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 120)
+    page.mouse.wheel(0, -600)
+    page.wait_for_timeout(100)
+    zoomed = _diff_views(page)
+    assert zoomed["a"]["v1"] - zoomed["a"]["v0"] < 0.7 * spans["a"]
+    assert (zoomed["b"]["v0"], zoomed["b"]["v1"]) == (views["b"]["v0"], views["b"]["v1"])
+    page.keyboard.press("d")  # W/A/S/D go to the canvas under the pointer
+    page.wait_for_timeout(100)
+    assert _diff_views(page)["a"]["v0"] > zoomed["a"]["v0"]
+    assert errors == []
+    page.close()
+
+
+def test_diff_page_marker_opens_its_own_runs_finding(browser, diff_page, tmp_path):
+    """Clicking one of B's markers selects B's finding (unfolding B's list) and outlines
+    its events on B's timeline; A's timeline and cards are untouched."""
+    html_path, runs, _ = diff_page
+    page, errors = _open(browser, html_path)
+    page.wait_for_function("() => document.querySelectorAll('.tl[data-v1]').length === 2")
+    tl = page.locator('.tl[data-timeline="b"]')
+    tl.scroll_into_view_if_needed()
+    # a marker of a finding that names events (drawn at the marker's x, level y)
+    target = page.evaluate(
+        """() => { const t = document.querySelector('.tl[data-timeline="b"]').ksTimeline;
+             const p = t.placed.find(p => t.data.findings[p.m.f].events.length);
+             return {x: p.x, y: t.marksTop + p.lvl * 10 + 4, f: p.m.f}; }"""
+    )
+    box = tl.locator("canvas").bounding_box()
+    page.mouse.click(box["x"] + target["x"], box["y"] + target["y"])
+    page.wait_for_timeout(200)
+    card = page.locator(f'.finding[data-for="b"][data-finding="{target["f"]}"]')
+    assert "selected" in card.get_attribute("class").split() and card.is_visible()
+    assert page.locator('.finding[data-for="a"].selected').count() == 0
+    views = _diff_views(page)
+    assert views["b"]["highlighted"] >= 1 and views["a"]["highlighted"] == 0
+    tl.screenshot(path=str(tmp_path / "diff-b-finding.png"))
+    assert errors == []
+    page.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_diff_page_text_contrast(browser, diff_page, tmp_path, scheme):
+    html_path, _, _ = diff_page
+    page, errors = _open(browser, html_path, scheme)
+    page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+    page.screenshot(path=str(tmp_path / f"diff-{scheme}.png"), full_page=True)
+    pairs = page.evaluate(
+        """() => [...document.querySelectorAll(
+             '.ks :is(p, td, th, h1, h2, code, li, summary, strong, .tl-bar span)')]
+           .filter(e => e.innerText && e.innerText.trim())
+           .map(e => {
+             let bg = 'rgba(0, 0, 0, 0)', n = e;
+             while (n && /rgba\\(0, 0, 0, 0\\)|transparent/.test(bg)) {
+               bg = getComputedStyle(n).backgroundColor; n = n.parentElement; }
+             return [e.innerText.slice(0, 30), getComputedStyle(e).color, bg]; })"""
+    )
+    assert len(pairs) > 200 and errors == []
+    for text, fg, bg in pairs:
+        a, b = sorted([_luminance(fg), _luminance(bg)])
+        assert (b + 0.05) / (a + 0.05) >= 4.5, (scheme, text, fg, bg)
+    assert (_luminance(pairs[0][2]) < 0.2) == (scheme == "dark")
+    page.close()

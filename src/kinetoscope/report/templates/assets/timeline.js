@@ -386,6 +386,7 @@
 
   Timeline.prototype.selectFinding = function (fi) {
     this.finding = fi;
+    this.tip.style.display = "none";  // the view moves: what the tip named is elsewhere now
     this.findingEls.forEach(function (e) { e.classList.toggle("selected", +e.dataset.finding === fi); });
     var f = this.data.findings[fi], self = this, lo = Infinity, hi = -Infinity;
     if (!f) return;
