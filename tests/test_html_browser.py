@@ -342,3 +342,55 @@ def test_diff_page_text_contrast(browser, diff_page, tmp_path, scheme):
         assert (b + 0.05) / (a + 0.05) >= 4.5, (scheme, text, fg, bg)
     assert (_luminance(pairs[0][2]) < 0.2) == (scheme == "dark")
     page.close()
+
+
+# ---- the multi-rank page: the same stylesheet, two ranks' timelines ----------------
+@pytest.fixture(scope="module")
+def ranks_page(tmp_path_factory):
+    from kinetoscope.multirank import explain_ranks
+
+    folder = corpus("multirank/dlrm_8ranks")
+    out = tmp_path_factory.mktemp("ranks") / "ranks.html"
+    out.write_text(explain_ranks([folder], jobs=1, config={}, fmt="html"), encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_ranks_page_draws_and_reads(browser, ranks_page, tmp_path, scheme):
+    page, errors = _open(browser, ranks_page, scheme)
+    page.wait_for_function("() => document.querySelectorAll('.tl[data-v1]').length === 2")
+    page.screenshot(path=str(tmp_path / f"ranks-{scheme}.png"), full_page=True)
+    views = _diff_views(page)
+    assert list(views) == ["r7", "r1"] and errors == []
+    for key in views:
+        assert _painted_pixels_of(page, key) > 10_000, key
+    # every lane name fits the gutter (150 px): "thread 59818 (python3)" does not whole, so it
+    # is cut with an ellipsis; the gutter's last 6 px columns stay background on name rows
+    inked = page.evaluate(
+        """() => [...document.querySelectorAll('.tl')].map(t => {
+             const tl = t.ksTimeline, dpr = tl.dpr, ctx = tl.canvas.getContext('2d');
+             const bg = ctx.getImageData(1, Math.round(tl.lanesY[0][1] * dpr), 1, 1).data;
+             let n = 0;
+             tl.lanesY.forEach(p => {
+               const d = ctx.getImageData(Math.round(144 * dpr), Math.round(p[1] * dpr),
+                                          Math.round(6 * dpr), Math.round(10 * dpr)).data;
+               for (let i = 0; i < d.length; i += 4)
+                 if (d[i] !== bg[0] || d[i+1] !== bg[1] || d[i+2] !== bg[2]) n++; });
+             return n; })"""
+    )
+    assert inked == [0, 0]
+    page.mouse.move(0, 0)
+    pairs = page.evaluate(
+        """() => [...document.querySelectorAll('.ks :is(p, td, th, h1, h2, code, li, summary)')]
+           .filter(e => e.innerText && e.innerText.trim())
+           .map(e => {
+             let bg = 'rgba(0, 0, 0, 0)', n = e;
+             while (n && /rgba\\(0, 0, 0, 0\\)|transparent/.test(bg)) {
+               bg = getComputedStyle(n).backgroundColor; n = n.parentElement; }
+             return [e.innerText.slice(0, 30), getComputedStyle(e).color, bg]; })"""
+    )
+    assert len(pairs) > 80
+    for text, fg, bg in pairs:
+        a, b = sorted([_luminance(fg), _luminance(bg)])
+        assert (b + 0.05) / (a + 0.05) >= 4.5, (scheme, text, fg, bg)
+    page.close()

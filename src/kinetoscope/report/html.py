@@ -156,6 +156,18 @@ def render_diff_html(diff, sections: list, more_line, runs=(), timelines_after: 
     with `runs` (the two compare.diff.Run) each run's timeline and findings after section
     number `timelines_after`, drawn by the same script as explain's."""
     _environment()  # a clear error first when jinja2 is missing
+    sides = [
+        timeline_side(
+            letter.lower(),
+            f"{letter}: {PurePath(side.path).name}",
+            letter,
+            run.trace,
+            run.findings,
+            run.steps,
+            side.has_steps,
+        )
+        for letter, side, run in zip("AB", (diff.a, diff.b), runs, strict=False)
+    ]
     return render_page(
         "diff.html.j2",
         title=f"diff {diff.a.path} {diff.b.path}",
@@ -163,31 +175,38 @@ def render_diff_html(diff, sections: list, more_line, runs=(), timelines_after: 
         b_path=diff.b.path,
         sections=sections,
         more_line=more_line,
-        sides=[
-            _diff_side(letter, side, run)
-            for letter, side, run in zip("AB", (diff.a, diff.b), runs, strict=False)
-        ],
+        sides=sides,
         timelines_after=timelines_after,
-        has_timeline=bool(runs),
+        has_timeline=bool(sides),
     )
 
 
-def _diff_side(letter: str, side, run) -> dict[str, Any]:
-    """One run on the diff page: its timeline payload and its findings in reading order
-    (indices are the payload's finding numbers, as on the explain page)."""
-    payload = timeline_events(run.trace, run.findings, run.steps)
+def timeline_side(
+    key: str,
+    caption: str,
+    label: str,
+    trace,
+    findings: list,
+    steps: list[tuple[str, float, float]],
+    per_step: bool,
+) -> dict[str, Any]:
+    """One trace's timeline on a page of several (macros.html.j2 `run_timeline`): its
+    payload and its findings in reading order; the indices are the payload's finding
+    numbers, as on the explain page, and `key` ties the cards to this timeline."""
     return {
-        "key": letter.lower(),
-        "letter": letter,
-        "name": PurePath(side.path).name,
-        "timeline_json": script_json(payload),
-        "findings": ranked(run.findings),
-        "per_step": side.has_steps,
+        "key": key,
+        "caption": caption,
+        "label": label,
+        "timeline_json": script_json(timeline_events(trace, findings, steps)),
+        "findings": ranked(findings),
+        "per_step": per_step,
     }
 
 
-def render_ranks_html(report) -> str:
-    """Multi-rank `explain DIR --format html` (a multirank.MultiRankReport)."""
+def render_ranks_html(report, sides: list[dict[str, Any]] = ()) -> str:
+    """Multi-rank `explain DIR --format html` (a multirank.MultiRankReport), with the
+    timelines of the ranks in `sides` (`timeline_side` each) under the ranks table."""
+    _environment()
     findings = sorted(
         report.findings,
         key=lambda f: (SEVERITY_ORDER.get(f["severity"], 9), -f["impact_us"]["max"], f["id"]),
@@ -198,4 +217,14 @@ def render_ranks_html(report) -> str:
         report=report,
         ranks=list(report.ranks.items()),
         ranked_findings=findings,
+        folder=_common_folder([s.path for s in report.ranks.values()]),
+        sides=list(sides),
+        has_timeline=bool(sides),
     )
+
+
+def _common_folder(paths: list[str]) -> str:
+    """The folder every rank's trace is in ("" when they are spread): named once above the
+    table, so the table's trace column can show file names."""
+    folders = {str(PurePath(p).parent) for p in paths}
+    return folders.pop() if len(folders) == 1 else ""

@@ -94,6 +94,17 @@
     this.marks.sort(function (a, b) { return a.t - b.t || SEV_RANK[a.sev] - SEV_RANK[b.sev]; });
   };
 
+  /* `text` cut to `width` pixels with an ellipsis (the whole name is in the gutter's tip) */
+  function fitText(ctx, text, width) {
+    if (ctx.measureText(text).width <= width) return text;
+    var lo = 0, hi = text.length;
+    while (lo < hi) {
+      var mid = (lo + hi + 1) >> 1;
+      if (ctx.measureText(text.slice(0, mid) + "\u2026").width <= width) lo = mid; else hi = mid - 1;
+    }
+    return text.slice(0, lo) + "\u2026";
+  }
+
   function root_of(el) { return el.closest(".ks") || document; }
 
   Timeline.prototype.layout = function () {
@@ -227,7 +238,7 @@
     ctx.fillStyle = c.fg;
     this.lanesY.forEach(function (p) {
       var lane = d.lanes[p[0]];
-      ctx.fillText((lane.kind === "device" ? "\u25A0 " : "\u25A1 ") + lane.label.slice(0, 22), 4, p[1] + ROW_H / 2);
+      ctx.fillText(fitText(ctx, (lane.kind === "device" ? "\u25A0 " : "\u25A1 ") + lane.label, LABEL_W - 8), 4, p[1] + ROW_H / 2);
       ctx.fillStyle = c.line; ctx.fillRect(0, p[1] - 3, W, 1); ctx.fillStyle = c.fg;
     });
     ctx.fillStyle = c.muted;
@@ -340,9 +351,18 @@
     return this.placed.filter(function (p) { return p.lvl === lvl && Math.abs(p.x - x) <= 5; })[0] || null;
   };
 
+  /* the lane whose gutter row holds y, or null */
+  Timeline.prototype.laneAt = function (y) {
+    var found = null;
+    this.lanesY.forEach(function (p) { if (y >= p[1] - 3) found = p[0]; });
+    return found === null ? null : this.data.lanes[found];
+  };
+
   Timeline.prototype.showTip = function (k, x, y, mark) {
-    var tip = this.tip, d = this.data, html;
-    if (mark) {
+    var tip = this.tip, d = this.data, html, lane = x < LABEL_W && y > this.marksTop + MARK_LEVELS * MARK_LEVEL_H ? this.laneAt(y) : null;
+    if (lane) {
+      html = "<b>" + esc(lane.label) + "</b>" + (lane.kind === "device" ? "device stream" : "host thread, call depth " + lane.rows);
+    } else if (mark) {
       var el = this.findingEls.filter(function (e) { return +e.dataset.finding === mark.m.f; })[0];
       html = "<b>" + esc(el ? el.dataset.title : "finding") + "</b>" + (mark.more ? "and " + mark.more + " more markers here" : "click to select");
     } else if (k >= 0) {
