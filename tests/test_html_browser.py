@@ -394,3 +394,56 @@ def test_ranks_page_draws_and_reads(browser, ranks_page, tmp_path, scheme):
         a, b = sorted([_luminance(fg), _luminance(bg)])
         assert (b + 0.05) / (a + 0.05) >= 4.5, (scheme, text, fg, bg)
     page.close()
+
+
+def test_hover_shows_args_and_the_launch_kernel_link_and_keys_zoom(browser, tmp_path):
+    """BERT-small on an H100: its kernels carry grid/block/registers and link back to the
+    cudaLaunchKernel that issued them (correlation id); its ops carry recorded input shapes.
+    Hovering a kernel names its launch and outlines both; hovering an op lists its shapes
+    on one line; W and S zoom around the pointer by 0.8x and 1.25x."""
+    html_path, _ = _report(tmp_path, SMALL)
+    page, errors = _open(browser, html_path)
+    canvas = page.locator(".tl canvas")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+
+    def hover(kind: str) -> str:
+        """Zoom onto the first event of `kind` ("kernel": has a grid and a launch; "shapes":
+        has input shapes), put the pointer on it and return the tip's text."""
+        x, y = page.evaluate(
+            """(kind) => { const tl = document.querySelector('.tl').ksTimeline;
+                 const k = Object.keys(tl.args).map(Number).find(k => kind === 'kernel'
+                   ? 'grid' in tl.args[k] && tl.link[k] >= 0 : 'input shapes' in tl.args[k]);
+                 const d = tl.end[k] - tl.start[k];
+                 tl.setView(tl.start[k] - 2 * d - 1, tl.end[k] + 2 * d + 1); tl.draw();
+                 const r = tl.eventRect(k); return [r[0] + r[2] / 2, r[1] + r[3] / 2]; }""",
+            kind,
+        )
+        page.mouse.move(box["x"] + x, box["y"] + y)
+        page.wait_for_timeout(100)
+        return page.locator(".tl-tip").inner_text()
+
+    tip = hover("kernel")
+    for field in ("grid", "block", "registers per thread", "launched by\tcudaLaunchKernel"):
+        assert field in tip, (field, tip)
+    assert page.evaluate("() => +document.querySelector('.tl').dataset.highlighted") == 2
+    page.locator(".tl").screenshot(path=str(tmp_path / "hover-kernel.png"))
+    tip = hover("shapes")
+    shapes = tip.split("input shapes\t")[1].splitlines()[0]
+    assert shapes.startswith("[") and " " not in shapes, tip
+    page.locator(".tl").screenshot(path=str(tmp_path / "hover-op.png"))
+    v0, v1 = _view(page)
+    page.keyboard.press("w")
+    page.wait_for_timeout(100)
+    w0, w1 = _view(page)
+    assert w1 - w0 == pytest.approx(0.8 * (v1 - v0), rel=1e-6)
+    page.keyboard.press("s")
+    page.keyboard.press("s")
+    page.wait_for_timeout(100)
+    s0, s1 = _view(page)
+    assert s1 - s0 == pytest.approx(1.25 * (v1 - v0), rel=1e-6)
+    page.keyboard.press("a")
+    page.wait_for_timeout(100)
+    assert _view(page)[0] < s0
+    assert errors == []
+    page.close()

@@ -20,6 +20,7 @@ evidence and the links refer to.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,6 +46,7 @@ GROUPS = {
     Cat.MEMCPY: "memcpy",
     Cat.MEMSET: "memcpy",
 }
+_SPACE = re.compile(r"\s+")
 GROUP_ORDER = ["op", "annotation", "python", "runtime", "sync", "kernel", "memcpy", "other"]
 
 
@@ -153,8 +155,10 @@ def _args(trace: Trace, number: np.ndarray) -> dict:
             entries[n] = entry
     for ev, dims in trace.input_dims.items():
         n = int(number[ev])
-        if n >= 0 and dims and dims != "[]":
-            entries.setdefault(n, {})["input shapes"] = dims
+        # the trace's own JSON text, often pretty-printed over lines: one line, no spaces
+        shapes = _SPACE.sub("", dims) if dims else ""
+        if n >= 0 and shapes and shapes != "[]":
+            entries.setdefault(n, {})["input shapes"] = shapes
     table: dict[str, int] = {}
     events, entry_of = [], []
     previous = 0

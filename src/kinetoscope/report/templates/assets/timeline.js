@@ -29,6 +29,9 @@
     }
   }
 
+  /* a time from the trace start, signed as Perfetto shows it: `+1.20 ms`, `-53.2 ms` */
+  function fmtAt(us) { return (us < 0 ? "-" : "+") + fmtUs(Math.abs(us)); }
+
   function Timeline(root) {
     var data = JSON.parse(root.querySelector("script[type='application/json']").textContent);
     this.root = root;
@@ -205,6 +208,8 @@
     }
     for (var r = 0; r < d.rows.length; r++) {
       var end = this.rowFirst[r] + this.rowCount[r], lastPx = -1;
+      // past MAX_ROWS a lane's deeper rows share its last row: names there would overprint
+      var named = d.rows[r][1] < MAX_ROWS - 1 || d.lanes[d.rows[r][0]].rows <= MAX_ROWS;
       y = this.rowY[r];
       for (var k = this.firstVisible(r, this.v0); k < end; k++) {
         var s = this.start[k];
@@ -221,7 +226,7 @@
         else { flush(); runColor = color; runX0 = x0; runX1 = x0 + w; }
         drawn++;
         lastPx = x0 + w;
-        if (w > 50) {
+        if (w > 50 && named) {
           flush();
           ctx.fillStyle = c["on-bar"];
           var name = d.labels[this.label[k]][0], fit = Math.floor((w - 4) / 6);
@@ -248,7 +253,7 @@
     this.frames.push(ms); if (this.frames.length > 240) this.frames.shift();
     this.root.dataset.v0 = this.v0; this.root.dataset.v1 = this.v1; this.root.dataset.drawn = drawn;
     var info = this.root.querySelector(".tl-range");
-    if (info) info.textContent = "+" + fmtUs(this.v0) + " \u2013 +" + fmtUs(this.v1) + " (" + fmtUs(this.v1 - this.v0) + ")";
+    if (info) info.textContent = fmtAt(this.v0) + " \u2013 " + fmtAt(this.v1) + " (" + fmtUs(this.v1 - this.v0) + ")";
   };
 
   Timeline.prototype.drawAxis = function (ctx) {
@@ -259,7 +264,7 @@
     for (var t = Math.ceil(this.v0 / step) * step; t <= this.v1; t += step) {
       var x = this.x(t);
       ctx.fillRect(x, AXIS_H - 5, 1, 5);
-      ctx.fillText("+" + fmtUs(t), x + 2, AXIS_H / 2);
+      ctx.fillText(fmtAt(t), x + 2, AXIS_H / 2);
     }
     ctx.fillRect(LABEL_W, AXIS_H - 1, this.width - LABEL_W, 1);
   };
@@ -361,15 +366,18 @@
   Timeline.prototype.showTip = function (k, x, y, mark) {
     var tip = this.tip, d = this.data, html, lane = x < LABEL_W && y > this.marksTop + MARK_LEVELS * MARK_LEVEL_H ? this.laneAt(y) : null;
     if (lane) {
-      html = "<b>" + esc(lane.label) + "</b>" + (lane.kind === "device" ? "device stream" : "host thread, call depth " + lane.rows);
+      html = "<b>" + esc(lane.label) + "</b>" + (lane.kind === "device" ? "device stream" : "host thread, call depth " + lane.rows) +
+        (lane.rows > MAX_ROWS ? " (from depth " + MAX_ROWS + " on, drawn in the last row)" : "");
     } else if (mark) {
       var el = this.findingEls.filter(function (e) { return +e.dataset.finding === mark.m.f; })[0];
       html = "<b>" + esc(el ? el.dataset.title : "finding") + "</b>" + (mark.more ? "and " + mark.more + " more markers here" : "click to select");
     } else if (k >= 0) {
       var lab = d.labels[this.label[k]], lane = d.lanes[d.rows[this.rowOf[k]][0]];
-      var rows = [["start", "+" + fmtUs(this.start[k])], ["duration", fmtUs(this.end[k] - this.start[k])], ["kind", d.groups[lab[1]]], ["lane", lane.label]];
+      var rows = [["start", fmtAt(this.start[k])], ["duration", fmtUs(this.end[k] - this.start[k])], ["kind", d.groups[lab[1]]], ["lane", lane.label]];
       var args = this.args[k] || {};
-      Object.keys(args).forEach(function (a) { rows.push([a, JSON.stringify(args[a])]); });
+      Object.keys(args).forEach(function (a) {  // strings (input shapes) as they read, the rest as JSON
+        rows.push([a, typeof args[a] === "string" ? args[a] : JSON.stringify(args[a])]);
+      });
       if (this.link[k] >= 0) rows.push([lane.kind === "device" ? "launched by" : "launches", d.labels[this.label[this.link[k]]][0]]);
       html = "<b>" + esc(lab[0]) + "</b><table>" + rows.map(function (r) { return "<tr><td>" + esc(r[0]) + "</td><td>" + esc(r[1]) + "</td></tr>"; }).join("") + "</table>";
     } else { tip.style.display = "none"; return; }
