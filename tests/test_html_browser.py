@@ -447,3 +447,44 @@ def test_hover_shows_args_and_the_launch_kernel_link_and_keys_zoom(browser, tmp_
     assert _view(page)[0] < s0
     assert errors == []
     page.close()
+
+
+@pytest.mark.parametrize(
+    ("os_scheme", "jupyter_light", "dark"),
+    [("light", "false", True), ("dark", "true", False)],
+    ids=["jupyter-dark-on-light-os", "jupyter-light-on-dark-os"],
+)
+def test_notebook_fragment_follows_jupyters_theme(
+    browser, tmp_path, os_scheme, jupyter_light, dark
+):
+    """In JupyterLab the report is a fragment (`_repr_html_`) inside the notebook's page,
+    which says its theme on body[data-jp-theme-light]; the notebook's theme wins over the
+    system's, so the report never shows dark text on Jupyter's dark background or the
+    reverse."""
+    report = kinetoscope.explain(corpus(SMALL))
+    host_bg = "#111111" if dark else "#ffffff"
+    host = tmp_path / "notebook.html"
+    host.write_text(
+        f'<!DOCTYPE html><html><body data-jp-theme-light="{jupyter_light}" '
+        f'style="background:{host_bg}"><div class="jp-OutputArea-output">'
+        f"{report._repr_html_()}</div></body></html>",
+        encoding="utf-8",
+    )
+    page, errors = _open(browser, host, os_scheme)
+    page.screenshot(path=str(tmp_path / "notebook.png"))
+    background = page.evaluate(
+        "() => getComputedStyle(document.querySelector('.ks')).backgroundColor"
+    )
+    assert (_luminance(background) < 0.2) == dark
+    pairs = page.evaluate(
+        """() => [...document.querySelectorAll('.ks :is(p, td, h2, code, li)')].slice(0, 200)
+           .map(e => { let bg = 'rgba(0, 0, 0, 0)', n = e;
+             while (n && /rgba\\(0, 0, 0, 0\\)|transparent/.test(bg)) {
+               bg = getComputedStyle(n).backgroundColor; n = n.parentElement; }
+             return [getComputedStyle(e).color, bg]; })"""
+    )
+    assert pairs and errors == []
+    for fg, bg in pairs:
+        a, b = sorted([_luminance(fg), _luminance(bg)])
+        assert (b + 0.05) / (a + 0.05) >= 4.5, (os_scheme, fg, bg)
+    page.close()
