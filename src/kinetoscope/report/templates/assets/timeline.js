@@ -243,7 +243,8 @@
     ctx.fillStyle = c.fg;
     this.lanesY.forEach(function (p) {
       var lane = d.lanes[p[0]];
-      ctx.fillText(fitText(ctx, (lane.kind === "device" ? "\u25A0 " : "\u25A1 ") + lane.label, LABEL_W - 8), 4, p[1] + ROW_H / 2);
+      var mark = lane.kind === "device" ? "\u25A0 " : lane.of ? "  \u21B3 " : "\u25A1 ";
+      ctx.fillText(fitText(ctx, mark + lane.label, LABEL_W - 8), 4, p[1] + ROW_H / 2);
       ctx.fillStyle = c.line; ctx.fillRect(0, p[1] - 3, W, 1); ctx.fillStyle = c.fg;
     });
     ctx.fillStyle = c.muted;
@@ -366,14 +367,15 @@
   Timeline.prototype.showTip = function (k, x, y, mark) {
     var tip = this.tip, d = this.data, html, lane = x < LABEL_W && y > this.marksTop + MARK_LEVELS * MARK_LEVEL_H ? this.laneAt(y) : null;
     if (lane) {
-      html = "<b>" + esc(lane.label) + "</b>" + (lane.kind === "device" ? "device stream" : "host thread, call depth " + lane.rows) +
+      html = "<b>" + esc(lane.label + (lane.of ? " of " + lane.of : "")) + "</b>" +
+        (lane.kind === "device" ? "device stream" : (lane.of ? "Python frames" : "host thread") + ", call depth " + lane.rows) +
         (lane.rows > MAX_ROWS ? " (from depth " + MAX_ROWS + " on, drawn in the last row)" : "");
     } else if (mark) {
       var el = this.findingEls.filter(function (e) { return +e.dataset.finding === mark.m.f; })[0];
       html = "<b>" + esc(el ? el.dataset.title : "finding") + "</b>" + (mark.more ? "and " + mark.more + " more markers here" : "click to select");
     } else if (k >= 0) {
       var lab = d.labels[this.label[k]], lane = d.lanes[d.rows[this.rowOf[k]][0]];
-      var rows = [["start", fmtAt(this.start[k])], ["duration", fmtUs(this.end[k] - this.start[k])], ["kind", d.groups[lab[1]]], ["lane", lane.label]];
+      var rows = [["start", fmtAt(this.start[k])], ["duration", fmtUs(this.end[k] - this.start[k])], ["kind", d.groups[lab[1]]], ["lane", lane.of ? lane.label + " of " + lane.of : lane.label]];
       var args = this.args[k] || {};
       Object.keys(args).forEach(function (a) {  // strings (input shapes) as they read, the rest as JSON
         rows.push([a, typeof args[a] === "string" ? args[a] : JSON.stringify(args[a])]);
