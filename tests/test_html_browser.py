@@ -293,6 +293,49 @@ def test_diff_page_draws_both_runs_at_one_scale(browser, diff_page, tmp_path):
     page.close()
 
 
+def test_diff_scale_switch(browser, diff_page, tmp_path):
+    """The DataLoader pair spans 1.07 s and 0.85 s: one scale by default, the switch gives
+    each its own span and back. The CPU-only rank trace (about 1.28 s) against the MI210
+    device-only one (a few ms) would make B a sliver: each opens on its own span."""
+    from kinetoscope.compare.diff import diff_runs
+    from kinetoscope.compare.render import to_html
+    from kinetoscope.compare.runs import load_run
+
+    html_path, _, _ = diff_page
+    page, errors = _open(browser, html_path)
+    page.wait_for_function("() => document.querySelectorAll('.tl[data-v1]').length === 2")
+    switch = page.locator("input.tl-scale")
+    assert switch.is_checked()
+    switch.uncheck()
+    page.wait_for_timeout(100)
+    views = _diff_views(page)
+    for key in "ab":
+        assert views[key]["v1"] - views[key]["v0"] == pytest.approx(views[key]["own"], rel=1e-9)
+    switch.check()
+    page.wait_for_timeout(100)
+    views = _diff_views(page)
+    assert views["b"]["v1"] - views["b"]["v0"] == pytest.approx(views["a"]["own"], rel=1e-9)
+    page.close()
+
+    runs = (
+        load_run(corpus("cpu/cpu_only_rank34.pt.trace.json.gz")),
+        load_run(corpus("gpu/tracelens_mi210__gpu_only_trace.json.gz")),
+    )
+    apart = tmp_path / "apart.html"
+    apart.write_text(to_html(diff_runs(*runs), runs), encoding="utf-8")
+    page, more_errors = _open(browser, apart)
+    page.wait_for_function("() => document.querySelectorAll('.tl[data-v1]').length === 2")
+    views = _diff_views(page)
+    assert views["a"]["own"] > 4 * views["b"]["own"]
+    assert not page.locator("input.tl-scale").is_checked()
+    for key in "ab":
+        assert views[key]["v1"] - views[key]["v0"] == pytest.approx(views[key]["own"], rel=1e-9)
+        assert _painted_pixels_of(page, key) > 2_000, key
+    page.locator(".side").last.screenshot(path=str(tmp_path / "apart-b.png"))
+    assert errors == [] and more_errors == []
+    page.close()
+
+
 def test_diff_page_marker_opens_its_own_runs_finding(browser, diff_page, tmp_path):
     """Clicking one of B's markers selects B's finding (unfolding B's list) and outlines
     its events on B's timeline; A's timeline and cards are untouched."""

@@ -6,12 +6,16 @@
    per row however many events are visible.
    A page may hold several timelines (diff: one per run). Each finds its own finding cards
    (.finding[data-for] equal to its data-timeline); timelines sharing a data-group open at
-   one time scale, the longest one's full span, so equal widths mean equal times. */
+   one time scale, the longest one's full span, so equal widths mean equal times (an
+   input.tl-scale of that data-group switches it; off by default where one run is more
+   than SHARED_SCALE_RATIO times as long as another). */
 (function () {
   "use strict";
   var LABEL_W = 150, AXIS_H = 20, STEP_H = 14, MARK_LEVEL_H = 10, MARK_LEVELS = 4;
   var ROW_H = 11, LANE_GAP = 6, MAX_ROWS = 16, MIN_SPAN_US = 0.05;
   var SEV_RANK = { critical: 0, warn: 1, info: 2 };
+  // timelines of one group open at one time scale unless one spans this many times another
+  var SHARED_SCALE_RATIO = 4;
 
   // 3 significant digits in the unit that keeps them readable, trailing zeros kept:
   // the same text as kinetoscope.units.fmt_us (`393 us`, `1.20 ms`, `23.1 us`).
@@ -197,7 +201,7 @@
       if (x1 < LABEL_W || x0 > W) return;
       ctx.fillStyle = i % 2 ? c["band-b"] : c["band-a"];
       ctx.fillRect(x0, AXIS_H, Math.max(x1 - x0, 1), H - AXIS_H);
-      if (x1 - x0 > 30) { ctx.fillStyle = c.muted; ctx.fillText("step " + s[0], Math.max(x0, LABEL_W) + 3, AXIS_H + STEP_H / 2); }
+      if (x1 - x0 > 30) { ctx.fillStyle = c.muted; ctx.fillText(/^#/.test(s[0]) ? "step " + s[0] : s[0], Math.max(x0, LABEL_W) + 3, AXIS_H + STEP_H / 2); }
     });
     // events, one pass per row with pixel-column skipping
     var drawn = 0, scale = (W - LABEL_W) / (this.v1 - this.v0);
@@ -509,8 +513,20 @@
       if (root.dataset.group) (groups[root.dataset.group] = groups[root.dataset.group] || []).push(root.ksTimeline);
     });
     Object.keys(groups).forEach(function (g) {
-      var span = Math.max.apply(null, groups[g].map(function (tl) { return tl.t1 - tl.t0; }));
-      groups[g].forEach(function (tl) { tl.setFull(span); });
+      var spans = groups[g].map(function (tl) { return tl.t1 - tl.t0; });
+      var longest = Math.max.apply(null, spans), shortest = Math.min.apply(null, spans);
+      var box = document.querySelector(".ks input.tl-scale[data-group='" + g + "']");
+      var apply = function (shared) {
+        groups[g].forEach(function (tl) { tl.setFull(shared ? longest : 0); });
+      };
+      // one scale reads at a glance while the runs are of a size; past SHARED_SCALE_RATIO
+      // the shorter one would be a sliver, so each opens on its own span (the box says so)
+      var shared = longest <= SHARED_SCALE_RATIO * shortest;
+      if (box) {
+        box.checked = shared;
+        box.addEventListener("change", function () { apply(box.checked); });
+      }
+      apply(shared);
     });
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
