@@ -531,3 +531,44 @@ def test_notebook_fragment_follows_jupyters_theme(
         a, b = sorted([_luminance(fg), _luminance(bg)])
         assert (b + 0.05) / (a + 0.05) >= 4.5, (os_scheme, fg, bg)
     page.close()
+
+
+def test_finding_markers_never_hide_each_other(browser, tmp_path):
+    """ResNet-50 with num_workers=0: two critical findings (data-bound, dataloader-bound)
+    point at the same DataLoader waits as several warn and info findings, so their markers
+    crowd the same spots at full view. Placed markers on one level stay a marker's width
+    apart; every critical marker is placed, never folded into a "+n"; the placed ones and
+    the counts add up to every marker in view; a selected finding's markers are all placed."""
+    html_path, report = _report(tmp_path, RESNET)
+    assert sum(f.severity == "critical" for f in report.findings) >= 2
+    page, errors = _open(browser, html_path)
+    check = """(selected) => { const tl = document.querySelector('.tl').ksTimeline;
+         if (selected !== null) { tl.finding = selected; tl.draw(); }
+         const inView = tl.marks.filter(m => { const x = tl.x(m.t);
+           return x >= 150 - 5 && x <= tl.width + 5; });
+         const placed = tl.placed, overlaps = [];
+         placed.forEach((p, i) => placed.slice(i + 1).forEach(q => {
+           if (p.lvl === q.lvl && Math.abs(p.x - q.x) < 10) overlaps.push([p.x, q.x]); }));
+         const counted = placed.reduce((n, p) => n + 1 + p.more, 0);
+         const crit = inView.filter(m => m.sev === 'critical').length;
+         const critPlaced = placed.filter(p => p.m.sev === 'critical').length;
+         const sel = inView.filter(m => m.f === selected).length;
+         const selPlaced = placed.filter(p => p.m.f === selected).length;
+         return {overlaps, counted, total: inView.length, crit, critPlaced, sel, selPlaced,
+                 folded: placed.some(p => p.more > 0)}; }"""
+    full = page.evaluate(check, None)
+    assert full["folded"], "the case this test is about: more markers than the levels hold"
+    assert full["overlaps"] == [] and full["counted"] == full["total"]
+    assert full["crit"] >= 2 and full["critPlaced"] == full["crit"]
+    # an info finding selected: its markers come first, so they are all shown too
+    info = next(
+        i
+        for i, f in enumerate(report.findings)
+        if f.severity == "info" and sum(e.ts_us is not None for e in f.evidence) >= 2
+    )
+    chosen = page.evaluate(check, info)
+    assert chosen["sel"] >= 1 and chosen["selPlaced"] == chosen["sel"]
+    assert chosen["overlaps"] == [] and chosen["counted"] == chosen["total"]
+    page.locator(".tl").screenshot(path=str(tmp_path / "markers.png"))
+    assert errors == []
+    page.close()
