@@ -142,7 +142,8 @@ def test_html_draws_each_runs_timeline_with_its_own_findings():
         assert sorted(map(int, cards)) == list(range(len(run.findings)))
     # both traces hold ProfilerStep#1009 and #1010 (test_compare_base_vs_test)
     assert [s[0] for s in json.loads(payloads[0])["steps"]] == ["#1009", "#1010"]
-    assert page.count("<script>") == 2  # tables.js and timeline.js, once for both timelines
+    # tables.js, timeline.js and timeline_input.js, once for both timelines
+    assert page.count("<script>") == 3
     assert " src=" not in page and " href=" not in page and "url(" not in page
 
 

@@ -83,6 +83,9 @@ def _assets() -> dict[str, Any]:
     return {
         "css": Markup(folder.joinpath("style.css").read_text(encoding="utf-8")),
         "timeline_js": Markup(folder.joinpath("timeline.js").read_text(encoding="utf-8")),
+        "timeline_input_js": Markup(
+            folder.joinpath("timeline_input.js").read_text(encoding="utf-8")
+        ),
         "tables_js": Markup(folder.joinpath("tables.js").read_text(encoding="utf-8")),
     }
 
