@@ -72,6 +72,25 @@ def test_html_on_the_shared_page(dlrm):
     assert page.count('<tr class="outlier">') == 1 and page.count("<tr><td data-v=") == 7
 
 
+def test_html_draws_the_straggler_above_the_rank_waiting_longest(dlrm):
+    """Rank 7 is the straggler and rank 1 waits longest for it (11.1 ms; see the first
+    test): their timelines, in that order, each with its own findings; the table names
+    files once the folder is said above it."""
+    import re
+
+    page = explain_ranks([dlrm], jobs=1, config={}, fmt="html")
+    keys = re.findall(r'<div class="tl" data-timeline="(\w+)" data-group="ranks">', page)
+    assert keys == ["r7", "r1"]
+    assert "rank 7 (straggler)" in page and "rank 1 (waits longest at collectives, 11.1 ms)" in page
+    payloads = [json.loads(p) for p in re.findall(r'"application/json">(.*?)</script>', page)]
+    for key, payload in zip(keys, payloads, strict=True):
+        cards = re.findall(rf'data-finding="(\d+)" data-for="{key}"', page)
+        assert sorted(map(int, cards)) == list(range(len(payload["findings"]))) and cards
+        assert [s[0] for s in payload["steps"]] == ["#10"]  # one ProfilerStep per rank
+    assert f"traces in <code>{dlrm}</code>" in page
+    assert '<td class="name file" title="' in page and f">{dlrm}/worker0" not in page
+
+
 def test_jobs_do_not_change_results(dlrm):
     one = summarize_ranks([dlrm], jobs=1)
     two = summarize_ranks([dlrm], jobs=2)

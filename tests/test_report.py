@@ -170,6 +170,42 @@ def test_html_is_self_contained_with_a_timeline():
     assert "<!DOCTYPE" not in fragment and "data-timeline" in fragment
 
 
+def test_timeline_gives_a_threads_python_frames_a_lane_of_their_own():
+    """BERT-small was recorded with with_stack: thread 19392 runs 1380 python_function
+    events (36 frames deep) around its ops, thread 0 only 5 (a tqdm monitor). The ops get
+    the thread's lane, the frames a "python stack" lane under it; a thread with frames
+    only keeps one lane. ResNet (no python_function events) has no such lane."""
+    from kinetoscope.report.timeline_data import timeline_events
+    from kinetoscope.trace import Cat
+
+    trace = kinetoscope.load(corpus(BERT))
+    payload = timeline_events(trace, [], [])
+    lanes = payload["lanes"]
+    names = [(lane["label"], lane.get("of")) for lane in lanes]
+    assert names[:3] == [
+        ("thread 19392 (python3)", None),
+        ("python stack", "thread 19392 (python3)"),
+        ("thread 0 (python3)", None),
+    ]
+    # which group each payload event is drawn in, per lane
+    groups = payload["groups"]
+    kinds: dict[int, set[str]] = {}
+    count: dict[int, int] = {}
+    k = 0
+    for lane, _, n in payload["rows"]:
+        for label in payload["label"][k : k + n]:
+            kinds.setdefault(lane, set()).add(groups[payload["labels"][label][1]])
+        count[lane] = count.get(lane, 0) + n
+        k += n
+    assert "python" not in kinds[0] and kinds[1] == {"python"} and kinds[2] == {"python"}
+    assert (count[1], count[2]) == (1380, 5)
+    assert lanes[0]["rows"] < 16 <= lanes[1]["rows"]  # the ops fit; the frames are deep
+    on_lanes = (~trace.is_instant & (trace.lane_kind > 0) & (trace.cat != int(Cat.MEMORY))).sum()
+    assert len(payload["dur"]) == on_lanes  # every event once
+    plain = timeline_events(kinetoscope.load(corpus(RESNET_NS)), [], [])
+    assert not any("of" in lane for lane in plain["lanes"])
+
+
 @pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
 def test_every_corpus_trace_explains_without_a_failing_rule(path):
     report = kinetoscope.explain(path)

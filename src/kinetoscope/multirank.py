@@ -291,9 +291,9 @@ def explain_ranks(
     if fmt == "json":
         return dumps(report.as_json(), indent=2)
     if fmt == "html":
-        from .report.html import render_ranks_html
+        from .multirank_html import render_ranks_page
 
-        return render_ranks_html(report)
+        return render_ranks_page(report, config)
     return report.render(markdown=fmt == "md")
 
 

@@ -120,6 +120,33 @@ def test_every_format_renders(fmt):
         assert "| appeared | All2All_Pooled_Req |" in out
 
 
+def test_html_draws_each_runs_timeline_with_its_own_findings():
+    """With the runs, the page holds two timelines (A then B) and each run's finding cards,
+    tied by key: B's card number i is B's finding i, whose evidence the B payload locates."""
+    from kinetoscope.compare.render import to_html
+
+    runs = (
+        load_run(corpus("gpu/compare_base.json.gz")),
+        load_run(corpus("gpu/compare_test.json.gz")),
+    )
+    page = to_html(diff_runs(*runs), runs)
+    payloads = re.findall(r'<script type="application/json">(.*?)</script>', page)
+    assert len(payloads) == 2
+    assert page.index('data-timeline="a"') < page.index('data-timeline="b"')
+    assert page.index("<h2>Runs (A -&gt; B)</h2>") < page.index('data-timeline="a"')
+    for key, run, payload in zip("ab", runs, payloads, strict=True):
+        data = json.loads(payload)
+        assert len(data["findings"]) == len(run.findings)
+        assert [s[0] for s in data["steps"]] == [s[0] for s in run.steps]
+        cards = re.findall(rf'data-finding="(\d+)" data-for="{key}"', page)
+        assert sorted(map(int, cards)) == list(range(len(run.findings)))
+    # both traces hold ProfilerStep#1009 and #1010 (test_compare_base_vs_test)
+    assert [s[0] for s in json.loads(payloads[0])["steps"]] == ["#1009", "#1010"]
+    # tables.js, timeline.js and timeline_input.js, once for both timelines
+    assert page.count("<script>") == 3
+    assert " src=" not in page and " href=" not in page and "url(" not in page
+
+
 def _kinetoscope(*args, cwd=None):
     return subprocess.run(
         [sys.executable, "-m", "kinetoscope", *map(str, args)],

@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compare two traces: per-step times, kernels, host ops, findings, and a conclusion."""
         from ..compare.diff import diff_runs
-        from ..compare.render import RENDERERS, to_text
+        from ..compare.render import RENDERERS, to_html, to_text
         from ..compare.runs import load_run
         from ..outputs import refuse_inputs, say_where, write_text
         from ..report.console import output_width
@@ -33,10 +33,14 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"unknown format {format!r} (choose from {', '.join(RENDERERS)})")
         if output is not None:  # before any work: the inputs are never written over
             refuse_inputs(output, [a, b])
-        result = diff_runs(load_run(a), load_run(b))
-        text = (
-            to_text(result, width=output_width()) if format == "text" else RENDERERS[format](result)
-        )
+        runs = (load_run(a), load_run(b))
+        result = diff_runs(*runs)
+        if format == "text":
+            text = to_text(result, width=output_width())
+        elif format == "html":  # the page draws each run's timeline from its trace
+            text = to_html(result, runs)
+        else:
+            text = RENDERERS[format](result)
         if output is None:
             typer.echo(text)
         else:

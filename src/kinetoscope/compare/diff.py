@@ -40,6 +40,9 @@ class Run:
     trace: Trace
     findings: list[Finding] = field(default_factory=list)
     regime: str | None = None
+    #: (label, start us, end us) from the trace start: the step bands `explain` draws
+    #: on its timeline, so the HTML diff draws each run's timeline the same way
+    steps: list[tuple[str, float, float]] = field(default_factory=list)
 
 
 @dataclass

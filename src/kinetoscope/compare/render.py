@@ -13,10 +13,12 @@ from pathlib import Path
 from ..jsontext import dumps
 from ..own_files import signature
 from ..units import fmt_us
-from .diff import TraceDiff
+from .diff import Run, TraceDiff
 
 #: Rows per table in text/markdown/html; json carries every row.
 ROW_LIMIT = 25
+#: The HTML page draws the two runs' timelines after this section.
+RUNS_TITLE = "Runs (A -> B)"
 
 
 @dataclass
@@ -75,7 +77,7 @@ def _runs(d: TraceDiff) -> Section:
         ("launches/step", a.launches_per_step, b.launches_per_step),
     ]:
         rows.append([label, _count(x), _count(y), _delta(x, y)])
-    return Section("Runs (A -> B)", headers=["", "A", "B", "change"], rows=rows)
+    return Section(RUNS_TITLE, headers=["", "A", "B", "change"], rows=rows)
 
 
 def _environment(d: TraceDiff) -> Section:
@@ -321,11 +323,14 @@ def to_json(d: TraceDiff) -> str:
     return dumps({**signature("diff"), **d.to_dict()}, indent=2)
 
 
-def to_html(d: TraceDiff) -> str:
-    """One self-contained page on the shared report stylesheet (report/html.py)."""
+def to_html(d: TraceDiff, runs: tuple[Run, Run] | None = None) -> str:
+    """One self-contained page on the shared report stylesheet and scripts (report/html.py);
+    given the two runs `d` compares, it also draws each run's timeline after the runs table."""
     from ..report.html import render_diff_html
 
-    return render_diff_html(d, sections(d), _more_line)
+    secs = sections(d)
+    after = next(i for i, s in enumerate(secs) if s.title == RUNS_TITLE)
+    return render_diff_html(d, secs, _more_line, runs or (), timelines_after=after)
 
 
 RENDERERS = {"text": to_text, "md": to_markdown, "json": to_json, "html": to_html}

@@ -13,4 +13,4 @@ def load_run(path: str | Path) -> Run:
     """Load `path` and explain it (raises `TraceError` on bad input)."""
     trace = load(path)
     report = explain(trace)
-    return Run(trace, report.findings, report.verdict.regime)
+    return Run(trace, report.findings, report.verdict.regime, report.timeline.steps)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
+from pathlib import PurePath
 from typing import Any
 
 from ..analysis.hosttime import PARTS
@@ -26,6 +27,7 @@ from ..rules.base import SEVERITY_ORDER
 from ..units import fmt_share, fmt_us
 from .evidence import evidence_line, short_name
 from .model import Report
+from .timeline_data import timeline_events
 
 #: The explain page, top to bottom: templates/sections/<name>.html.j2 each.
 SECTIONS = [
@@ -81,6 +83,9 @@ def _assets() -> dict[str, Any]:
     return {
         "css": Markup(folder.joinpath("style.css").read_text(encoding="utf-8")),
         "timeline_js": Markup(folder.joinpath("timeline.js").read_text(encoding="utf-8")),
+        "timeline_input_js": Markup(
+            folder.joinpath("timeline_input.js").read_text(encoding="utf-8")
+        ),
         "tables_js": Markup(folder.joinpath("tables.js").read_text(encoding="utf-8")),
     }
 
@@ -127,7 +132,7 @@ def render_page(template: str, standalone: bool = True, **context: Any) -> str:
     from .. import __version__
 
     env = _environment()
-    context.setdefault("timeline_json", None)
+    context.setdefault("has_timeline", bool(context.get("timeline_json")))
     return env.get_template(template).render(
         assets=_assets(), standalone=standalone, version=__version__, **context
     )
@@ -149,8 +154,23 @@ def render_html(report: Report, standalone: bool = True) -> str:
     )
 
 
-def render_diff_html(diff, sections: list, more_line) -> str:
-    """`kinetoscope diff --format html`: compare/render.py's sections on the shared page."""
+def render_diff_html(diff, sections: list, more_line, runs=(), timelines_after: int = -1) -> str:
+    """`kinetoscope diff --format html`: compare/render.py's sections on the shared page, and
+    with `runs` (the two compare.diff.Run) each run's timeline and findings after section
+    number `timelines_after`, drawn by the same script as explain's."""
+    _environment()  # a clear error first when jinja2 is missing
+    sides = [
+        timeline_side(
+            letter.lower(),
+            f"{letter}: {PurePath(side.path).name}",
+            letter,
+            run.trace,
+            run.findings,
+            run.steps,
+            side.has_steps,
+        )
+        for letter, side, run in zip("AB", (diff.a, diff.b), runs, strict=False)
+    ]
     return render_page(
         "diff.html.j2",
         title=f"diff {diff.a.path} {diff.b.path}",
@@ -158,11 +178,38 @@ def render_diff_html(diff, sections: list, more_line) -> str:
         b_path=diff.b.path,
         sections=sections,
         more_line=more_line,
+        sides=sides,
+        timelines_after=timelines_after,
+        has_timeline=bool(sides),
     )
 
 
-def render_ranks_html(report) -> str:
-    """Multi-rank `explain DIR --format html` (a multirank.MultiRankReport)."""
+def timeline_side(
+    key: str,
+    caption: str,
+    label: str,
+    trace,
+    findings: list,
+    steps: list[tuple[str, float, float]],
+    per_step: bool,
+) -> dict[str, Any]:
+    """One trace's timeline on a page of several (macros.html.j2 `run_timeline`): its
+    payload and its findings in reading order; the indices are the payload's finding
+    numbers, as on the explain page, and `key` ties the cards to this timeline."""
+    return {
+        "key": key,
+        "caption": caption,
+        "label": label,
+        "timeline_json": script_json(timeline_events(trace, findings, steps)),
+        "findings": ranked(findings),
+        "per_step": per_step,
+    }
+
+
+def render_ranks_html(report, sides: list[dict[str, Any]] = ()) -> str:
+    """Multi-rank `explain DIR --format html` (a multirank.MultiRankReport), with the
+    timelines of the ranks in `sides` (`timeline_side` each) under the ranks table."""
+    _environment()
     findings = sorted(
         report.findings,
         key=lambda f: (SEVERITY_ORDER.get(f["severity"], 9), -f["impact_us"]["max"], f["id"]),
@@ -173,4 +220,14 @@ def render_ranks_html(report) -> str:
         report=report,
         ranks=list(report.ranks.items()),
         ranked_findings=findings,
+        folder=_common_folder([s.path for s in report.ranks.values()]),
+        sides=list(sides),
+        has_timeline=bool(sides),
     )
+
+
+def _common_folder(paths: list[str]) -> str:
+    """The folder every rank's trace is in ("" when they are spread): named once above the
+    table, so the table's trace column can show file names."""
+    folders = {str(PurePath(p).parent) for p in paths}
+    return folders.pop() if len(folders) == 1 else ""

@@ -12,7 +12,9 @@ The HTML report draws this on a canvas. Size matters (the file must stay under
 
 Rows come from nesting: on a host thread, an event sits one row below the
 innermost event still open when it starts (its caller); device events that
-overlap on a stream (skewed timestamps) are pushed down the same way. Events
+overlap on a stream (skewed timestamps) are pushed down the same way. A thread's
+Python frames nest among themselves in a lane of their own ("python stack", `of`
+the thread). Events
 are numbered in payload order (row by row, by start), the numbers the findings'
 evidence and the links refer to.
 """
@@ -20,6 +22,7 @@ evidence and the links refer to.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,6 +48,7 @@ GROUPS = {
     Cat.MEMCPY: "memcpy",
     Cat.MEMSET: "memcpy",
 }
+_SPACE = re.compile(r"\s+")
 GROUP_ORDER = ["op", "annotation", "python", "runtime", "sync", "kernel", "memcpy", "other"]
 
 
@@ -94,23 +98,37 @@ def timeline_events(
 
 
 def _pack(trace: Trace) -> _Packed:
-    """Payload order and rows: host lanes first, then device streams, each by nesting depth."""
+    """Payload order and rows: host lanes first, then device streams, each by nesting depth.
+
+    A host thread's Python frames (with_stack traces) get a lane of their own under the
+    thread's: nested 20-40 deep above every op, they would otherwise push the ops, the
+    runtime calls and their launch links into the few rows a lane has room for."""
     keep = ~trace.is_instant & (trace.lane_kind > 0) & (trace.cat != int(Cat.MEMORY))
+    python = trace.cat == int(Cat.PYTHON)
     lane_rank = {ln.id: (0 if ln.kind == "host" else 1, k) for k, ln in enumerate(trace.lanes)}
     lanes_used = sorted({int(x) for x in np.unique(trace.lane[keep])}, key=lane_rank.get)
     order_parts, rows, lanes = [], [], []
     for lane_id in lanes_used:
-        idx = np.flatnonzero(keep & (trace.lane == lane_id))
-        # callers first: by start, then the longer (enclosing) event first
-        idx = idx[np.lexsort((-trace.dur[idx], trace.ts[idx]))]
-        depth = _depths(trace.ts[idx], trace.end[idx])
-        by_depth = np.argsort(depth, kind="stable")
-        idx, depth = idx[by_depth], depth[by_depth]
-        counts = np.bincount(depth)
         lane = trace.lanes[lane_id]
-        lanes.append({"label": lane.label, "kind": lane.kind, "rows": len(counts)})
-        rows.extend([len(lanes) - 1, d, int(c)] for d, c in enumerate(counts))
-        order_parts.append(idx)
+        on_lane = keep & (trace.lane == lane_id)
+        parts = [({"label": lane.label}, on_lane & ~python)]
+        if lane.kind == "host" and parts[0][1].any():
+            parts.append(({"label": "python stack", "of": lane.label}, on_lane & python))
+        elif lane.kind == "host":  # a thread with Python frames only: they are its lane
+            parts = [({"label": lane.label}, on_lane)]
+        for names, mask in parts:
+            idx = np.flatnonzero(mask)
+            if not len(idx):
+                continue
+            # callers first: by start, then the longer (enclosing) event first
+            idx = idx[np.lexsort((-trace.dur[idx], trace.ts[idx]))]
+            depth = _depths(trace.ts[idx], trace.end[idx])
+            by_depth = np.argsort(depth, kind="stable")
+            idx, depth = idx[by_depth], depth[by_depth]
+            counts = np.bincount(depth)
+            lanes.append({**names, "kind": lane.kind, "rows": len(counts)})
+            rows.extend([len(lanes) - 1, d, int(c)] for d, c in enumerate(counts))
+            order_parts.append(idx)
     order = np.concatenate(order_parts) if order_parts else np.zeros(0, dtype=np.int64)
     return _Packed(order, rows, lanes)
 
@@ -153,8 +171,10 @@ def _args(trace: Trace, number: np.ndarray) -> dict:
             entries[n] = entry
     for ev, dims in trace.input_dims.items():
         n = int(number[ev])
-        if n >= 0 and dims and dims != "[]":
-            entries.setdefault(n, {})["input shapes"] = dims
+        # the trace's own JSON text, often pretty-printed over lines: one line, no spaces
+        shapes = _SPACE.sub("", dims) if dims else ""
+        if n >= 0 and shapes and shapes != "[]":
+            entries.setdefault(n, {})["input shapes"] = shapes
     table: dict[str, int] = {}
     events, entry_of = [], []
     previous = 0

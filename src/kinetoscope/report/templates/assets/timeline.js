@@ -1,9 +1,12 @@
-/* kinetoscope interactive timeline: canvas lanes for host threads and device streams.
-   Data: the JSON payload of report/timeline_data.py in a <script type="application/json">
-   inside each .tl element. Level of detail: per row, events are visited in start order
-   and events that add no new pixel column are skipped with a binary search over the
-   row's running max end, so a frame visits and draws about one event per pixel column
-   per row however many events are visible. */
+/* kinetoscope interactive timeline, part 1: the data and the picture (timeline_input.js
+   is part 2: what the reader does with it). Canvas lanes for host threads and device
+   streams. Data: the JSON payload of report/timeline_data.py in a
+   <script type="application/json"> inside each .tl element. Level of detail: per row,
+   events are visited in start order and events that add no new pixel column are skipped
+   with a binary search over the row's running max end, so a frame visits and draws about
+   one event per pixel column per row however many events are visible.
+   A page may hold several timelines (diff: one per run); each finds its own finding
+   cards (.finding[data-for] equal to its data-timeline). */
 (function () {
   "use strict";
   var LABEL_W = 150, AXIS_H = 20, STEP_H = 14, MARK_LEVEL_H = 10, MARK_LEVELS = 4;
@@ -26,6 +29,9 @@
     }
   }
 
+  /* a time from the trace start, signed as Perfetto shows it: `+1.20 ms`, `-53.2 ms` */
+  function fmtAt(us) { return (us < 0 ? "-" : "+") + fmtUs(Math.abs(us)); }
+
   function Timeline(root) {
     var data = JSON.parse(root.querySelector("script[type='application/json']").textContent);
     this.root = root;
@@ -34,6 +40,7 @@
     this.tip = root.querySelector(".tl-tip");
     this.decode(data);
     this.layout();
+    this.full = this.t1 - this.t0;
     this.v0 = this.t0; this.v1 = this.t1;
     this.hover = -1; this.pinned = -1; this.finding = -1;
     this.frames = [];
@@ -77,9 +84,10 @@
       ev += d.args.events[a]; this.args[ev] = d.args.table[d.args.entry[a]];
     }
     this.marks = [];
-    var self = this;
+    var self = this, key = this.root.dataset.timeline || "";
     this.findingEls = Array.prototype.slice.call(
-      (root_of(this.root)).querySelectorAll(".finding[data-finding]"));
+      (root_of(this.root)).querySelectorAll(".finding[data-finding]"))
+      .filter(function (e) { return (e.dataset.for || "") === key; });
     d.findings.forEach(function (f, fi) {
       var el = self.findingEls.filter(function (e) { return +e.dataset.finding === fi; })[0];
       var sev = el ? el.dataset.severity : "info";
@@ -88,6 +96,17 @@
     });
     this.marks.sort(function (a, b) { return a.t - b.t || SEV_RANK[a.sev] - SEV_RANK[b.sev]; });
   };
+
+  /* `text` cut to `width` pixels with an ellipsis (the whole name is in the gutter's tip) */
+  function fitText(ctx, text, width) {
+    if (ctx.measureText(text).width <= width) return text;
+    var lo = 0, hi = text.length;
+    while (lo < hi) {
+      var mid = (lo + hi + 1) >> 1;
+      if (ctx.measureText(text.slice(0, mid) + "\u2026").width <= width) lo = mid; else hi = mid - 1;
+    }
+    return text.slice(0, lo) + "\u2026";
+  }
 
   function root_of(el) { return el.closest(".ks") || document; }
 
@@ -178,7 +197,7 @@
       if (x1 < LABEL_W || x0 > W) return;
       ctx.fillStyle = i % 2 ? c["band-b"] : c["band-a"];
       ctx.fillRect(x0, AXIS_H, Math.max(x1 - x0, 1), H - AXIS_H);
-      if (x1 - x0 > 30) { ctx.fillStyle = c.muted; ctx.fillText("step " + s[0], Math.max(x0, LABEL_W) + 3, AXIS_H + STEP_H / 2); }
+      if (x1 - x0 > 30) { ctx.fillStyle = c.muted; ctx.fillText(/^#/.test(s[0]) ? "step " + s[0] : s[0], Math.max(x0, LABEL_W) + 3, AXIS_H + STEP_H / 2); }
     });
     // events, one pass per row with pixel-column skipping
     var drawn = 0, scale = (W - LABEL_W) / (this.v1 - this.v0);
@@ -189,6 +208,8 @@
     }
     for (var r = 0; r < d.rows.length; r++) {
       var end = this.rowFirst[r] + this.rowCount[r], lastPx = -1;
+      // past MAX_ROWS a lane's deeper rows share its last row: names there would overprint
+      var named = d.rows[r][1] < MAX_ROWS - 1 || d.lanes[d.rows[r][0]].rows <= MAX_ROWS;
       y = this.rowY[r];
       for (var k = this.firstVisible(r, this.v0); k < end; k++) {
         var s = this.start[k];
@@ -205,7 +226,7 @@
         else { flush(); runColor = color; runX0 = x0; runX1 = x0 + w; }
         drawn++;
         lastPx = x0 + w;
-        if (w > 50) {
+        if (w > 50 && named) {
           flush();
           ctx.fillStyle = c["on-bar"];
           var name = d.labels[this.label[k]][0], fit = Math.floor((w - 4) / 6);
@@ -222,7 +243,8 @@
     ctx.fillStyle = c.fg;
     this.lanesY.forEach(function (p) {
       var lane = d.lanes[p[0]];
-      ctx.fillText((lane.kind === "device" ? "\u25A0 " : "\u25A1 ") + lane.label.slice(0, 22), 4, p[1] + ROW_H / 2);
+      var mark = lane.kind === "device" ? "\u25A0 " : lane.of ? "  \u21B3 " : "\u25A1 ";
+      ctx.fillText(fitText(ctx, mark + lane.label, LABEL_W - 8), 4, p[1] + ROW_H / 2);
       ctx.fillStyle = c.line; ctx.fillRect(0, p[1] - 3, W, 1); ctx.fillStyle = c.fg;
     });
     ctx.fillStyle = c.muted;
@@ -232,7 +254,7 @@
     this.frames.push(ms); if (this.frames.length > 240) this.frames.shift();
     this.root.dataset.v0 = this.v0; this.root.dataset.v1 = this.v1; this.root.dataset.drawn = drawn;
     var info = this.root.querySelector(".tl-range");
-    if (info) info.textContent = "+" + fmtUs(this.v0) + " \u2013 +" + fmtUs(this.v1) + " (" + fmtUs(this.v1 - this.v0) + ")";
+    if (info) info.textContent = fmtAt(this.v0) + " \u2013 " + fmtAt(this.v1) + " (" + fmtUs(this.v1 - this.v0) + ")";
   };
 
   Timeline.prototype.drawAxis = function (ctx) {
@@ -243,7 +265,7 @@
     for (var t = Math.ceil(this.v0 / step) * step; t <= this.v1; t += step) {
       var x = this.x(t);
       ctx.fillRect(x, AXIS_H - 5, 1, 5);
-      ctx.fillText("+" + fmtUs(t), x + 2, AXIS_H / 2);
+      ctx.fillText(fmtAt(t), x + 2, AXIS_H / 2);
     }
     ctx.fillRect(LABEL_W, AXIS_H - 1, this.width - LABEL_W, 1);
   };
@@ -279,174 +301,46 @@
     this.root.dataset.highlighted = on.length;
   };
 
-  /* finding markers: stacked in levels so none hides another; past the last level they
-     cluster into a "+n" count at that spot */
+  /* finding markers: stacked in levels so none hides another, the most severe placed
+     first (a critical marker always gets the top level at its spot); where every
+     level is taken, a marker joins the nearest placed one as its "+n" count */
   Timeline.prototype.drawMarks = function (ctx) {
-    var c = this.colors, self = this, lastX = [], W = 10, placed = [];
-    this.marks.forEach(function (m) {
+    var c = this.colors, self = this, W = 10, levels = [], placed = [];
+    for (var l = 0; l < MARK_LEVELS; l++) levels.push([]);
+    // the selected finding's markers first, then by severity: neither is ever folded into a count
+    var rank = function (m) { return m.f === self.finding ? -1 : SEV_RANK[m.sev]; };
+    var ordered = this.marks.slice().sort(function (a, b) { return rank(a) - rank(b) || a.t - b.t; });
+    ordered.forEach(function (m) {
       var x = self.x(m.t);
       if (x < LABEL_W - 5 || x > self.width + 5) return;
       var lvl = 0;
-      while (lvl < MARK_LEVELS && lastX[lvl] !== undefined && x - lastX[lvl] < W) lvl++;
-      if (lvl === MARK_LEVELS) { placed[placed.length - 1].more++; return; }
-      lastX[lvl] = x;
-      placed.push({ m: m, x: x, lvl: lvl, more: 0 });
+      while (lvl < MARK_LEVELS && levels[lvl].some(function (p) { return Math.abs(p.x - x) < W; })) lvl++;
+      if (lvl === MARK_LEVELS) {
+        var near = placed.reduce(function (best, p) { return !best || Math.abs(p.x - x) < Math.abs(best.x - x) ? p : best; }, null);
+        near.more++;
+        return;
+      }
+      var p = { m: m, x: x, lvl: lvl, more: 0 };
+      levels[lvl].push(p); placed.push(p);
+    });
+    placed.forEach(function (p) {  // counts first: a marker beside one is drawn over its text
+      if (!p.more) return;
+      ctx.fillStyle = c.fg;
+      ctx.fillText("+" + p.more, p.x + 5, self.marksTop + p.lvl * MARK_LEVEL_H + 1 + MARK_LEVEL_H / 2);
     });
     placed.forEach(function (p) {
       var y = self.marksTop + p.lvl * MARK_LEVEL_H + 1, sel = p.m.f === self.finding;
       ctx.fillStyle = c[p.m.sev];
       ctx.beginPath(); ctx.moveTo(p.x - 4.5, y); ctx.lineTo(p.x + 4.5, y); ctx.lineTo(p.x, y + MARK_LEVEL_H - 2); ctx.closePath(); ctx.fill();
       if (sel) { ctx.strokeStyle = c.fg; ctx.lineWidth = 1.5; ctx.stroke(); }
-      if (p.more) { ctx.fillStyle = c.fg; ctx.fillText("+" + p.more, p.x + 5, y + MARK_LEVEL_H / 2); }
     });
     this.placed = placed;
     this.root.dataset.marks = placed.length;
   };
 
-  Timeline.prototype.hit = function (x, y) {
-    if (x < LABEL_W) return -1;
-    var t = this.t(x), tol = 2 * (this.v1 - this.v0) / (this.width - LABEL_W), best = -1;
-    for (var r = 0; r < this.rowY.length; r++) {
-      if (y < this.rowY[r] || y >= this.rowY[r] + ROW_H) continue;
-      var end = this.rowFirst[r] + this.rowCount[r];
-      for (var k = this.firstVisible(r, t - tol); k < end && this.start[k] <= t + tol; k++) {
-        if (this.end[k] >= t - tol && (best < 0 || this.end[k] - this.start[k] < this.end[best] - this.start[best])) best = k;
-      }
-    }
-    return best;
+  // what timeline_input.js builds on
+  window.kinetoscopeTimeline = {
+    Timeline: Timeline, fmtUs: fmtUs, fmtAt: fmtAt, LABEL_W: LABEL_W, ROW_H: ROW_H,
+    MARK_LEVELS: MARK_LEVELS, MARK_LEVEL_H: MARK_LEVEL_H, MAX_ROWS: MAX_ROWS, MIN_SPAN_US: MIN_SPAN_US
   };
-
-  Timeline.prototype.markAt = function (x, y) {
-    var lvl = Math.floor((y - this.marksTop) / MARK_LEVEL_H);
-    if (lvl < 0 || lvl >= MARK_LEVELS || !this.placed) return null;
-    return this.placed.filter(function (p) { return p.lvl === lvl && Math.abs(p.x - x) <= 5; })[0] || null;
-  };
-
-  Timeline.prototype.showTip = function (k, x, y, mark) {
-    var tip = this.tip, d = this.data, html;
-    if (mark) {
-      var el = this.findingEls.filter(function (e) { return +e.dataset.finding === mark.m.f; })[0];
-      html = "<b>" + esc(el ? el.dataset.title : "finding") + "</b>" + (mark.more ? "and " + mark.more + " more markers here" : "click to select");
-    } else if (k >= 0) {
-      var lab = d.labels[this.label[k]], lane = d.lanes[d.rows[this.rowOf[k]][0]];
-      var rows = [["start", "+" + fmtUs(this.start[k])], ["duration", fmtUs(this.end[k] - this.start[k])], ["kind", d.groups[lab[1]]], ["lane", lane.label]];
-      var args = this.args[k] || {};
-      Object.keys(args).forEach(function (a) { rows.push([a, JSON.stringify(args[a])]); });
-      if (this.link[k] >= 0) rows.push([lane.kind === "device" ? "launched by" : "launches", d.labels[this.label[this.link[k]]][0]]);
-      html = "<b>" + esc(lab[0]) + "</b><table>" + rows.map(function (r) { return "<tr><td>" + esc(r[0]) + "</td><td>" + esc(r[1]) + "</td></tr>"; }).join("") + "</table>";
-    } else { tip.style.display = "none"; return; }
-    tip.innerHTML = html; tip.style.display = "block";
-    var left = Math.min(x + 14, this.width - 360);
-    tip.style.left = Math.max(left, 0) + "px"; tip.style.top = (y + 36) + "px";
-  };
-
-  function esc(s) { return String(s).replace(/[&<>"]/g, function (ch) { return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[ch]; }); }
-
-  Timeline.prototype.zoom = function (factor, atX) {
-    var t = this.t(atX === undefined ? (LABEL_W + this.width) / 2 : atX);
-    var span = Math.max((this.v1 - this.v0) * factor, MIN_SPAN_US), full = (this.t1 - this.t0) * 1.1;
-    span = Math.min(span, full);
-    var frac = (t - this.v0) / (this.v1 - this.v0);
-    this.setView(t - frac * span, t - frac * span + span);
-  };
-
-  Timeline.prototype.pan = function (dt) { this.setView(this.v0 + dt, this.v1 + dt); };
-
-  Timeline.prototype.setView = function (v0, v1) {
-    var span = v1 - v0, pad = (this.t1 - this.t0) * 0.05;
-    if (v0 < this.t0 - pad) { v0 = this.t0 - pad; v1 = v0 + span; }
-    if (v1 > this.t1 + pad) { v1 = this.t1 + pad; v0 = v1 - span; }
-    this.v0 = v0; this.v1 = v1; this.request();
-  };
-
-  Timeline.prototype.selectFinding = function (fi) {
-    this.finding = fi;
-    this.findingEls.forEach(function (e) { e.classList.toggle("selected", +e.dataset.finding === fi); });
-    var f = this.data.findings[fi], self = this, lo = Infinity, hi = -Infinity;
-    if (!f) return;
-    f.events.forEach(function (k) { lo = Math.min(lo, self.start[k]); hi = Math.max(hi, self.end[k]); });
-    f.spans.forEach(function (s) { lo = Math.min(lo, s[0]); hi = Math.max(hi, s[0] + s[1]); });
-    if (isFinite(lo)) {
-      var pad = Math.max((hi - lo) * 0.15, 5);
-      this.setView(lo - pad, hi + pad);
-      this.root.scrollIntoView({ block: "nearest", behavior: "smooth" });
-    }
-    this.request();
-  };
-
-  Timeline.prototype.bind = function () {
-    var self = this, cv = this.canvas, drag = null;
-    cv.addEventListener("wheel", function (e) {
-      e.preventDefault();
-      var r = cv.getBoundingClientRect();
-      if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) self.pan((e.deltaX || e.deltaY) / (self.width - LABEL_W) * (self.v1 - self.v0));
-      else self.zoom(Math.exp(e.deltaY * 0.002), e.clientX - r.left);
-    }, { passive: false });
-    cv.addEventListener("mousedown", function (e) { drag = { x: e.clientX, v0: self.v0, v1: self.v1, moved: false }; });
-    window.addEventListener("mouseup", function () { setTimeout(function () { drag = null; }, 0); });
-    cv.addEventListener("mousemove", function (e) {
-      var r = cv.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
-      self.hoverX = x;
-      if (drag && (e.buttons & 1)) {
-        var dx = e.clientX - drag.x;
-        if (Math.abs(dx) > 2) drag.moved = true;
-        var dt = dx / (self.width - LABEL_W) * (drag.v1 - drag.v0);
-        self.setView(drag.v0 - dt, drag.v1 - dt);
-        self.tip.style.display = "none";
-        return;
-      }
-      var mark = self.markAt(x, y), k = mark ? -1 : self.hit(x, y);
-      if (k !== self.hover) { self.hover = k; self.request(); }
-      self.showTip(k, x, y, mark);
-      cv.style.cursor = mark || k >= 0 ? "pointer" : "grab";
-    });
-    cv.addEventListener("mouseleave", function () { self.hover = -1; self.tip.style.display = "none"; self.request(); });
-    cv.addEventListener("click", function (e) {
-      if (drag && drag.moved) return;
-      var r = cv.getBoundingClientRect(), x = e.clientX - r.left, y = e.clientY - r.top;
-      var mark = self.markAt(x, y);
-      if (mark) {
-        var el = self.findingEls.filter(function (f) { return +f.dataset.finding === mark.m.f; })[0];
-        self.selectFinding(mark.m.f);
-        if (el) el.scrollIntoView({ block: "nearest" });
-        return;
-      }
-      self.pinned = self.hit(x, y); self.request();
-    });
-    cv.addEventListener("dblclick", function () { self.setView(self.t0, self.t1); });
-    cv.addEventListener("mouseenter", function () { cv.focus({ preventScroll: true }); });
-    cv.addEventListener("keydown", function (e) {
-      var key = e.key.toLowerCase(), span = self.v1 - self.v0;
-      if (key === "w") self.zoom(0.8, self.hoverX);
-      else if (key === "s") self.zoom(1.25, self.hoverX);
-      else if (key === "a") self.pan(-span * 0.1);
-      else if (key === "d") self.pan(span * 0.1);
-      else if (key === "0" || key === "escape") { self.finding = -1; self.pinned = -1; self.setView(self.t0, self.t1); }
-      else return;
-      e.preventDefault();
-    });
-    var reset = this.root.querySelector(".tl-reset");
-    if (reset) reset.addEventListener("click", function () { self.finding = -1; self.pinned = -1; self.selectFinding(-1); self.setView(self.t0, self.t1); });
-    this.findingEls.forEach(function (el) {
-      el.addEventListener("click", function (e) {
-        if (e.target.closest("a")) return;
-        self.selectFinding(+el.dataset.finding);
-      });
-    });
-    window.addEventListener("resize", function () { self.resize(); });
-    if (window.matchMedia) {
-      var mq = window.matchMedia("(prefers-color-scheme: dark)");
-      var again = function () { self.readColors(); self.request(); };
-      if (mq.addEventListener) mq.addEventListener("change", again);
-    }
-  };
-
-  function init() {
-    document.querySelectorAll(".ks .tl[data-timeline]").forEach(function (root) {
-      if (root.ksTimeline) return;
-      try { root.ksTimeline = new Timeline(root); }
-      catch (err) { root.querySelector(".tl-range").textContent = "timeline unavailable: " + err; throw err; }
-    });
-  }
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
 })();
