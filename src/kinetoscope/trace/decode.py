@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 
 from ..errors import TraceError
+from .json_strings import EVENT_BOUNDARY, last_boundary_outside_strings
 
 # (attribute, JSON key, strict type, default). Ids and counters default to -1
 # (absent) so the loader can read them column-wise without testing for None.
@@ -140,10 +141,6 @@ _RAW_BATCH = 32768
 _CONTROL_TABLE = bytes.maketrans(bytes(range(32)), b" " * 32)
 _CONTROL_RE = re.compile(rb"[\x00-\x1f]")
 _EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*\[')
-_BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
-#: a whole JSON string, an event boundary outside one, or a lone `"` (a string cut
-#: off): scanning from outside any string finds only real boundaries
-_STRING_OR_BOUNDARY = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|\}[ \t\r\n]*,[ \t\r\n]*\{|"', re.S)
 _FIRST = re.compile(rb"[ \t\r\n]*([^ \t\r\n])")
 _TRAILING_AT = re.compile(r"trailing characters \(byte (\d+)\)")
 _CONTROL_WARNING = "raw control characters inside strings were replaced by spaces"
@@ -282,7 +279,7 @@ class EventStream:
             cut = _last_boundary(rest, cut[0] - 1)
             if cut is None:
                 break
-        cut = boundary_outside_strings(rest)
+        cut = last_boundary_outside_strings(rest)
         if cut is None:
             return None
         try:
@@ -441,24 +438,10 @@ def _last_boundary(text: bytearray, before: int) -> tuple[int, int] | None:
         pos = text.rfind(b"}", 0, pos)
         if pos < 0:
             return None
-        match = _BOUNDARY.match(text, pos)
+        match = EVENT_BOUNDARY.match(text, pos)
         if match:
             return pos + 1, match.end() - 1
     return None
-
-
-def boundary_outside_strings(text: bytearray | bytes) -> tuple[int, int] | None:
-    """(end of an event, start of the next) for the last `},{` of `text` that is not
-    inside a string, `text` starting outside any string; None when there is none.
-    Linear in the length of `text` (one regex pass, no backtracking across strings)."""
-    last = None
-    for match in _STRING_OR_BOUNDARY.finditer(text):
-        token = match.group()
-        if token == b'"':  # a string that does not end in `text`: nothing after counts
-            break
-        if token[:1] == b"}":
-            last = match
-    return (last.start() + 1, last.end() - 1) if last else None
 
 
 def normalize_lenient(batch: list[Any]) -> list[Any]:
@@ -582,7 +565,7 @@ def first_boundary(text: bytes) -> tuple[int, int] | None:
     quotes would be escaped), so a candidate whose `{` opens a non-empty object
     followed by `,` or `]` is taken. Still a guess in contrived cases (a key that
     ends in `},{`); `prefix_batches` catches a wrong one."""
-    for tried, match in enumerate(_BOUNDARY.finditer(text)):
+    for tried, match in enumerate(EVENT_BOUNDARY.finditer(text)):
         if tried >= 256:
             break
         if _opens_an_event(text, match.end() - 1):
