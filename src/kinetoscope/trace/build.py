@@ -23,7 +23,6 @@ from .columns import (
     json_text,
     present_mask,
 )
-from .decode import as_float, as_int
 from .links import (
     first_per_lane,
     join_parts,
@@ -34,6 +33,7 @@ from .links import (
     triples_of,
 )
 from .model import Device, Lane, Trace, TraceMeta
+from .schema import as_float, as_int
 
 _TIMED_PH = frozenset({"X", "i", "I"})
 _DEVICE_CATS = np.array([int(c) for c in DEVICE_CATS], dtype=np.uint8)

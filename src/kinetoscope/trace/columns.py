@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from .decode import as_float, as_int
+from .schema import as_float, as_int
 
 #: lane keys come from these event fields
 PID, TID = attrgetter("pid"), attrgetter("tid")

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from .categories import DEVICE_CATS, Cat
-from .decode import as_int
 from .model import KernelArgs, MemoryEvents
+from .schema import as_int
 
 
 def first_per_lane(lane: np.ndarray, values: np.ndarray, n_lanes: int) -> np.ndarray:

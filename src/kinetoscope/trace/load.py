@@ -10,8 +10,9 @@ from pathlib import Path
 from ..errors import TraceError, input_name
 from .build import TraceBuilder
 from .categories import DEVICE_CATS, HOST_TREE_CATS
-from .decode import EventStream, TopLevel
+from .decode import EventStream
 from .model import Trace
+from .schema import TopLevel
 from .source import is_regular_file, trace_chunks
 from .split import SPLIT_MIN_BYTES, build_split, cores
 from .top_meta import devices_of, trace_meta

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TraceError
-from .decode import EventStream, NotSplittable, events_head, first_boundary
+from .cuts import events_head, first_boundary
+from .decode import EventStream, NotSplittable
 from .source import plain_range
 
 #: files smaller than this load in one pass (the fork and the merge cost ~0.1 s)

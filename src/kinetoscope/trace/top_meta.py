@@ -5,8 +5,8 @@ turned into `TraceMeta` and `Device`s once all events are read.
 
 from __future__ import annotations
 
-from .decode import TopLevel
 from .model import Device, TraceMeta
+from .schema import TopLevel
 
 
 def trace_meta(top: TopLevel) -> TraceMeta:
