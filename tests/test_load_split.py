@@ -16,6 +16,7 @@ import pytest
 import kinetoscope
 from kinetoscope.errors import TraceError
 from kinetoscope.trace import split
+from kinetoscope.trace.build import TraceBuilder
 from tests.conftest import corpus, corpus_files, kernel, launch, op, write_trace
 
 load_module = sys.modules["kinetoscope.trace.load"]
@@ -89,7 +90,7 @@ def test_split_equals_one_pass_on_corpus(source, tmp_path, monkeypatch):
         whole = kinetoscope.load(path, split_min_bytes=ONE_PASS)
     except TraceError:
         pytest.skip("not loadable in one pass either")
-    halves = load_module.build_split(path, load_module._Builder)
+    halves = load_module.build_split(path, TraceBuilder)
     assert halves is not None, "the split path gave up on a well-formed file"
     assert_same(whole, kinetoscope.load(path, split_min_bytes=0))
     assert no_children_left()
@@ -99,7 +100,7 @@ def test_split_on_a_larger_trace_with_flows_and_ns(tmp_path):
     """15 MB of JSON: many pieces per half, ac2g flows, ns timestamps."""
     path = plain_copy(corpus("gpu/resnet_train_ns.pt.trace.json.gz"), tmp_path)
     whole = kinetoscope.load(path, split_min_bytes=ONE_PASS)
-    halves = load_module.build_split(path, load_module._Builder)
+    halves = load_module.build_split(path, TraceBuilder)
     assert halves is not None and halves[2] > 0
     assert_same(whole, kinetoscope.load(path, split_min_bytes=0))
     assert (whole.launch_of >= 0).sum() > 1000
@@ -181,7 +182,7 @@ def test_a_boundary_lookalike_inside_a_string_is_not_taken_as_the_cut(tmp_path):
 def test_a_worker_that_dies_falls_back(tmp_path, monkeypatch):
     path = write_trace(tmp_path / "t.json", events(300))
     monkeypatch.setattr(split, "_worker", lambda *args: os._exit(3))
-    assert load_module.build_split(path, load_module._Builder) is None
+    assert load_module.build_split(path, TraceBuilder) is None
     assert_same(
         kinetoscope.load(path, split_min_bytes=ONE_PASS), kinetoscope.load(path, split_min_bytes=0)
     )
@@ -204,5 +205,5 @@ def test_no_process_to_be_had_falls_back(tmp_path, monkeypatch):
         raise BlockingIOError(11, "Resource temporarily unavailable")
 
     monkeypatch.setattr(os, "fork", no_fork)
-    assert load_module.build_split(path, load_module._Builder) is None
+    assert load_module.build_split(path, TraceBuilder) is None
     assert len(kinetoscope.load(path, split_min_bytes=0)) == 900

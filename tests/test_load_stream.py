@@ -120,10 +120,10 @@ def test_events_key_nested_in_the_head_is_not_taken(tmp_path, tiny_pieces):
 
 def test_lanes_without_the_lookup_table(monkeypatch):
     # traces with very many (pid, tid) pairs intern lanes as tuples instead
-    load_module = importlib.import_module("kinetoscope.trace.load")  # the module, not load()
+    columns = importlib.import_module("kinetoscope.trace.columns")  # where LaneIds reads it
     path = corpus("gpu/tracelens_mi300__resnet_act_checkpoint.json.gz")
     with_table = kinetoscope.load(path)
-    monkeypatch.setattr(load_module, "_MAX_LANE_TABLE", 0)
+    monkeypatch.setattr(columns, "MAX_LANE_TABLE", 0)
     _same(kinetoscope.load(path), with_table)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..units import fmt_us
 from .decompose import cause
-from .diff import TraceDiff
+from .diff_model import TraceDiff
 from .types import summary
 
 #: Ratios closer to 1 than this are "about the same".

@@ -11,9 +11,7 @@ matched by name; the diff says so instead of listing every kernel as new.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from difflib import SequenceMatcher
-from typing import Any
 
 import numpy as np
 
@@ -22,148 +20,25 @@ from ..analysis.steps import StepStats, step_stats
 from ..rules.base import SEVERITY_ORDER, Finding
 from ..trace import Trace
 from .aggregate import KernelGroup, OpGroup, kernel_groups, op_groups
-from .decompose import Component, decompose
-from .environment import Environment, environment_diff
+from .decompose import decompose
+from .diff_model import (
+    FindingRow,
+    KernelDiff,
+    KernelRow,
+    OpRow,
+    Run,
+    Side,
+    StepPair,
+    TraceDiff,
+)
+from .environment import environment_diff
 from .kernels import family, identify_kernel, identify_kind, variant_change
-from .types import TypeChange, type_changes
+from .types import type_changes
 
 #: A per-step cost changed when it moved by more than this share of A's value ...
 RELATIVE_TOLERANCE = 0.10
 #: ... and by more than this many microseconds per step (timer noise on tiny events).
 ABSOLUTE_TOLERANCE_US = 1.0
-
-
-@dataclass
-class Run:
-    """One side of a diff: the trace and what the rules said about it."""
-
-    trace: Trace
-    findings: list[Finding] = field(default_factory=list)
-    regime: str | None = None
-    #: (label, start us, end us) from the trace start: the step bands `explain` draws
-    #: on its timeline, so the HTML diff draws each run's timeline the same way
-    steps: list[tuple[str, float, float]] = field(default_factory=list)
-
-
-@dataclass
-class Side:
-    """One run's figures (medians per step; `device_busy_ratio` over the window, as in
-    every command), and what it ran on."""
-
-    path: str
-    steps: int
-    has_steps: bool
-    devices: list[str]
-    vendors: list[str]
-    regime: str | None
-    step_time_us: float
-    host_time_us: float
-    device_busy_us: float
-    device_busy_ratio: float
-    kernels_per_step: float
-    launches_per_step: float
-
-
-@dataclass
-class StepPair:
-    position: int
-    a: StepStats | None
-    b: StepStats | None
-
-
-@dataclass
-class KernelRow:
-    key: str
-    display: str
-    status: str  # unchanged | changed | new | gone | replaced
-    calls_a: float  # per step
-    calls_b: float
-    us_a: float  # device time per step
-    us_b: float
-    example: str  # a raw name (A's where both runs have it)
-    #: for `replaced`: B's kernel and what the dispatcher changed (layout nn -> tn, ...)
-    replacement: str = ""
-    change: str = ""
-
-
-@dataclass
-class KernelDiff:
-    comparable: bool
-    reason: str  # why kernels cannot be matched, when they cannot
-    rows: list[KernelRow] = field(default_factory=list)
-    #: when names cannot be matched: device time by kind of work (gemm, attention, ...)
-    by_kind: list[KernelRow] = field(default_factory=list)
-    #: ... and the top kernels of each side
-    top_a: list[KernelRow] = field(default_factory=list)
-    top_b: list[KernelRow] = field(default_factory=list)
-
-    def by_status(self, status: str) -> list[KernelRow]:
-        return [r for r in self.rows if r.status == status]
-
-
-@dataclass
-class OpRow:
-    name: str
-    status: str  # unchanged | changed | appeared | vanished
-    calls_a: float  # per step
-    calls_b: float
-    self_us_a: float  # self CPU time per step
-    self_us_b: float
-    total_us_a: float
-    total_us_b: float
-
-
-@dataclass
-class FindingRow:
-    id: str
-    status: str  # appeared | disappeared | severity changed | unchanged
-    severity_a: str | None
-    severity_b: str | None
-    title: str
-    impact_us_a: float
-    impact_us_b: float
-
-
-@dataclass
-class TraceDiff:
-    a: Side
-    b: Side
-    steps: list[StepPair]
-    kernels: KernelDiff
-    ops: list[OpRow]
-    findings: list[FindingRow]
-    #: what differs outside the program: devices, versions, profiler settings, steps
-    environment: Environment = field(default_factory=Environment)
-    #: the per-step change split into device busy and the host parts, with noise
-    decomposition: list[Component] = field(default_factory=list)
-    #: device work by type in each run, and what appeared or vanished
-    types: list[TypeChange] = field(default_factory=list)
-    conclusion: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["steps"] = [
-            {
-                "position": p.position,
-                "a": _step_dict(p.a),
-                "b": _step_dict(p.b),
-            }
-            for p in self.steps
-        ]
-        return out
-
-
-def _step_dict(s: StepStats | None) -> dict[str, Any] | None:
-    if s is None:
-        return None
-    return {
-        "step": s.number,
-        "step_time_us": s.dur,
-        "host_time_us": s.host_busy_us,
-        "device_busy_us": s.device_busy_us,
-        "kernels": s.kernels,
-        "launches": s.launches,
-    }
 
 
 def changed(a: float, b: float) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..jsontext import dumps
 from ..own_files import signature
 from ..units import fmt_us
-from .diff import Run, TraceDiff
+from .diff_model import Run, TraceDiff
 
 #: Rows per table in text/markdown/html; json carries every row.
 ROW_LIMIT = 25
@@ -210,18 +210,24 @@ def _kernels(d: TraceDiff, limit: int) -> Section:
     sec.headers = ["status", "kernel", "calls A", "calls B", "time/step A", "time/step B", "change"]
     for r in rows[:limit]:
         sec.rows.append(
-            [
-                r.status,
-                _kernel_name(r),
-                _count(r.calls_a),
-                _count(r.calls_b),
-                fmt_us(r.us_a, 1),
-                fmt_us(r.us_b, 1),
-                _delta(r.us_a, r.us_b),
-            ]
+            _change_row(r.status, _kernel_name(r), r.calls_a, r.calls_b, r.us_a, r.us_b)
         )
     sec.more = max(0, len(rows) - limit)
     return sec
+
+
+def _change_row(status: str, name: str, calls_a, calls_b, us_a: float, us_b: float) -> list[str]:
+    """status, name, calls and time per step on each side, and the change: the one row
+    shape of the kernel and host-op tables, so both read (and round) alike."""
+    return [
+        status,
+        name,
+        _count(calls_a),
+        _count(calls_b),
+        fmt_us(us_a, 1),
+        fmt_us(us_b, 1),
+        _delta(us_a, us_b),
+    ]
 
 
 def _ops(d: TraceDiff, limit: int) -> Section:
@@ -233,15 +239,7 @@ def _ops(d: TraceDiff, limit: int) -> Section:
     sec.headers = ["status", "op", "calls A", "calls B", "self A", "self B", "change"]
     for r in moved[:limit]:
         sec.rows.append(
-            [
-                r.status,
-                r.name,
-                _count(r.calls_a),
-                _count(r.calls_b),
-                fmt_us(r.self_us_a, 1),
-                fmt_us(r.self_us_b, 1),
-                _delta(r.self_us_a, r.self_us_b),
-            ]
+            _change_row(r.status, r.name, r.calls_a, r.calls_b, r.self_us_a, r.self_us_b)
         )
     sec.more = max(0, len(moved) - limit)
     return sec

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..api import explain
 from ..trace import load
-from .diff import Run
+from .diff_model import Run
 
 
 def load_run(path: str | Path) -> Run:

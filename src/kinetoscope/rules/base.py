@@ -37,6 +37,21 @@ class Evidence:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
+def event_evidence(trace, index, text: str, **fields: Any) -> Evidence:
+    """Evidence located at trace event `index`: its name, start and duration.
+
+    Rules point at the event that shows the problem so Perfetto can open it; the
+    three locating fields always come from that one event, so they are filled in
+    here (`fields` adds step, value, unit)."""
+    return Evidence(
+        text,
+        name=trace.name(index),
+        ts_us=trace.rel(trace.ts[index]),
+        dur_us=float(trace.dur[index]),
+        **fields,
+    )
+
+
 @dataclass
 class Finding:
     id: str

@@ -12,7 +12,7 @@ from ..analysis.dataloader import data_waits
 from ..analysis.stepmap import step_of
 from ..analysis.syncs import sync_sites
 from ..units import count, fmt_pct, fmt_us
-from .base import Evidence, Finding, rule
+from .base import Evidence, Finding, event_evidence, rule
 from .verdict import DEFAULTS, RegimeCall, classify
 
 
@@ -68,11 +68,10 @@ def data_bound(ctx) -> list[Finding]:
     for w in sorted(ctx.analysis(data_waits), key=lambda w: -w.wait_us)[:3]:
         if w.longest >= 0:
             evidence.append(
-                Evidence(
+                event_evidence(
+                    trace,
+                    w.longest,
                     f"{fmt_us(w.wait_us)} waiting for data ({fmt_pct(w.share)} of the step)",
-                    name=trace.name(w.longest),
-                    ts_us=trace.rel(trace.ts[w.longest]),
-                    dur_us=float(trace.dur[w.longest]),
                     step=w.step,
                     value=w.wait_us,
                     unit="us",
@@ -135,11 +134,10 @@ def sync_bound(ctx) -> list[Finding]:
     for site in sorted(ctx.analysis(sync_sites), key=lambda s: -s.wait_us)[:3]:
         frame = f", from {trace.name(site.frame)}" if site.frame >= 0 else ""
         evidence.append(
-            Evidence(
+            event_evidence(
+                trace,
+                site.index,
                 f"{trace.name(site.index)} blocked {fmt_us(site.wait_us)} in {site.call}{frame}",
-                name=trace.name(site.index),
-                ts_us=trace.rel(trace.ts[site.index]),
-                dur_us=float(trace.dur[site.index]),
                 step=site.step,
                 value=site.wait_us,
                 unit="us",
@@ -177,11 +175,10 @@ def compile_window(ctx) -> list[Finding]:
     trace = ctx.trace
     events = ctx.analysis(compile_events)
     evidence = [
-        Evidence(
+        event_evidence(
+            trace,
+            i,
             f"{trace.name(i)}: {fmt_us(float(trace.dur[i]))}",
-            name=trace.name(i),
-            ts_us=trace.rel(trace.ts[i]),
-            dur_us=float(trace.dur[i]),
             step=step_of(trace, float(trace.ts[i])),
             value=float(trace.dur[i]),
             unit="us",

@@ -4,9 +4,9 @@
 document, so it needs the span of every element of `traceEvents` while the text
 arrives in pieces. Looking for `},{` is wrong: that text is common inside
 strings (Python reprs in `args`). This scanner tracks JSON string state the way
-a parser does (a quote preceded by an odd run of backslashes does not end a
-string) and brace/bracket depth outside strings, vectorised with numpy over
-megabytes at a time, so the cost is a few passes over the bytes in C.
+a parser does (`trace.json_strings`, shared with the loader) and brace/bracket
+depth outside strings, vectorised with numpy over megabytes at a time, so the
+cost is a few passes over the bytes in C.
 
 Everything outside the `traceEvents` array (the top-level metadata such as
 `deviceProperties`, `distributedInfo`, `baseTimeNanoseconds`, `traceName`) is
@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-_QUOTE, _BACKSLASH = 34, 92
+from ..trace.json_strings import outside_strings, unescaped_quotes
+
 _OPEN_OBJ, _CLOSE_OBJ, _OPEN_ARR, _CLOSE_ARR = 123, 125, 91, 93
 #: bytes gathered before a scan: large enough that numpy's per-call cost vanishes
 SCAN_BYTES = 4 << 20
@@ -85,12 +86,11 @@ class EventScanner:
     def _scan(self, final: bool) -> Batch | None:
         data = bytes(self._pending)
         raw = np.frombuffer(data, np.uint8)
-        quotes = _unescaped_quotes(raw)
+        quotes = unescaped_quotes(raw)
         marks = np.flatnonzero(
             (raw == _OPEN_OBJ) | (raw == _CLOSE_OBJ) | (raw == _OPEN_ARR) | (raw == _CLOSE_ARR)
         )
-        # a mark is outside strings when an even number of real quotes precede it
-        marks = marks[(np.searchsorted(quotes, marks) & 1) == 0]
+        marks = marks[outside_strings(quotes, marks)]
         chars = raw[marks]
         delta = np.where((chars == _OPEN_OBJ) | (chars == _OPEN_ARR), 1, -1)
         after = self._depth + np.cumsum(delta)
@@ -157,24 +157,3 @@ class EventScanner:
         if len(starts_all) != len(ends_all):
             raise ScanError(f"an event is not closed near byte {self.offset}")
         return Batch(data, starts_all, ends_all) if len(starts_all) else None
-
-
-def _unescaped_quotes(raw: np.ndarray) -> np.ndarray:
-    """Positions of `"` that open or close a string: not preceded by an odd run of `\\`."""
-    quotes = np.flatnonzero(raw == _QUOTE)
-    if not len(quotes):
-        return quotes
-    candidates = quotes[quotes > 0]
-    candidates = candidates[raw[candidates - 1] == _BACKSLASH]
-    if not len(candidates):
-        return quotes
-    run = np.zeros(len(candidates), np.int64)
-    pos = candidates - 1
-    active = np.ones(len(candidates), bool)
-    while active.any():  # one round per backslash of the longest run (usually 1-2)
-        run += active
-        pos = pos - 1
-        active &= pos >= 0
-        active[active] = raw[pos[active]] == _BACKSLASH
-    escaped = candidates[(run & 1) == 1]
-    return np.setdiff1d(quotes, escaped, assume_unique=True)

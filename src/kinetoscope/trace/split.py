@@ -6,7 +6,7 @@ file is cut in two at an event boundary near its middle; a forked worker reads,
 decodes and builds the second half from the file itself (the parent never
 holds its text) while the parent does the first half, then sends its columns
 and intern tables back through a pipe and the parent merges them
-(`_Builder.absorb`). The result is identical to a one-pass load.
+(`TraceBuilder.absorb`). The result is identical to a one-pass load.
 
 Anything unusual makes the split give up and the caller load in one pass, which
 then reports the problem exactly as it always does: a cut that was not an
@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TraceError
-from .decode import EventStream, NotSplittable, events_head, first_boundary
+from .cuts import events_head, first_boundary
+from .decode import EventStream, NotSplittable
 from .source import plain_range
 
 #: files smaller than this load in one pass (the fork and the merge cost ~0.1 s)

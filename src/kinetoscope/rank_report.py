@@ -1,0 +1,154 @@
+"""The multi-rank report: the comparison across ranks computed once and rendered as
+text, markdown or JSON (HTML renders the same object in report/html.py).
+"""
+
+from __future__ import annotations
+
+from statistics import median
+from typing import Any
+
+from .own_files import signature
+from .rank_compare import (
+    MIN_WAIT_SHARE,
+    STRAGGLER_WAIT_RATIO,
+    collective_waits,
+    merged_findings,
+    rank_ranges,
+    stragglers,
+)
+from .rank_summary import RankSummary
+
+
+class MultiRankReport:
+    """The comparison across ranks, computed once, rendered as text/markdown/JSON."""
+
+    def __init__(self, ranks: dict[int, RankSummary]) -> None:
+        self.ranks = ranks
+        self.waits, self.matched = collective_waits(ranks)
+        self.stragglers = stragglers(ranks)
+        self.findings = merged_findings(ranks)
+        self.median_step = median(s.step_us for s in ranks.values())
+        self.median_wait = median(self.waits.values()) if self.waits else 0.0
+
+    def straggler_text(self) -> str:
+        if not self.matched:
+            return "No straggler analysis: no collective kernels matched across ranks."
+        if not self.stragglers:
+            return (
+                f"No straggler: the median rank waits {self.median_wait / 1e3:.2f} ms at "
+                f"{self.matched} collectives, and no rank waits under "
+                f"{STRAGGLER_WAIT_RATIO:g}x that."
+            )
+        others = [w for r, w in self.waits.items() if r not in self.stragglers]
+        described = ", ".join(
+            f"rank {r} (waits {self.waits[r] / 1e3:.2f} ms at collectives, step "
+            f"{self.ranks[r].step_us / 1e3:.2f} ms, "
+            f"compute {self.ranks[r].compute_us / 1e3:.2f} ms)"
+            for r in self.stragglers
+        )
+        return (
+            f"Straggler{'s' if len(self.stragglers) > 1 else ''}: {described}. The other ranks "
+            f"wait a median {median(others) / 1e3:.2f} ms (up to {max(others) / 1e3:.2f} ms) "
+            f"in the same {self.matched} collectives for it to arrive: their collective kernels "
+            "last longer because they start before it joins. Look at what this rank does "
+            "before the collectives (data, host work, a slower device)."
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            **signature("ranks"),  # `explain DIR` knows the file as ours (own_files)
+            "ranks": [
+                {
+                    "rank": r,
+                    "path": s.path,
+                    "step_us": round(s.step_us, 3),
+                    "steps": [{"step": n, "dur_us": round(d, 3)} for n, d in s.steps],
+                    "device_busy_us": round(s.device_busy_us, 3),
+                    "compute_us": round(s.compute_us, 3),
+                    "collective_us": round(s.collective_us, 3),
+                    "collective_share": round(s.collective_share, 4),
+                    "collective_kernels": s.collective_kernels,
+                    "collective_wait_us": round(self.waits.get(r, 0.0), 3),
+                    "overlap": round(s.overlap, 4) if s.overlap is not None else None,
+                    "exposed_communication_us": round(s.exposed_us, 3),
+                    "findings": s.findings,
+                    "not_checked": s.not_checked,
+                }
+                for r, s in self.ranks.items()
+            ],
+            "median_step_us": round(self.median_step, 3),
+            "matched_collectives": self.matched,
+            "median_collective_wait_us": round(self.median_wait, 3),
+            "stragglers": [
+                {
+                    "rank": r,
+                    "collective_wait_us": round(self.waits[r], 3),
+                    "step_us": round(self.ranks[r].step_us, 3),
+                }
+                for r in self.stragglers
+            ],
+            "thresholds": {
+                "straggler_wait_ratio": STRAGGLER_WAIT_RATIO,
+                "min_wait_share": MIN_WAIT_SHARE,
+            },
+            "findings": self.findings,
+        }
+
+    def render(self, markdown: bool) -> str:
+        head = ["rank", "steps", "step ms", "busy ms", "compute ms", "coll. ms", "coll. share",
+                "coll. wait ms", "overlap", "exposed ms"]  # fmt: skip
+        rows = []
+        for r, s in self.ranks.items():
+            rows.append(
+                [
+                    str(r) + (" *" if r in self.stragglers else ""),
+                    str(len(s.steps)) if s.steps else "-",
+                    f"{s.step_us / 1e3:.2f}",
+                    f"{s.device_busy_us / 1e3:.2f}",
+                    f"{s.compute_us / 1e3:.2f}",
+                    f"{s.collective_us / 1e3:.2f}",
+                    f"{s.collective_share:.1%}",
+                    f"{self.waits[r] / 1e3:.2f}" if self.matched else "-",
+                    f"{s.overlap:.1%}" if s.overlap is not None else "-",
+                    f"{s.exposed_us / 1e3:.2f}",
+                ]
+            )
+        h = "## " if markdown else ""
+        lines = [f"{h}{len(self.ranks)} ranks, median step {self.median_step / 1e3:.2f} ms", ""]
+        lines.extend(_table(head, rows, markdown))
+        lines += [
+            "",
+            "step ms: median over the rank's steps (the window without steps); "
+            "coll.: collective (NCCL/RCCL) kernels; coll. share: of device busy time; coll. "
+            "wait: time in collectives waiting for the last rank; overlap: share of collective "
+            "time during which compute kernels ran on other streams; exposed: communication per "
+            "step (median) with no compute beside it; *: straggler",
+            "",
+            self.straggler_text(),
+            "",
+            f"{h}Findings (merged across ranks)",
+        ]
+        for f in self.findings:
+            impact = f["impact_us"]
+            span = (
+                f"{impact['min'] / 1e3:.2f}-{impact['max'] / 1e3:.2f} ms/step"
+                if impact["max"] > 0
+                else "info"
+            )
+            lines.append(
+                f"{'- ' if markdown else '  '}rank{'s' if len(f['ranks']) > 1 else ''} "
+                f"{rank_ranges(f['ranks'])}: [{f['severity']}] {f['id']}: {f['title']} "
+                f"(worst on rank {f['worst_rank']}; {span})"
+            )
+        if not self.findings:
+            lines.append("  none")
+        return "\n".join(lines)
+
+
+def _table(head: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
+    if markdown:
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        return out + ["| " + " | ".join(r) + " |" for r in rows]
+    widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(head)]
+    fmt = "  ".join(f"{{:>{w}}}" for w in widths)
+    return [fmt.format(*head), *(fmt.format(*r) for r in rows)]

@@ -1,0 +1,126 @@
+"""What one worker measures on one rank's trace, and sends back.
+
+`summarize_rank` runs inside a worker process (pool, Dask or Ray): it loads the
+trace, measures step times and collective (NCCL/RCCL) time and overlap, runs the
+rules, and returns a `RankSummary` of numbers and finding dicts, small and
+picklable, so no arrays cross process boundaries.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Any
+
+import numpy as np
+
+from .analysis.intervals import merge, union_length
+from .analysis.streams import stream_report
+from .errors import TraceError
+from .trace import Trace, load
+
+COLLECTIVE_RE = re.compile(r"nccl|rccl", re.IGNORECASE)
+
+
+@dataclass
+class RankSummary:
+    """What one worker process sends back: numbers and finding dicts, no arrays."""
+
+    path: str
+    rank: int | None  # from distributedInfo; None when the trace has none
+    steps: list[tuple[int, float]]  # (ProfilerStep number, duration us)
+    window_us: float
+    device_busy_us: float
+    collective_us: float  # union of collective kernel time
+    compute_us: float  # union of non-collective kernel time
+    overlapped_us: float  # collective time covered by compute kernels on other streams
+    collective_kernels: int
+    collectives: list[tuple[str, float]] = field(default_factory=list)  # (name, dur) in order
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    not_checked: list[dict[str, str]] = field(default_factory=list)
+    error: str | None = None
+    #: median over steps of communication no compute overlapped (analysis.streams)
+    exposed_us: float = 0.0
+
+    @property
+    def step_us(self) -> float:
+        """Median step duration (the whole window when no steps were recorded)."""
+        return median(d for _, d in self.steps) if self.steps else self.window_us
+
+    @property
+    def collective_share(self) -> float:
+        return self.collective_us / self.device_busy_us if self.device_busy_us > 0 else 0.0
+
+    @property
+    def overlap(self) -> float | None:
+        return self.overlapped_us / self.collective_us if self.collective_us > 0 else None
+
+
+def collective_overlap(trace: Trace) -> tuple[float, float, float, int]:
+    """(collective us, compute us, collective us overlapped by compute on other streams, count)."""
+    kernels = trace.kernels
+    names = np.array([bool(COLLECTIVE_RE.search(n)) for n in trace.names] or [False])
+    is_coll = names[trace.name_id[kernels]]
+    coll, comp = kernels[is_coll], kernels[~is_coll]
+    overlapped = 0.0
+    for lane in np.unique(trace.lane[coll]):
+        mine = coll[trace.lane[coll] == lane]
+        others = comp[trace.lane[comp] != lane]
+        cs, ce = merge(trace.ts[mine], trace.end[mine])
+        ks, ke = merge(trace.ts[others], trace.end[others])
+        overlapped += _intersection(cs, ce, ks, ke)
+    return (
+        union_length(trace.ts[coll], trace.end[coll]),
+        union_length(trace.ts[comp], trace.end[comp]),
+        overlapped,
+        int(len(coll)),
+    )
+
+
+def collective_sequence(trace: Trace) -> list[tuple[str, float]]:
+    """Collective kernels in launch order: the k-th on every rank is the same collective."""
+    coll = [int(i) for i in trace.kernels if COLLECTIVE_RE.search(trace.name(i))]
+    return [(trace.name(i), float(trace.dur[i])) for i in coll]
+
+
+def _intersection(a_s, a_e, b_s, b_e) -> float:
+    """Total length of the intersection of two sorted disjoint interval lists."""
+    total, i, j = 0.0, 0, 0
+    while i < len(a_s) and j < len(b_s):
+        lo, hi = max(a_s[i], b_s[j]), min(a_e[i], b_e[j])
+        if hi > lo:
+            total += hi - lo
+        if a_e[i] < b_e[j]:
+            i += 1
+        else:
+            j += 1
+    return float(total)
+
+
+def summarize_rank(path: str, config: dict | None = None) -> RankSummary:
+    """Load one rank's trace and measure it (runs inside a worker process)."""
+    from .rules.engine import run_rules
+
+    try:
+        trace = load(path)
+    except TraceError as exc:  # exceptions with custom __init__ do not pickle back
+        return RankSummary(path, None, [], 0.0, 0.0, 0.0, 0.0, 0.0, 0, error=exc.problem)
+    work = trace.device_work
+    coll, comp, overlapped, count = collective_overlap(trace)
+    outcome = run_rules(trace, config=config)
+    return RankSummary(
+        path=path,
+        rank=trace.meta.rank,
+        steps=[(s.number, s.dur) for s in trace.steps],
+        window_us=trace.end_time - trace.start_time,
+        device_busy_us=union_length(trace.ts[work], trace.end[work]),
+        collective_us=coll,
+        compute_us=comp,
+        overlapped_us=overlapped,
+        collective_kernels=count,
+        collectives=collective_sequence(trace),
+        findings=[f.to_dict() for f in outcome.findings],
+        not_checked=[s.to_dict() for s in outcome.not_checked],
+        exposed_us=median([s.exposed_us for s in stream_report(trace).steps] or [0.0]),
+    )
