@@ -24,7 +24,7 @@ from ..analysis.compile import compiling_steps
 from ..analysis.stepmap import step_count, step_of
 from ..trace import Trace
 from ..units import count, fmt_us
-from .base import Evidence, Finding, NotChecked, rule
+from .base import Evidence, Finding, NotChecked, event_evidence, rule
 
 _WHAT = {
     "module-load": (
@@ -119,13 +119,12 @@ def _first_run_finding(ctx, cold: list[FirstRun]) -> list[Finding]:
     if excess < ctx.threshold("min_first_run_us"):
         return []
     evidence = [
-        Evidence(
+        event_evidence(
+            trace,
+            r.index,
             f"{trace.name(r.index)}: first run {fmt_us(float(trace.dur[r.index]), 1)} vs "
             f"{fmt_us(r.later_median_us, 1)} median of its {r.runs - 1} later runs "
             f"({float(trace.dur[r.index]) / r.later_median_us:.1f}x)",
-            name=trace.name(r.index),
-            ts_us=trace.rel(trace.ts[r.index]),
-            dur_us=float(trace.dur[r.index]),
             step=step_of(trace, trace.ts[r.index]),
             value=r.excess_us(trace),
             unit="us",

@@ -63,13 +63,12 @@ def compile_cpu_tax(ctx) -> list[Finding]:
             f"(ratio {ratio:.2f}, threshold {ctx.threshold('ratio'):.2f})",
             value=ratio,
         ),
-        Evidence(
+        event_evidence(
+            trace,
+            c0.index,
             f"largest: region {c0.label}, guard check {fmt_us(c0.lookup_us, 1)} + "
             f"region {fmt_us(c0.dur, 1)} "
             f"of which the graph's ops take {fmt_us(c0.ops_us, 1)}",
-            name=trace.name(c0.index),
-            ts_us=trace.rel(c0.ts),
-            dur_us=c0.dur,
             step=c0.step,
             value=c0.wrapper_us,
             unit="us",

@@ -21,7 +21,7 @@ from ..analysis.stepmap import (
 )
 from ..units import count, fmt_us
 from .advice import cuda_graphs_fit
-from .base import Evidence, Finding, rule
+from .base import Evidence, Finding, event_evidence, rule
 from .compile_regions import compiled_regions, step_prefix
 from .impact import host_cost_hidden
 
@@ -72,12 +72,11 @@ def recompile(ctx) -> list[Finding]:
                 )
     for frame, c, m in earlier:
         evidence.append(
-            Evidence(
+            event_evidence(
+                trace,
+                c.index,
                 f"frame {frame} runs compilation #{m + 1} ({c.label}): it was recompiled "
                 "before the profiled window",
-                name=trace.name(c.index),
-                ts_us=trace.rel(c.ts),
-                dur_us=c.dur,
                 step=c.step,
                 value=float(m),
             )
