@@ -11,8 +11,11 @@ import numpy as np
 import pytest
 
 from kinetoscope.analysis.kernel_variance import collective_overlap, same_work_groups
+from kinetoscope.analysis.stepmap import device_steps
+from kinetoscope.analysis.steps import device_anchor
 from kinetoscope.rules.engine import run_rules
 from kinetoscope.trace import load
+from kinetoscope.trace.steps import STEP_RE
 
 from .conftest import corpus
 
@@ -113,3 +116,45 @@ def test_collective_overlap_on_rccl_training():
     assert beside and alone
     assert collective_overlap(trace, beside[0]) == pytest.approx(1.0)
     assert collective_overlap(trace, coll[0]) == 0.0  # a collective does not overlap itself
+
+
+def _groups_one_kernel_at_a_time(trace, min_occurrences=3):
+    """The definition `same_work_groups` computes with whole arrays, kernel by kernel."""
+    kernels = trace.kernels
+    args = trace.kernel_args
+    arg_pos = {int(e): p for p, e in enumerate(args.index.tolist())}
+    steps = device_steps(trace, kernels)
+    order = np.lexsort((trace.ts[kernels], device_anchor(trace)[kernels]))
+    seen, groups = {}, {}
+    for k in order.tolist():
+        if steps[k] < 0:
+            continue
+        event = int(kernels[k])
+        pos = arg_pos.get(event)
+        shapes = [
+            tuple(int(v) for v in col[pos]) if pos is not None and col[pos][0] >= 0 else None
+            for col in (args.grid, args.block)
+        ]
+        op = int(trace.op_of[event])
+        caller = "" if op < 0 else trace.name(op)
+        caller = "ProfilerStep#N" if STEP_RE.match(caller) else caller
+        key = (int(trace.name_id[event]), *shapes, caller)
+        nth = seen.get((int(steps[k]), key), 0)
+        seen[(int(steps[k]), key)] = nth + 1
+        groups.setdefault((*key, nth), []).append(k)
+    return [
+        (*key, kernels[members].tolist(), steps[members].tolist())
+        for key, members in groups.items()
+        if len(members) >= min_occurrences
+    ]
+
+
+@pytest.mark.parametrize("name", [WORKERS4, MI300, TINY])
+def test_same_work_groups_match_the_kernel_by_kernel_definition(name):
+    trace = load(corpus(name))
+    got = [
+        (g.name_id, g.grid, g.block, g.caller, g.position, g.indices.tolist(), g.steps.tolist())
+        for g in same_work_groups(trace)
+    ]
+    expected = _groups_one_kernel_at_a_time(trace)
+    assert got == expected and len(got) > 10

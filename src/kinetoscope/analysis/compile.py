@@ -277,4 +277,6 @@ def compiling_steps(trace: Trace) -> set[int | None]:
 
 def during_compilation(trace: Trace, events: np.ndarray, start: float, end: float) -> bool:
     """Whether [start, end] overlaps one of the compilation `events` (from compile_events)."""
+    if not len(events):  # asked once per gap or step: skip the array work when none compiled
+        return False
     return bool(np.any((trace.ts[events] < end) & (trace.end[events] > start)))

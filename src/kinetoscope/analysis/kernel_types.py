@@ -200,16 +200,7 @@ def kernel_types(trace: Trace, indices: np.ndarray | None = None) -> KernelTypes
             continue
         us = float(durs[sel].sum())
         rows.append(TypeRow(type_, int(sel.sum()), us, us / total if total else 0.0, us / steps))
-    by_step: dict[int, dict[str, float]] = {}
-    for number in np.unique(numbers).tolist():
-        if number < 0:
-            continue
-        here = numbers == number
-        by_step[int(number)] = {
-            type_: float(durs[here & (labels == type_)].sum())
-            for type_ in KERNEL_TYPES
-            if (here & (labels == type_)).any()
-        }
+    by_step = _by_step(numbers, labels, durs)
     other = work[labels == "other"]
     top_other = []
     if len(other):
@@ -218,3 +209,29 @@ def kernel_types(trace: Trace, indices: np.ndarray | None = None) -> KernelTypes
             if sums[name_id] > 0:
                 top_other.append((trace.names[int(name_id)], float(sums[name_id])))
     return KernelTypes(rows, total, steps, by_step, top_other)
+
+
+def _by_step(
+    numbers: np.ndarray, labels: np.ndarray, durs: np.ndarray
+) -> dict[int, dict[str, float]]:
+    """step number -> type -> us, for the steps (number >= 0) that have device work.
+
+    One stable sort by (step, type) makes each group a contiguous run holding its
+    events in their original order, so each sum is the same pairwise sum as
+    masking would give; a mask per step and type cost O(steps x events).
+    """
+    code_of = {type_: k for k, type_ in enumerate(KERNEL_TYPES)}
+    codes = np.array([code_of[label] for label in labels.tolist()], dtype=np.int64)
+    keep = np.flatnonzero(numbers >= 0)
+    key = numbers[keep].astype(np.int64) * len(KERNEL_TYPES) + codes[keep]
+    by_key = np.argsort(key, kind="stable")
+    order, sorted_key = keep[by_key], key[by_key]
+    by_step: dict[int, dict[str, float]] = {}
+    if not len(order):
+        return by_step
+    edges = np.flatnonzero(np.diff(sorted_key)) + 1
+    starts, stops = np.r_[0, edges].tolist(), np.r_[edges, len(order)].tolist()
+    for first, stop in zip(starts, stops, strict=True):
+        number, code = divmod(int(sorted_key[first]), len(KERNEL_TYPES))
+        by_step.setdefault(number, {})[KERNEL_TYPES[code]] = float(durs[order[first:stop]].sum())
+    return by_step

@@ -42,51 +42,98 @@ class SameWork:
         return trace.dur[self.indices]
 
 
-def _shape(args, pos: int, column: str) -> tuple[int, ...] | None:
-    value = tuple(int(v) for v in getattr(args, column)[pos])
-    return value if value[0] >= 0 else None
+def _shape(row: np.ndarray) -> tuple[int, ...] | None:
+    """A grid or block as recorded, None where absent (-1)."""
+    return tuple(int(v) for v in row) if row[0] >= 0 else None
 
 
-def _caller(trace: Trace, op: int) -> str:
-    """The launching op's name; a step itself is `ProfilerStep#N` in every step."""
-    if op < 0:
-        return ""
-    name = trace.name(op)
-    return "ProfilerStep#N" if STEP_RE.match(name) else name
+def _launch_shapes(trace: Trace, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(grid, block) rows of `events`; every row of an absent shape is all -1."""
+    args = trace.kernel_args
+    where = np.full(len(trace), -1, dtype=np.int64)
+    where[args.index] = np.arange(len(args.index))
+    pos = where[events]
+    known = pos >= 0
+    shapes = []
+    for column in (args.grid, args.block):
+        rows = np.full((len(events), 3), -1, dtype=np.int64)
+        rows[known] = column[pos[known]]
+        rows[rows[:, 0] < 0] = -1  # one absent value, however the rest reads
+        shapes.append(rows)
+    return shapes[0], shapes[1]
+
+
+def _caller_codes(trace: Trace, events: np.ndarray) -> np.ndarray:
+    """Name id of each event's launching op: -1 unknown, -2 a `ProfilerStep#N` (the same
+    caller in every step)."""
+    ops = trace.op_of[events]
+    codes = np.where(ops >= 0, trace.name_id[np.maximum(ops, 0)], -1).astype(np.int64)
+    step_names = trace.name_ids_matching(lambda n: bool(STEP_RE.match(n)))
+    codes[np.isin(codes, step_names) & (ops >= 0)] = -2
+    return codes
+
+
+def _caller(trace: Trace, code: int) -> str:
+    if code < 0:
+        return "" if code == -1 else "ProfilerStep#N"
+    return trace.names[code]
 
 
 def same_work_groups(trace: Trace, min_occurrences: int = 3) -> list[SameWork]:
     """Each piece of work seen in at least `min_occurrences` steps (kernels outside steps
-    are not compared: their position cannot be matched)."""
+    are not compared: their position cannot be matched).
+
+    Whole-array grouping: a work key per kernel (name, grid, block, caller), its
+    rank among the same key's launches in its step (launch order), and groups of
+    equal (key, rank) listed in order of first launch."""
     kernels = trace.kernels
     if not len(kernels) or not trace.steps:
         return []
-    args = trace.kernel_args
-    arg_pos = {int(e): p for p, e in enumerate(args.index.tolist())}
     steps = device_steps(trace, kernels)
     order = np.lexsort((trace.ts[kernels], device_anchor(trace)[kernels]))  # launch order
-    op_of = trace.op_of
-    seen: dict[tuple, int] = defaultdict(int)  # (step, work key) -> launches so far
-    groups: dict[tuple, list[int]] = defaultdict(list)
-    for k in order.tolist():
-        step = int(steps[k])
-        if step < 0:
-            continue
-        event = int(kernels[k])
-        pos = arg_pos.get(event)
-        grid = _shape(args, pos, "grid") if pos is not None else None
-        block = _shape(args, pos, "block") if pos is not None else None
-        caller = _caller(trace, int(op_of[event]))
-        key = (int(trace.name_id[event]), grid, block, caller)
-        nth = seen[(step, key)]
-        seen[(step, key)] = nth + 1
-        groups[(*key, nth)].append(k)
+    order = order[steps[order] >= 0]
+    if not len(order):
+        return []
+    events = kernels[order]
+    grid, block = _launch_shapes(trace, events)
+    callers = _caller_codes(trace, events)
+    columns = np.column_stack((trace.name_id[events].astype(np.int64), grid, block, callers))
+    uniq, key = np.unique(columns, axis=0, return_inverse=True)
+    key = key.reshape(-1)
+    # rank of each launch among its step's launches of the same key
+    launch = np.arange(len(order))
+    by_step_key = np.lexsort((launch, key, steps[order]))
+    sorted_pairs = np.column_stack((steps[order][by_step_key], key[by_step_key]))
+    new_run = np.ones(len(order), dtype=bool)
+    new_run[1:] = (sorted_pairs[1:] != sorted_pairs[:-1]).any(axis=1)
+    run_start = np.maximum.accumulate(np.where(new_run, launch, 0))
+    nth = np.empty(len(order), dtype=np.int64)
+    nth[by_step_key] = launch - run_start
+    # groups of equal (key, nth), first launched first; members in launch order
+    group_keys, first, group = np.unique(
+        np.column_stack((key, nth)), axis=0, return_index=True, return_inverse=True
+    )
+    group = group.reshape(-1)
+    members = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[members], np.arange(len(group_keys) + 1))
     out = []
-    for (nid, grid, block, caller, nth), members in groups.items():
-        if len(members) < min_occurrences:
+    for g in np.argsort(first, kind="stable").tolist():
+        pos = members[bounds[g] : bounds[g + 1]]
+        if len(pos) < min_occurrences:
             continue
-        pos = np.array(members, dtype=np.int64)
-        out.append(SameWork(nid, grid, block, caller, nth, kernels[pos], steps[pos]))
+        row = uniq[group_keys[g, 0]]
+        k = order[pos]
+        out.append(
+            SameWork(
+                int(row[0]),
+                _shape(row[1:4]),
+                _shape(row[4:7]),
+                _caller(trace, int(row[7])),
+                int(group_keys[g, 1]),
+                kernels[k],
+                steps[k],
+            )
+        )
     return out
 
 

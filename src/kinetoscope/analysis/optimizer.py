@@ -88,13 +88,10 @@ class OptimizerStep:
 
 def _outermost_ops(trace: Trace, index: int) -> np.ndarray:
     """CPU ops inside host range `index` with no other CPU op between them and it."""
-    inside = trace.events_in(
-        float(trace.ts[index]),
-        float(trace.end[index]),
-        trace.mask(Cat.CPU_OP) & (trace.lane == trace.lane[index]),
-    )
-    keep = []
     cpu_op = int(Cat.CPU_OP)
+    inside = trace.events_in(float(trace.ts[index]), float(trace.end[index]))
+    inside = inside[(trace.cat[inside] == cpu_op) & (trace.lane[inside] == trace.lane[index])]
+    keep = []
     for i in inside.tolist():
         if i == index:
             continue

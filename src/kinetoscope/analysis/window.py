@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace import Trace
+from .intervals import merge
 from .steps import device_anchor, windows
 
 
@@ -17,9 +18,14 @@ def in_window(trace: Trace, times: np.ndarray) -> np.ndarray:
     """Mask: which of `times` fall inside one of the step windows."""
     if not trace.steps:
         return np.ones(len(times), dtype=bool)
-    hit = np.zeros(len(times), dtype=bool)
-    for _, _, start, end in windows(trace):
-        hit |= (times >= start) & (times < end)
+    # the union of the windows, then one binary search per time: a loop over the
+    # steps cost O(steps x events), 0.5 s per call at 415 steps and 3.8 M events
+    bounds = np.array([(start, end) for _, _, start, end in windows(trace)], dtype=float)
+    bounds = bounds[~np.isnan(bounds).any(axis=1)]  # a NaN window holds no time
+    starts, ends = merge(bounds[:, 0], bounds[:, 1])
+    slot = np.searchsorted(starts, times, side="right") - 1  # last window starting at or before
+    hit = slot >= 0
+    hit[hit] = times[hit] < ends[slot[hit]]
     return hit
 
 

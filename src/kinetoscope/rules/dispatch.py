@@ -186,18 +186,19 @@ def addmm_epilogue(ctx) -> list[Finding]:
     children = Children(trace)
     adds = instances(trace, ADD_OPS)
     pairs = []
+    op_children: dict[int, np.ndarray] = {}  # parent -> its CPU-op children, time order
     for a in adds.tolist():
         p = int(trace.parent[a])
         if p < 0:
             continue
-        sib = [
-            c
-            for c in children.of(p).tolist()
-            if trace.cat[c] == CPU_OP and trace.ts[c] < trace.ts[a]
-        ]
-        if not sib:
+        if p not in op_children:
+            kids = children.of(p)
+            op_children[p] = kids[trace.cat[kids] == CPU_OP]
+        siblings = op_children[p]
+        before = int(np.searchsorted(trace.ts[siblings], trace.ts[a], side="left"))
+        if not before:
             continue
-        prev = sib[-1]
+        prev = int(siblings[before - 1])  # the last CPU op started before the add
         prev_name = trace.name(prev)
         if prev_name == "aten::mm" or (
             prev_name == "aten::matmul" and _first_gemm_child(trace, children, prev) == "aten::mm"

@@ -263,11 +263,24 @@ class Trace:
         return find_steps(self)
 
     def events_in(self, start: float, end: float, mask: np.ndarray | None = None) -> np.ndarray:
-        """Indices of events that start inside [start, end)."""
-        sel = (self.ts >= start) & (self.ts < end)
-        if mask is not None:
-            sel &= mask
-        return np.flatnonzero(sel)
+        """Indices (ascending) of events that start inside [start, end).
+
+        Binary search in the events sorted by start: callers ask once per step or
+        per range, and a full scan per call made them O(ranges x events)."""
+        if not start < end:  # empty, reversed or NaN bounds hold nothing
+            return np.zeros(0, dtype=np.int64)
+        first, stop = np.searchsorted(self._ts_sorted, (start, end), side="left")
+        inside = np.sort(self._ts_order[first:stop])
+        return inside if mask is None else inside[mask[inside]]
+
+    @cached_property
+    def _ts_order(self) -> np.ndarray:
+        """Event indices by start time (NaN starts last, never inside a range)."""
+        return np.argsort(self.ts, kind="stable")
+
+    @cached_property
+    def _ts_sorted(self) -> np.ndarray:
+        return self.ts[self._ts_order]
 
     @cached_property
     def host_tree_mask(self) -> np.ndarray:
