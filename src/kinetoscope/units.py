@@ -81,5 +81,10 @@ def table_percent(part: float, whole: float) -> str:
 
 
 def count(n: int, noun: str) -> str:
-    """`1 call`, `3 calls`: a count with its noun, singular or plural (regular nouns)."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+    """`1 call`, `3 calls`, `2 device copies`: a count with its noun, singular or plural
+    (regular nouns; a consonant before a final y makes -ies)."""
+    if n == 1:
+        return f"{n} {noun}"
+    if noun.endswith("y") and noun[-2:-1] not in ("", "a", "e", "i", "o", "u"):
+        return f"{n} {noun[:-1]}ies"
+    return f"{n} {noun}s"

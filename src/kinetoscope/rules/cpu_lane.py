@@ -15,11 +15,9 @@ import numpy as np
 from ..analysis.intervals import clip, union_length
 from ..analysis.resolution import timestamp_resolution
 from ..analysis.stepmap import step_count
-from ..analysis.steps import device_anchor
 from ..analysis.window import in_window
 from ..trace import Cat, Trace
-from ..trace.steps import STEP_RE
-from ..units import fmt_bytes, fmt_pct, fmt_us
+from ..units import count, fmt_pct, fmt_us
 from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
 from .cold_start import warmup_advice
@@ -33,22 +31,6 @@ _NO_STEPS = (
 )
 OCCUPANCY_RE = re.compile(r"^(cuda|hip)OccupancyMaxActiveBlocksPerMultiprocessor")
 DEVICE_SYNC_NAMES = frozenset({"cudaDeviceSynchronize", "hipDeviceSynchronize"})
-#: Ops whose whole job is a copy: a memcpy under them is one the user asked for,
-#: unless an op above them asked for it on the user's behalf.
-COPY_OPS = frozenset(
-    {
-        "aten::copy_",
-        "aten::_copy_from",
-        "aten::_copy_from_and_resize",
-        "aten::to",
-        "aten::_to_copy",
-        "aten::clone",
-        "aten::contiguous",
-        "aten::_foreach_copy_",
-        "aten::item",
-        "aten::_local_scalar_dense",
-    }
-)
 
 
 def _first_child_start(trace: Trace) -> np.ndarray:
@@ -188,7 +170,7 @@ def heavyweight_launch(ctx) -> list[Finding]:
         first = queries[0]
         evidence.append(
             Evidence(
-                f"{_plural(len(queries), 'occupancy query')} before launching {kernel}",
+                f"{count(len(queries), 'occupancy query')} before launching {kernel}",
                 name=op,
                 ts_us=trace.rel(trace.ts[first]),
                 dur_us=float(trace.dur[first]),
@@ -318,89 +300,6 @@ def sync_flush(ctx) -> list[Finding]:
     ]
 
 
-def _requesting_op(trace: Trace, op: int) -> int:
-    """The first op above `op` that is not a copy op (-1 when the copy is the user's own)."""
-    parent = trace.parent
-    while op >= 0 and trace.name(op) in COPY_OPS:
-        op = int(parent[op])
-    if op < 0 or trace.cat[op] != int(Cat.CPU_OP) or STEP_RE.match(trace.name(op)):
-        return -1  # a user annotation, a step or the top level: the user asked for this copy
-    return op
-
-
-@rule(
-    "hidden-memcpy",
-    "cpu-lane",
-    "device copies issued inside an op that is not itself a copy",
-)
-def hidden_memcpy(ctx) -> list[Finding]:
-    trace = ctx.trace
-    if not trace.has_device:
-        raise NotChecked(
-            "no device activity recorded",
-            "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
-        )
-    copies = np.flatnonzero(trace.mask(Cat.MEMCPY) & (trace.lane_kind == 2))
-    copies = copies[in_window(trace, device_anchor(trace)[copies])]
-    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for i in copies:
-        op = int(trace.op_of[i])
-        if op < 0:
-            continue
-        owner = _requesting_op(trace, op)
-        if owner >= 0:
-            kind = trace.name(i).split(" (")[0]
-            groups[(trace.name(owner), kind)].append(int(i))
-    if not groups:
-        return []
-    steps = step_count(trace)
-    total = sum(float(trace.dur[idx].sum()) for idx in groups.values())
-    evidence = []
-    ranked = sorted(groups.items(), key=lambda kv: -float(trace.dur[kv[1]].sum()))
-    for (owner, kind), idx in ranked[:6]:
-        first = idx[0]
-        nbytes = sum(trace.copy_bytes.get(i, 0) for i in idx)
-        size = f" ({fmt_bytes(nbytes)})" if nbytes else ""
-        evidence.append(
-            Evidence(
-                f"{len(idx)} x {kind}{size} issued by {owner}, "
-                f"{fmt_us(float(trace.dur[idx].sum()))} of device time",
-                name=trace.name(first),
-                ts_us=trace.rel(trace.ts[first]),
-                dur_us=float(trace.dur[first]),
-                value=float(trace.dur[idx].sum()),
-                unit="us",
-            )
-        )
-    owners = sorted({owner for owner, _ in groups})
-    return [
-        Finding(
-            id="hidden-memcpy",
-            severity="info",
-            title=(
-                f"Hidden copies: {_plural(sum(len(v) for v in groups.values()), 'device copy')} "
-                f"issued inside {', '.join(owners[:3])}{' and others' if len(owners) > 3 else ''}"
-            ),
-            explanation=(
-                "These copies were not written as copies: an operator made them on your "
-                "behalf (aten::addmm seeds its output with the bias before the GEMM, "
-                "indexing and masking ops clone their input, .item() reads a value back)."
-            ),
-            suggestion=(
-                "Usually fine; if the copies cost real time, look for an in-place or fused "
-                "variant of the op, avoid materialising broadcast operands, or keep tensors "
-                "contiguous."
-            ),
-            impact_us=total / steps,
-            evidence=evidence,
-            measured={
-                "copies": sum(len(v) for v in groups.values()),
-                "device_time_us": round(total, 3),
-            },
-        )
-    ]
-
-
 def _short_kernel(name: str) -> str:
     """`void at::native::foo<...>(...)` -> `at::native::foo`: enough to tell kernels apart."""
     name = name.removeprefix("void ").replace("(anonymous namespace)::", "")
@@ -408,13 +307,3 @@ def _short_kernel(name: str) -> str:
         if stop in name[1:]:
             name = name[: name.index(stop, 1)]
     return name
-
-
-def _plural(count: int, noun: str) -> str:
-    return (
-        f"{count} {noun}"
-        if count == 1
-        else f"{count} {noun[:-1]}ies"
-        if noun.endswith("y")
-        else f"{count} {noun}s"
-    )

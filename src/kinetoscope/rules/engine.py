@@ -17,6 +17,7 @@ RULE_MODULES: list[str] = [
     "regime_waits",
     "profiler_table",
     "cpu_lane",
+    "hidden_memcpy",
     "cold_start",
     "gpu_lane",
     "kernel_variance",

@@ -1,0 +1,120 @@
+"""hidden-memcpy: device copies an operator made on the user's behalf.
+
+A copy under `aten::copy_` or `.to()` is one the user wrote; a copy under
+`aten::addmm` (the bias seeded into the output), indexing or masking is not,
+and it costs device time the user cannot see in their code.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from ..analysis.stepmap import step_count
+from ..analysis.steps import device_anchor
+from ..analysis.window import in_window
+from ..trace import Cat, Trace
+from ..trace.steps import STEP_RE
+from ..units import count, fmt_bytes, fmt_us
+from .base import Evidence, Finding, NotChecked, rule
+
+#: Ops whose whole job is a copy: a memcpy under them is one the user asked for,
+#: unless an op above them asked for it on the user's behalf.
+COPY_OPS = frozenset(
+    {
+        "aten::copy_",
+        "aten::_copy_from",
+        "aten::_copy_from_and_resize",
+        "aten::to",
+        "aten::_to_copy",
+        "aten::clone",
+        "aten::contiguous",
+        "aten::_foreach_copy_",
+        "aten::item",
+        "aten::_local_scalar_dense",
+    }
+)
+
+
+def _requesting_op(trace: Trace, op: int) -> int:
+    """The first op above `op` that is not a copy op (-1 when the copy is the user's own)."""
+    parent = trace.parent
+    while op >= 0 and trace.name(op) in COPY_OPS:
+        op = int(parent[op])
+    if op < 0 or trace.cat[op] != int(Cat.CPU_OP) or STEP_RE.match(trace.name(op)):
+        return -1  # a user annotation, a step or the top level: the user asked for this copy
+    return op
+
+
+@rule(
+    "hidden-memcpy",
+    "cpu-lane",
+    "device copies issued inside an op that is not itself a copy",
+)
+def hidden_memcpy(ctx) -> list[Finding]:
+    trace = ctx.trace
+    if not trace.has_device:
+        raise NotChecked(
+            "no device activity recorded",
+            "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
+        )
+    copies = np.flatnonzero(trace.mask(Cat.MEMCPY) & (trace.lane_kind == 2))
+    copies = copies[in_window(trace, device_anchor(trace)[copies])]
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i in copies:
+        op = int(trace.op_of[i])
+        if op < 0:
+            continue
+        owner = _requesting_op(trace, op)
+        if owner >= 0:
+            kind = trace.name(i).split(" (")[0]
+            groups[(trace.name(owner), kind)].append(int(i))
+    if not groups:
+        return []
+    steps = step_count(trace)
+    total = sum(float(trace.dur[idx].sum()) for idx in groups.values())
+    evidence = []
+    ranked = sorted(groups.items(), key=lambda kv: -float(trace.dur[kv[1]].sum()))
+    for (owner, kind), idx in ranked[:6]:
+        first = idx[0]
+        nbytes = sum(trace.copy_bytes.get(i, 0) for i in idx)
+        size = f" ({fmt_bytes(nbytes)})" if nbytes else ""
+        evidence.append(
+            Evidence(
+                f"{len(idx)} x {kind}{size} issued by {owner}, "
+                f"{fmt_us(float(trace.dur[idx].sum()))} of device time",
+                name=trace.name(first),
+                ts_us=trace.rel(trace.ts[first]),
+                dur_us=float(trace.dur[first]),
+                value=float(trace.dur[idx].sum()),
+                unit="us",
+            )
+        )
+    owners = sorted({owner for owner, _ in groups})
+    return [
+        Finding(
+            id="hidden-memcpy",
+            severity="info",
+            title=(
+                f"Hidden copies: {count(sum(len(v) for v in groups.values()), 'device copy')} "
+                f"issued inside {', '.join(owners[:3])}{' and others' if len(owners) > 3 else ''}"
+            ),
+            explanation=(
+                "These copies were not written as copies: an operator made them on your "
+                "behalf (aten::addmm seeds its output with the bias before the GEMM, "
+                "indexing and masking ops clone their input, .item() reads a value back)."
+            ),
+            suggestion=(
+                "Usually fine; if the copies cost real time, look for an in-place or fused "
+                "variant of the op, avoid materialising broadcast operands, or keep tensors "
+                "contiguous."
+            ),
+            impact_us=total / steps,
+            evidence=evidence,
+            measured={
+                "copies": sum(len(v) for v in groups.values()),
+                "device_time_us": round(total, 3),
+            },
+        )
+    ]
