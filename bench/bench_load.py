@@ -5,7 +5,8 @@ around the subprocess and peak RSS (and CPU time) from that child's own rusage
 (`os.wait4`), so interpreter start-up and imports are included for both tools.
 
 kinetoscope runs the `summary` command (`kinetoscope.cli.main`, as
-`python -m kinetoscope summary FILE` does) when it exists, else
+`python -m kinetoscope summary FILE` does; `--command explain` runs every rule
+instead, output to /dev/null) when it exists, else
 `kinetoscope.load(FILE)` + `analysis.steps.step_stats(trace)`. A large plain file
 is loaded by two processes (trace/split.py): its peak RSS is the parent's plus
 the worker's (both read with getrusage in the parent, at exit; pages
@@ -42,10 +43,11 @@ stats = step_stats(trace)
 print(len(trace), "events,", len(stats), "steps")
 """
 
-_KINETOSCOPE_SUMMARY = """
+_KINETOSCOPE_CLI = """
 import resource, sys
 from kinetoscope.cli import main
-sys.argv = ["kinetoscope", "summary", sys.argv[1]]
+command, path = sys.argv[2], sys.argv[1]
+sys.argv = ["kinetoscope", command, path] + (["-o", "/dev/null"] if command == "explain" else [])
 try:
     main()
 finally:
@@ -75,9 +77,9 @@ def has_summary_command() -> bool:
     return "summary" in COMMANDS
 
 
-def kinetoscope_command(path: Path) -> list[str]:
+def kinetoscope_command(path: Path, command: str) -> list[str]:
     if has_summary_command():
-        return [sys.executable, "-c", _KINETOSCOPE_SUMMARY, str(path)]
+        return [sys.executable, "-c", _KINETOSCOPE_CLI, str(path), command]
     return [sys.executable, "-c", _KINETOSCOPE_LOAD, str(path)]
 
 
@@ -128,6 +130,12 @@ def main(argv: list[str] | None = None) -> int:
         "--repeat", type=int, default=1, help="kinetoscope runs per file (best kept)"
     )
     parser.add_argument("--json", type=Path, help="write all results here")
+    parser.add_argument(
+        "--command",
+        choices=("summary", "explain"),
+        default="summary",
+        help="the kinetoscope command to time (explain: every rule)",
+    )
     args = parser.parse_args(argv)
 
     hta_python = args.hta_python
@@ -138,12 +146,12 @@ def main(argv: list[str] | None = None) -> int:
         print("no --hta-python given: skipping HTA", file=sys.stderr)
 
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    mode = "summary" if has_summary_command() else "load+step_stats"
+    mode = args.command if has_summary_command() else "load+step_stats"
     print(f"kinetoscope: {mode} ({sys.executable})", file=sys.stderr)
     results = []
     for path in args.files:
         size = json_size(path)
-        runs = [measure(kinetoscope_command(path), env) for _ in range(args.repeat)]
+        runs = [measure(kinetoscope_command(path, args.command), env) for _ in range(args.repeat)]
         best = min(runs, key=lambda r: r["wall_s"])
         if not best["ok"]:
             print(f"kinetoscope failed on {path}:\n{best['output_tail']}", file=sys.stderr)
