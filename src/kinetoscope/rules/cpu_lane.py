@@ -23,6 +23,7 @@ from .base import Evidence, Finding, NotChecked, rule
 from .cold_start import warmup_advice
 from .impact import host_saving_per_step
 from .quality import above_resolution
+from .requires import need_device
 
 _NO_STEPS = (
     "no ProfilerStep#N windows in the trace",
@@ -237,11 +238,7 @@ def heavyweight_launch(ctx) -> list[Finding]:
 )
 def sync_flush(ctx) -> list[Finding]:
     trace = ctx.trace
-    if not trace.has_device:
-        raise NotChecked(
-            "no device activity recorded",
-            "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
-        )
+    need_device(trace)
     sync_ids = trace.name_ids_matching(lambda n: n in DEVICE_SYNC_NAMES)
     syncs = np.flatnonzero(np.isin(trace.name_id, sync_ids) & (trace.lane_kind == 1))
     if not len(syncs):

@@ -17,7 +17,8 @@ from ..analysis.window import in_window
 from ..trace import Cat, Trace
 from ..trace.steps import STEP_RE
 from ..units import count, fmt_bytes, fmt_us
-from .base import Evidence, Finding, NotChecked, rule
+from .base import Evidence, Finding, rule
+from .requires import need_device
 
 #: Ops whose whole job is a copy: a memcpy under them is one the user asked for,
 #: unless an op above them asked for it on the user's behalf.
@@ -54,11 +55,7 @@ def _requesting_op(trace: Trace, op: int) -> int:
 )
 def hidden_memcpy(ctx) -> list[Finding]:
     trace = ctx.trace
-    if not trace.has_device:
-        raise NotChecked(
-            "no device activity recorded",
-            "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
-        )
+    need_device(trace)
     copies = np.flatnonzero(trace.mask(Cat.MEMCPY) & (trace.lane_kind == 2))
     copies = copies[in_window(trace, device_anchor(trace)[copies])]
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
