@@ -278,19 +278,42 @@ def test_diff_page_draws_both_runs_at_one_scale(browser, diff_page, tmp_path):
     for key, run in zip("ab", runs, strict=True):
         cards = page.locator(f'.finding[data-for="{key}"]').count()
         assert cards == len(run.findings) and views[key]["marks"] > 0
-    # zoom on A moves A's view only
+    # at one scale a zoom on A shows B the same time from B's start
     box = page.locator('.tl[data-timeline="a"] canvas').bounding_box()
     page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 120)
     page.mouse.wheel(0, -600)
     page.wait_for_timeout(100)
     zoomed = _diff_views(page)
     assert zoomed["a"]["v1"] - zoomed["a"]["v0"] < 0.7 * spans["a"]
-    assert (zoomed["b"]["v0"], zoomed["b"]["v1"]) == (views["b"]["v0"], views["b"]["v1"])
+    assert _from_start(page, "b") == pytest.approx(_from_start(page, "a"), rel=1e-9, abs=1e-6)
     page.keyboard.press("d")  # W/A/S/D go to the canvas under the pointer
     page.wait_for_timeout(100)
     assert _diff_views(page)["a"]["v0"] > zoomed["a"]["v0"]
+    assert _from_start(page, "b") == pytest.approx(_from_start(page, "a"), rel=1e-9, abs=1e-6)
+    # each on its own scale, each moves alone
+    page.locator("input.tl-scale").uncheck()
+    page.wait_for_timeout(100)
+    before = _diff_views(page)
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 120)
+    page.mouse.wheel(0, -600)
+    page.wait_for_timeout(100)
+    after = _diff_views(page)
+    assert after["a"]["v1"] - after["a"]["v0"] < 0.7 * (before["a"]["v1"] - before["a"]["v0"])
+    assert (after["b"]["v0"], after["b"]["v1"]) == (before["b"]["v0"], before["b"]["v1"])
     assert errors == []
     page.close()
+
+
+def _from_start(page, key: str) -> tuple[float, float]:
+    """The view of timeline `key` as times from its run's first event."""
+    return tuple(
+        page.evaluate(
+            """(key) => {
+               const tl = document.querySelector(`.tl[data-timeline="${key}"]`).ksTimeline;
+               return [tl.v0 - tl.t0, tl.v1 - tl.t0]; }""",
+            key,
+        )
+    )
 
 
 def test_diff_scale_switch(browser, diff_page, tmp_path):

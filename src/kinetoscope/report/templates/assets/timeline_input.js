@@ -5,7 +5,8 @@
    element; timelines sharing a data-group open at one time scale, the longest one's full
    span, so equal widths mean equal times (an input.tl-scale of that data-group switches
    it; off by default where one run is more than SHARED_SCALE_RATIO times as long as
-   another). */
+   another). At one scale they also move together: a zoom or pan of one shows the same
+   time from each run's start in the others. */
 (function () {
   "use strict";
   var K = window.kinetoscopeTimeline, Timeline = K.Timeline, fmtUs = K.fmtUs, fmtAt = K.fmtAt;
@@ -83,11 +84,16 @@
 
   Timeline.prototype.pan = function (dt) { this.setView(this.v0 + dt, this.v1 + dt); };
 
-  Timeline.prototype.setView = function (v0, v1) {
-    var span = v1 - v0, pad = this.full * 0.05, last = this.t0 + this.full;
+  /* `alone`: a peer's move, not passed on again */
+  Timeline.prototype.setView = function (v0, v1, alone) {
+    var span = v1 - v0, pad = this.full * 0.05, last = this.t0 + this.full, self = this;
     if (v0 < this.t0 - pad) { v0 = this.t0 - pad; v1 = v0 + span; }
     if (v1 > last + pad) { v1 = last + pad; v0 = v1 - span; }
     this.v0 = v0; this.v1 = v1; this.request();
+    if (alone || !this.peers) return;
+    this.peers.forEach(function (p) {
+      if (p !== self) p.setView(p.t0 + (v0 - self.t0), p.t0 + (v1 - self.t0), true);
+    });
   };
 
   Timeline.prototype.selectFinding = function (fi) {
@@ -189,7 +195,7 @@
       var longest = Math.max.apply(null, spans), shortest = Math.min.apply(null, spans);
       var box = document.querySelector(".ks input.tl-scale[data-group='" + g + "']");
       var apply = function (shared) {
-        groups[g].forEach(function (tl) { tl.setFull(shared ? longest : 0); });
+        groups[g].forEach(function (tl) { tl.peers = shared ? groups[g] : null; tl.setFull(shared ? longest : 0); });
       };
       // one scale reads at a glance while the runs are of a size; past SHARED_SCALE_RATIO
       // the shorter one would be a sliver, so each opens on its own span (the box says so)
