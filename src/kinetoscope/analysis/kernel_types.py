@@ -165,16 +165,17 @@ class KernelTypes:
 
 
 def event_types(trace: Trace, indices: np.ndarray) -> np.ndarray:
-    """Type label of each device event in `indices`."""
-    by_name: dict[tuple[int, int], str] = {}
-    out = []
-    for i in indices.tolist():
-        key = (int(trace.cat[i]), int(trace.name_id[i]))
-        label = by_name.get(key)
-        if label is None:
-            label = by_name[key] = _type_of(trace, key[0], trace.names[key[1]])
-        out.append(label)
-    return np.array(out, dtype=object)
+    """Type label of each device event in `indices` (each distinct category and name is
+    typed once: a trace has millions of device events but a few thousand names)."""
+    pairs = np.column_stack((trace.cat[indices].astype(np.int64), trace.name_id[indices]))
+    if not len(pairs):
+        return np.zeros(0, dtype=object)
+    distinct, which = np.unique(pairs, axis=0, return_inverse=True)
+    labels = np.array(
+        [_type_of(trace, int(cat), trace.names[int(nid)]) for cat, nid in distinct.tolist()],
+        dtype=object,
+    )
+    return labels[which.reshape(-1)]
 
 
 def _type_of(trace: Trace, cat: int, name: str) -> str:
