@@ -24,7 +24,7 @@ def _rate(flops_per_s: float) -> str:
 
 
 def _ops(row: RooflineRow) -> str:
-    backward = f", {row.backward} of them backward" if row.backward else ""
+    backward = f" ({row.backward} of them backward)" if row.backward else ""
     return f"{row.ops} {row.dtype} {NOUNS[row.op_class]}{backward}"
 
 
