@@ -67,7 +67,7 @@ def test_pre_concrete_inputs_trace_rates_backward_only():
     (row,) = roof.of_class("conv")
     assert row.ops == row.backward == 318
     assert roof.unrated["conv"].calls == 318
-    assert set(roof.unrated["conv"].reasons) == {"stride/padding not recorded (no Concrete Inputs)"}
+    assert set(roof.unrated["conv"].reasons) == {"stride/padding not recorded, no Concrete Inputs"}
     # first backward (External id 2067): self [32, 512, 7, 7], grad_output [32, 2048, 7, 7],
     # weight [2048, 512, 1, 1]; both children ran: 2 x (2 * 32 * 2048 * 49 * 512)
     assert _call(trace, 2067).flops == 2 * (2 * 32 * 2048 * 49 * 512)
@@ -169,3 +169,22 @@ def test_cpu_conv_net_without_shapes_is_counted_not_rated(conv_traces):
     assert roof.of_class("conv") == []
     lost = roof.unrated["conv"]
     assert lost.calls == 18 and dict(lost.reasons) == {"no shapes recorded": 18}
+
+
+def test_same_padding_and_missing_output_mask():
+    from kinetoscope.analysis.conv_flops import backward_cost, forward_cost
+    from kinetoscope.analysis.recorded_args import RecordedArgs
+
+    # conv2d(x, w, padding="same"): the output keeps the input's 20x20
+    same = RecordedArgs([[1, 4, 20, 20], [6, 4, 5, 5], [], [], [], [], []],
+                        ["float", "float", "", "ScalarList", "str", "ScalarList", "Scalar"],
+                        ["", "", "", "[1, 1]", "same", "[1, 1]", "1"])  # fmt: skip
+    assert forward_cost("aten::conv2d", same).flops == 2 * 1 * 6 * 20 * 20 * 4 * 5 * 5
+    # no Concrete Inputs: stride unknown, so the forward is not rated
+    bare = RecordedArgs(same.dims, same.types, [])
+    assert forward_cost("aten::conv2d", bare) is None
+    # a backward without output_mask: both gradients assumed, and said
+    grads = RecordedArgs([[1, 6, 20, 20], [1, 4, 20, 20], [6, 4, 5, 5]], ["float"] * 3, [])
+    cost = backward_cost("aten::convolution_backward", grads, set())
+    assert cost.flops == 2 * (2 * 1 * 6 * 20 * 20 * 4 * 5 * 5)
+    assert cost.notes == ("output_mask not recorded, grad input and grad weight assumed",)

@@ -150,13 +150,13 @@ def attention_cost(name: str, args: RecordedArgs, math: bool) -> OpCost | None:
     causal = _causal(args, sig)
     masked = sig.attn_mask is not None and args.shape(sig.attn_mask) is not None
     if causal is MISSING:
-        notes.append("is_causal not recorded (no Concrete Inputs): counted as full attention")
+        notes.append("is_causal not recorded (torch < 2.1), counted as full attention")
     elif causal and sq == sk:
         flops /= 2
     elif causal:
-        notes.append("is_causal with Sq != Sk: mask alignment differs by backend, not halved")
+        notes.append("is_causal with Sq != Sk, not halved (backends align the mask differently)")
     if masked:
-        notes.append("explicit mask: counted as full attention")
+        notes.append("an explicit mask, counted as full attention")
     q_n, k_n, v_n, o_n = bh * sq * d, numel(k), numel(v), bh * sq * dv
     elements = q_n + k_n + v_n + o_n
     if sig.backward:

@@ -159,7 +159,7 @@ def forward_cost(name: str, args: RecordedArgs) -> OpCost | None:
     if _transposed(args, sig.transposed):
         # each input element scatters to (Cout/groups) x kernel outputs; the output size
         # needs output_padding too, so its bytes are left out (the minimum is lower still)
-        notes = ("transposed: output bytes not counted",)
+        notes = ("transposed, output bytes not counted",)
         return OpCost(2.0 * numel(x) * per_output, read * ITEMSIZE[dtype], dtype, notes=notes)
     spatial = _output_spatial(args, sig, x, w)
     if spatial is None:
@@ -191,7 +191,7 @@ def backward_cost(name: str, args: RecordedArgs, children: set[str]) -> OpCost |
         grad_input, grad_weight = bool(children & GRAD_INPUT_OPS), bool(children & GRAD_WEIGHT_OPS)
     else:
         grad_input = grad_weight = True
-        notes = ("output_mask not recorded: grad input and grad weight assumed",)
+        notes = ("output_mask not recorded, grad input and grad weight assumed",)
     if not (grad_input or grad_weight):
         return None
     elements = numel(g)

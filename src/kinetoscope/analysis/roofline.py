@@ -198,7 +198,7 @@ def _call_cost(trace: Trace, members: list[int]) -> tuple[str, OpCost | None, st
     if not any(trace.input_dims.get(i) for i in members):
         return op_class, None, "no shapes recorded"
     if op_class == "conv" and not any(trace.concrete_inputs.get(i) for i in members):
-        return op_class, None, "stride/padding not recorded (no Concrete Inputs)"
+        return op_class, None, "stride/padding not recorded, no Concrete Inputs"
     return op_class, None, "shapes not usable (packed, or not recognised)"
 
 
@@ -252,7 +252,7 @@ def rated_ops(trace: Trace) -> tuple[list[RatedOp], dict[str, Unrated]]:
                 lost = unrated["attention"]
                 lost.kernels += 1
                 lost.device_us += float(trace.dur[k])
-                lost.reasons["no attention op recorded (kernel name only)"] += 1
+                lost.reasons["no attention op recorded, attention by kernel name only"] += 1
     else:  # host-only: every call and innermost product in the window, timed on the CPU
         inside = in_window(trace, trace.ts)
         outer_calls = np.flatnonzero(is_call & inside & (call_of == np.arange(len(trace))))

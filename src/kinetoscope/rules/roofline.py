@@ -42,7 +42,7 @@ def _row_text(roof: Roofline, row: RooflineRow) -> str:
         why = roof.peak_note or f"the table has no {row.dtype} peak for {roof.peaks.device}"
         text = f"{head} ({why})"
     for note, count in row.notes.items():
-        text += f"; {count} counted with {note}"
+        text += f"; {count} of them: {note}"
     return text
 
 
