@@ -35,13 +35,14 @@ def test_per_dtype_sum_matches_the_ops():
     trace = load(corpus("gpu/tiny_transformer_block_h100.pt.trace.json.gz"))
     ops, unrated = rated_ops(trace)
     roof = roofline(trace)
-    (tf32,) = roof.by_dtype  # every GEMM here is fp32 on TF32 tensor cores
+    (tf32,) = roof.rows  # every GEMM here is fp32 on TF32 tensor cores; no SDPA or conv op
+    assert tf32.op_class == "gemm"
     assert tf32.ops == len(ops) == 18  # 12 sm90_xmma + 6 cutlass s1688 kernels, one op each
     assert tf32.flops == sum(o.flops for o in ops)
     assert tf32.share_of_peak == pytest.approx(
         sum(o.flops for o in ops) / (sum(o.device_us for o in ops) * 1e-6) / 494.5e12
     )
-    assert unrated == 0
+    assert all(u.kernels == 0 for u in unrated.values())
 
 
 def test_compute_bound_verdict_says_share_of_peak():
@@ -56,7 +57,7 @@ def test_unknown_device_gives_no_share():
     trace = load(corpus("gpu/resnet50_dataloader_workers4.pt.trace.json.gz"))
     roof = roofline(trace)
     assert roof.peaks is None
-    assert roof.by_dtype and all(r.share_of_peak is None for r in roof.by_dtype)
+    assert roof.rows and all(r.share_of_peak is None for r in roof.rows)
 
 
 @pytest.mark.parametrize(
@@ -153,18 +154,30 @@ def test_mi250_row_is_one_gcd():
 
 def test_sweep_point_and_plot_carry_the_share_of_peak(tmp_path):
     from kinetoscope.compare.sweep import Crossover, measure
+    from kinetoscope.compare.sweep_plot import STEP_RATE, rate_series
     from kinetoscope.compare.sweep_table import table_rows
 
     trace = load(corpus("gpu/tracelens_h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"))
     point = measure(trace, 1.0)
-    bf16 = roofline(trace).by_dtype[0]  # bf16 GEMMs own the most device time here
+    roof = roofline(trace)
+    bf16 = roof.of_class("gemm")[0]  # bf16 GEMMs own the most device time here
     assert bf16.dtype == "bf16"
     assert point.share_of_peak == bf16.share_of_peak
+    # the trace has rated GEMMs and SDPA calls (flash, bf16), no convolution
+    assert set(point.classes) == {"gemm", "attention"}
+    attention = roof.summary("attention")
+    assert point.classes["attention"]["tflops"] == attention.achieved_flops / 1e12
+    assert point.classes["attention"]["share_of_peak"] == attention.share_of_peak
     headers, rows = table_rows("size", [point])
-    assert headers[-1] == "GEMM % of peak" and rows[0][-1].endswith("%")
+    assert headers[-2:] == ["GEMM % of peak", "attention % of peak"]
+    assert rows[0][-1].endswith("%") and rows[0][-2].endswith("%")
+    other = measure(trace, 2.0)
+    rates, shares = rate_series([point, other])  # what the plot's rate panel draws
+    assert set(rates) == {STEP_RATE, "gemm", "attention"} and set(shares) == {"gemm", "attention"}
+    rate = attention.achieved_flops / 1e12
+    assert rates["attention"] == [(1.0, rate), (2.0, rate)]
     pytest.importorskip("matplotlib")
     from kinetoscope.compare.sweep_plot import plot_sweep
 
-    other = measure(trace, 2.0)
     written = plot_sweep([point, other], Crossover("device", None, ""), "t", "size", tmp_path / "s")
     assert all(w is not None and w.stat().st_size > 0 for _, w in written)

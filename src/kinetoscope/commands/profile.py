@@ -168,6 +168,18 @@ def profile_command(
     pin_memory: bool = typer.Option(
         False, "--pin-memory", help="dataloader: pinned buffers.", rich_help_panel=_WORKLOAD
     ),
+    prefetch_factor: int | None = typer.Option(
+        None,
+        min=1,
+        help="dataloader: batches each worker keeps ready (torch's default 2; needs workers).",
+        rich_help_panel=_WORKLOAD,
+    ),
+    read_ms: float | None = typer.Option(
+        None,
+        min=0.0,
+        help="dataloader: per-item read latency in ms (a sleep, as a disk or network read).",
+        rich_help_panel=_WORKLOAD,
+    ),
 ) -> None:
     """Run a built-in workload or your script under torch.profiler, write the trace and the
     profiler table, then explain the trace."""
@@ -204,6 +216,8 @@ def profile_command(
             "blur": blur,
             "num_workers": num_workers,
             "pin_memory": pin_memory or None,
+            "prefetch_factor": prefetch_factor,
+            "read_ms": read_ms,
         }.items()
         if v is not None
     }

@@ -21,7 +21,7 @@ from statistics import median
 from typing import Any
 
 from ..analysis.compute_ops import compute_steps
-from ..analysis.roofline import roofline
+from ..analysis.roofline import CLASSES, Roofline, roofline
 from ..analysis.steps import step_stats
 from ..api import explain
 from ..errors import KinetoscopeError, UsageError
@@ -47,6 +47,9 @@ class SweepPoint:
     tflops: float | None = None
     #: GEMMs' achieved FLOP/s / the device's datasheet peak (analysis.roofline), where known
     share_of_peak: float | None = None
+    #: per rated op class (gemm, attention, conv): achieved TFLOP/s over the class's own
+    #: kernel time (CPU time on a host-only run) and its share of peak where known
+    classes: dict[str, dict[str, float | None]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -85,6 +88,7 @@ def measure(trace: Trace, value: float) -> SweepPoint:
     """Per-step medians of one trace of the sweep."""
     stats = step_stats(trace)
     report = explain(trace)
+    roof = roofline(trace)
     compute = compute_steps(trace)
     host = median(s.host_busy_us for s in stats)
     device = median(s.device_busy_us for s in stats)
@@ -105,14 +109,27 @@ def measure(trace: Trace, value: float) -> SweepPoint:
         dispatch_us=max(median(s.dur for s in stats) - compute_us, 0.0),
         flops=flops or None,
         tflops=flops / busy * 1e-6 if flops and busy > 0 else None,
-        share_of_peak=_gemm_share_of_peak(trace),
+        share_of_peak=_gemm_share_of_peak(roof),
+        classes=_class_rates(roof),
     )
 
 
-def _gemm_share_of_peak(trace: Trace) -> float | None:
+def _gemm_share_of_peak(roof: Roofline) -> float | None:
     """Share of peak of the dtype whose GEMMs own the most device time (None off the table)."""
-    rows = roofline(trace).by_dtype
+    rows = roof.of_class("gemm")
     return rows[0].share_of_peak if rows else None
+
+
+def _class_rates(roof: Roofline) -> dict[str, dict[str, float | None]]:
+    out = {}
+    for op_class in CLASSES:
+        summary = roof.summary(op_class)
+        if summary is not None and summary.device_us > 0:
+            out[op_class] = {
+                "tflops": summary.achieved_flops / 1e12,
+                "share_of_peak": summary.share_of_peak,
+            }
+    return out
 
 
 def curves(points: list[SweepPoint]) -> tuple[str, list[tuple[float, float, float]]]:

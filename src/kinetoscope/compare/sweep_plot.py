@@ -1,7 +1,8 @@
 """The sweep plot: host vs device (or dispatch vs compute) time per step against the
-parameter, and achieved TFLOP/s below it when the runs recorded matmul shapes, with the
-GEMMs' share of the device's datasheet peak on that panel's right axis where the device
-is in the peak table.
+parameter, and achieved TFLOP/s below it when the runs recorded shapes: the step's matmul
+FLOPs over its busy time, and each rated op class (GEMM, attention, convolution) over its
+own kernel time, with each class's share of the device's datasheet peak on that panel's
+right axis where the device is in the peak table (`rate_series` is what the panel draws).
 
 The legend sits outside the axes (below the time panel) and the crossover label
 inside at the top of the axes, so the two never overlap whatever the data. The
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..analysis.roofline import CLASSES
 from ..outputs import write_file
 from .sweep import Crossover, SweepPoint, curves
 
@@ -26,8 +28,7 @@ def sweep_figure(plt, points: list[SweepPoint], cross: Crossover, title: str, pa
         if mode == "device"
         else ("compute ops (self time) / step", "rest of the step (dispatch, other ops) / step")
     )
-    rates = [(p.value, p.tflops) for p in points if p.ok and p.tflops]
-    shares = [(p.value, p.share_of_peak) for p in points if p.ok and p.share_of_peak is not None]
+    rates, shares = rate_series(points)
     panels = 2 if rates or shares else 1
     fig, axes = plt.subplots(
         panels, 1, figsize=(7, 4.8 + 2.2 * (panels - 1)), dpi=110, sharex=True, squeeze=False,
@@ -57,10 +58,14 @@ def sweep_figure(plt, points: list[SweepPoint], cross: Crossover, title: str, pa
               ncol=2, fontsize=8, frameon=False)  # fmt: skip
     if panels == 2:
         low = axes[1, 0]
-        low.plot([r[0] for r in rates], [r[1] for r in rates], "D-", color="tab:green")
+        for (label, series), marker in zip(rates.items(), "Dos^", strict=False):
+            low.plot([v for v, _ in series], [r for _, r in series], marker + "-", label=label,
+                     color=_COLORS.get(label, "tab:green"))  # fmt: skip
         low.set_ylabel("achieved TFLOP/s")
         low.set_ylim(bottom=0)
         low.grid(True, which="both", alpha=0.3)
+        if rates:
+            low.legend(loc="upper left", fontsize=7)
         _plot_share_of_peak(low, shares)
     axes[-1, 0].set_xlabel(param)
     fig.tight_layout()
@@ -94,19 +99,50 @@ def plot_sweep(
     return out
 
 
-def _plot_share_of_peak(ax, rated: list[tuple[float, float]]) -> None:
-    """GEMM share of the device's peak (value, share) on a right-hand axis of the TFLOP/s
-    panel, where the device is in the peak table (analysis.peaks)."""
-    if not rated:
+#: the label of the step-level rate: the step's matmul FLOPs over its busy time
+STEP_RATE = "matmul FLOPs / busy time"
+#: one colour per series across both axes of the rate panel
+_COLORS = {
+    STEP_RATE: "tab:green",
+    "gemm": "tab:purple",
+    "attention": "tab:red",
+    "conv": "tab:brown",
+}
+
+
+def rate_series(
+    points: list[SweepPoint],
+) -> tuple[dict[str, list[tuple[float, float]]], dict[str, list[tuple[float, float]]]]:
+    """What the rate panel draws: achieved TFLOP/s per series (the step's matmul rate and
+    each rated op class), and each class's share of peak, as (value, y) lists."""
+    ok = [p for p in points if p.ok]
+    rates = {STEP_RATE: [(p.value, p.tflops) for p in ok if p.tflops]}
+    shares: dict[str, list[tuple[float, float]]] = {}
+    for op_class in CLASSES:
+        got = [(p.value, p.classes[op_class]) for p in ok if op_class in p.classes]
+        rates[op_class] = [(v, c["tflops"]) for v, c in got if c["tflops"]]
+        shares[op_class] = [(v, c["share_of_peak"]) for v, c in got
+                            if c["share_of_peak"] is not None]  # fmt: skip
+    return (
+        {k: v for k, v in rates.items() if v},
+        {k: v for k, v in shares.items() if v},
+    )
+
+
+def _plot_share_of_peak(ax, shares: dict[str, list[tuple[float, float]]]) -> None:
+    """Each class's share of the device's peak (value, share) on a right-hand axis of the
+    TFLOP/s panel, where the device is in the peak table (analysis.peaks)."""
+    if not shares:
         return
     right = ax.twinx()
-    right.plot(
-        [v for v, _ in rated],
-        [100 * s for _, s in rated],
-        "^:",
-        color="tab:green",
-        label="GEMM share of peak FLOP/s",
-    )
-    right.set_ylabel("GEMM achieved / peak FLOP/s (%)")
+    for op_class, rated in shares.items():
+        right.plot(
+            [v for v, _ in rated],
+            [100 * s for _, s in rated],
+            "^:",
+            color=_COLORS.get(op_class, "tab:green"),
+            label=f"{op_class} share of peak FLOP/s",
+        )
+    right.set_ylabel("achieved / peak FLOP/s (%)")
     right.set_ylim(0, 100)
-    right.legend(loc="lower right", fontsize=8)
+    right.legend(loc="lower right", fontsize=7)

@@ -14,6 +14,10 @@ def _tflops(p: SweepPoint) -> str:
     return f"{p.tflops:.3g}" if p.tflops is not None else "-"
 
 
+def _share(p: SweepPoint, op_class: str) -> float | None:
+    return p.classes.get(op_class, {}).get("share_of_peak")
+
+
 def table_rows(param: str, points: list[SweepPoint]) -> tuple[list[str], list[list[str]]]:
     mode, _ = curves(points)
     peak = any(p.share_of_peak is not None for p in points)
@@ -24,6 +28,9 @@ def table_rows(param: str, points: list[SweepPoint]) -> tuple[list[str], list[li
         headers += ["regime", "TFLOP/s"]
     if peak:
         headers.append("GEMM % of peak")
+    # the other rated classes, where any point has a share of peak for them
+    others = [c for c in ("attention", "conv") if any(_share(p, c) is not None for p in points)]
+    headers += [f"{c} % of peak" for c in others]
     rows = []
     for p in points:
         if not p.ok:
@@ -37,5 +44,8 @@ def table_rows(param: str, points: list[SweepPoint]) -> tuple[list[str], list[li
         row += [p.regime or "-", _tflops(p)]
         if peak:
             row.append(fmt_pct(p.share_of_peak) if p.share_of_peak is not None else "-")
+        for c in others:
+            share = _share(p, c)
+            row.append(fmt_pct(share) if share is not None else "-")
         rows.append(row)
     return headers, rows

@@ -271,7 +271,7 @@ def host_only(ctx) -> list[Finding]:
                 "on a machine with a GPU."
             ),
             impact_us=0.0,
-            evidence=evidence,
+            evidence=evidence + peak_evidence(ctx),
             measured={"host_time_us": round(call.host_time_us, 3), "device_busy_us": 0.0},
         )
     ]

@@ -54,6 +54,7 @@ _EXTERNAL_ID, _EXTERNAL_ID_OLD, _CORRELATION, _STREAM, _DEVICE = (
     _ALLOC,
     _DIMS,
     _TYPES,
+    _CONCRETE,
     _FLOPS,
     _COPY_BYTES,
 ) = (
@@ -67,6 +68,7 @@ _EXTERNAL_ID, _EXTERNAL_ID_OLD, _CORRELATION, _STREAM, _DEVICE = (
         "alloc_bytes",
         "input_dims",
         "input_type",
+        "concrete_inputs",
         "flops",
         "copy_bytes",
     )
@@ -103,6 +105,7 @@ class TraceBuilder:
         self.memory_rows: list[tuple] = []
         self.input_dims: dict[int, str] = {}
         self.input_types: dict[int, str] = {}
+        self.concrete_inputs: dict[int, str] = {}
         self.flops: dict[int, float] = {}
         self.copy_bytes: dict[int, int] = {}
         self.flows: dict[str, list[np.ndarray]] = {"id": [], "lane": [], "ts": []}
@@ -209,7 +212,11 @@ class TraceBuilder:
                         a.addr,
                     )
                 )
-        for getter, out in ((_DIMS, self.input_dims), (_TYPES, self.input_types)):
+        for getter, out in (
+            (_DIMS, self.input_dims),
+            (_TYPES, self.input_types),
+            (_CONCRETE, self.concrete_inputs),
+        ):
             values = list(map(getter, args))
             if values.count(None) < len(values):
                 at = present_mask(values)
@@ -262,6 +269,7 @@ class TraceBuilder:
             "memory_rows": self.memory_rows,
             "input_dims": self.input_dims,
             "input_types": self.input_types,
+            "concrete_inputs": self.concrete_inputs,
             "flops": self.flops,
             "copy_bytes": self.copy_bytes,
             "process_names": self.process_names,
@@ -293,7 +301,7 @@ class TraceBuilder:
             self.flows["lane"].append(flow_lane_map[state["flows"]["lane"]])
             self.flows["ts"].append(state["flows"]["ts"])
         self.memory_rows.extend((row[0] + base, *row[1:]) for row in state["memory_rows"])
-        for key in ("input_dims", "input_types", "flops", "copy_bytes"):
+        for key in ("input_dims", "input_types", "concrete_inputs", "flops", "copy_bytes"):
             getattr(self, key).update((i + base, v) for i, v in state[key].items())
         self.process_names.update(state["process_names"])
         self.thread_names.update(state["thread_names"])
@@ -345,6 +353,7 @@ class TraceBuilder:
             memory=memory_events_of(self.memory_rows),
             input_dims=self.input_dims,
             input_types=self.input_types,
+            concrete_inputs=self.concrete_inputs,
             flops=self.flops,
             copy_bytes=self.copy_bytes,
             warnings=warnings,

@@ -136,6 +136,8 @@ class Trace:
     warnings: list[str] = field(default_factory=list)
     #: `bytes` of device copies and memsets, by event index (sparse)
     copy_bytes: dict[int, int] = field(default_factory=dict)
+    #: `Concrete Inputs` (scalar arguments as text, JSON list) of ops, by event index (sparse)
+    concrete_inputs: dict[int, str] = field(default_factory=dict)
 
     # ---- basic views -------------------------------------------------
     def __len__(self) -> int:

@@ -28,6 +28,8 @@ _ARG_FIELDS: list[tuple[str, str, Any, Any]] = [
     ("occupancy", "est. achieved occupancy %", int | float | None, None),
     ("input_dims", "Input Dims", msgspec.Raw, None),  # kept as JSON text
     ("input_type", "Input type", msgspec.Raw, None),
+    # scalar arguments as the profiler printed them (stride, is_causal, ...), torch >= 2.1
+    ("concrete_inputs", "Concrete Inputs", msgspec.Raw, None),
     ("alloc_bytes", "Bytes", int | None, None),
     ("addr", "Addr", int | None, None),
     ("total_allocated", "Total Allocated", int | None, None),

@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
+from ...errors import UsageError
 from . import Context
 
 NAME = "dataloader"
@@ -44,6 +45,16 @@ class Params:
     pin_memory: bool = False
     prefetch_factor: int = 2  # torch's default; used only when num_workers > 0
     read_ms: float = 0.0  # per-item read latency (sleep), as a disk or network read
+
+    def __post_init__(self) -> None:
+        # torch's DataLoader refuses a prefetch_factor without workers; say it in our terms
+        if self.prefetch_factor != 2 and self.num_workers == 0:
+            raise UsageError(
+                f"dataloader --prefetch-factor {self.prefetch_factor} needs --num-workers >= 1 "
+                "(only worker processes prefetch)"
+            )
+        if self.prefetch_factor < 1 or self.read_ms < 0:
+            raise UsageError("dataloader --prefetch-factor must be >= 1 and --read-ms >= 0")
 
 
 def tag(p: Params) -> str:
