@@ -71,6 +71,7 @@ def build_report(
             window=window,
             rank=trace.meta.rank,
             warnings=list(trace.warnings),
+            out_of_core=trace.out_of_core,
         ),
         verdict=Verdict(
             regime=call.regime,

@@ -9,6 +9,7 @@ Times are microseconds (float64), as in the file.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -130,12 +131,16 @@ class Trace:
     devices: list[Device]
     kernel_args: KernelArgs
     memory: MemoryEvents
-    input_dims: dict[int, str]
-    input_types: dict[int, str]
-    flops: dict[int, float]
+    #: sparse arguments by event index (`sparse.py`: read-only mappings)
+    input_dims: Mapping[int, str]
+    input_types: Mapping[int, str]
+    flops: Mapping[int, float]
     warnings: list[str] = field(default_factory=list)
     #: `bytes` of device copies and memsets, by event index (sparse)
-    copy_bytes: dict[int, int] = field(default_factory=dict)
+    copy_bytes: Mapping[int, int] = field(default_factory=dict)
+    #: why the columns live in temporary files rather than memory (`--max-memory`),
+    #: None when they are in memory
+    out_of_core: str | None = None
 
     # ---- basic views -------------------------------------------------
     def __len__(self) -> int:
