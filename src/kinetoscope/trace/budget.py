@@ -3,7 +3,7 @@
 The in-memory path's peak is projected from the size of the JSON text, which
 the load reads once: `BASE_BYTES + BYTES_PER_BYTE * text bytes`. Both numbers
 were measured (docs/benchmarks.md, "Bounded memory"): peak RSS of `explain`
-in memory mode on traces of several sizes. When that projection exceeds the
+in memory mode on traces from 1 KB to 1 GB. When that projection exceeds the
 budget (`--max-memory SIZE`) or the RAM the machine has available now
 (`MemAvailable` in /proc/meminfo), the out-of-core path is taken. Without a size
 (standard input, a pipe) or without /proc, only what is known counts.
@@ -18,10 +18,12 @@ from pathlib import Path
 from ..errors import UsageError
 from .source import is_regular_file
 
-#: interpreter, numpy and the analysis modules before any trace is read (measured)
-BASE_BYTES = 100 << 20
-#: peak RSS of `explain` in memory mode per byte of JSON text (measured; see module doc)
-BYTES_PER_BYTE = 0.70
+#: interpreter, numpy and the analysis modules: `explain` of a 1 KB trace peaks at 55 MB
+BASE_BYTES = 64 << 20
+#: peak RSS of `explain` in memory mode per byte of JSON text beyond the base: 0.78
+#: on a 63 MB corpus trace, 0.81 on the 1 GB bench trace (docs/benchmarks.md,
+#: "Bounded memory"); rounded up so that the projection errs towards out of core
+BYTES_PER_BYTE = 0.85
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
 #: the CLI's help for the options (explain and summary)
