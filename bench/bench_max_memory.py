@@ -87,8 +87,39 @@ def measure(path: Path, max_memory: str) -> dict:
     }
 
 
+class PeakStack:
+    """Samples this process's RssAnon every 20 ms with the main thread's Python
+    stack: the stack at the highest sample says which code holds the peak."""
+
+    def __init__(self) -> None:
+        self.peak_kb, self.stack = 0, []
+        self.done = threading.Event()
+        self.main = threading.get_ident()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import traceback
+
+        while not self.done.is_set():
+            anon = _status_kb(os.getpid()).get("RssAnon", 0)
+            if anon > self.peak_kb:
+                frame = sys._current_frames().get(self.main)
+                self.peak_kb = anon
+                self.stack = traceback.format_stack(frame)[-6:] if frame else []
+            self.done.wait(0.02)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.done.set()
+        self.thread.join()
+
+
 def profile(path: Path, max_memory: str) -> list[tuple[str, float, bool]]:
-    """(what, MB, file-backed) of the arrays a Trace holds after `explain`."""
+    """(what, MB, file-backed) of the arrays a Trace holds after `explain`; prints
+    the peak RssAnon of the load and of explain with the stack at each peak."""
     import mmap
 
     import numpy as np
@@ -96,8 +127,12 @@ def profile(path: Path, max_memory: str) -> list[tuple[str, float, bool]]:
     sys.path.insert(0, str(REPO / "src"))
     import kinetoscope
 
-    trace = kinetoscope.load(path, max_memory=max_memory)
-    kinetoscope.explain(trace)
+    with PeakStack() as peak:
+        trace = kinetoscope.load(path, max_memory=max_memory)
+    print(f"load: peak RssAnon {peak.peak_kb / 1024:.0f} MB at\n{''.join(peak.stack)}")
+    with PeakStack() as peak:
+        kinetoscope.explain(trace)
+    print(f"explain: peak RssAnon {peak.peak_kb / 1024:.0f} MB at\n{''.join(peak.stack)}")
     rows = []
     for name, value in vars(trace).items():
         arrays = [(name, value)] if isinstance(value, np.ndarray) else []

@@ -179,8 +179,11 @@ class Trace:
 
     @cached_property
     def lane_kind(self) -> np.ndarray:
-        """Per-event lane kind code: 0 other, 1 host, 2 device."""
-        codes = np.array([{"host": 1, "device": 2}.get(ln.kind, 0) for ln in self.lanes] or [0])
+        """Per-event lane kind code: 0 other, 1 host, 2 device (int8: one byte an event,
+        it is cached for the trace's lifetime)."""
+        codes = np.array(
+            [{"host": 1, "device": 2}.get(ln.kind, 0) for ln in self.lanes] or [0], np.int8
+        )
         return codes[self.lane]
 
     @cached_property
