@@ -202,8 +202,9 @@ def test_auto_choice():
     assert budget.out_of_core_reason(5 * gb, None, peak(5 * gb)) is None
     # nothing known about RAM (no /proc): only the budget counts
     assert budget.out_of_core_reason(5 * gb, None, None) is None
-    # size unknown (a pipe): in memory, as before
-    assert budget.out_of_core_reason(None, 1, 1) is None
+    # size unknown (a pipe): in memory under auto, as before; out of core under a budget
+    assert budget.out_of_core_reason(None, None, 1) is None
+    assert "size is unknown" in budget.out_of_core_reason(None, 2 * gb, None)
     # the projection grows with the text
     assert peak(2 * gb) > peak(gb) > peak(0) > 0
 

@@ -5,8 +5,9 @@ the load reads once: `BASE_BYTES + BYTES_PER_BYTE * text bytes`. Both numbers
 were measured (docs/benchmarks.md, "Bounded memory"): peak RSS of `explain`
 in memory mode on traces from 1 KB to 1 GB. When that projection exceeds the
 budget (`--max-memory SIZE`) or the RAM the machine has available now
-(`MemAvailable` in /proc/meminfo), the out-of-core path is taken. Without a size
-(standard input, a pipe) or without /proc, only what is known counts.
+(`MemAvailable` in /proc/meminfo), the out-of-core path is taken. Without /proc
+only the budget counts; without a size (standard input, a pipe) an explicit
+budget means out of core and `auto` means in memory, as before.
 """
 
 from __future__ import annotations
@@ -103,8 +104,10 @@ def out_of_core_reason(text: int | None, budget: int | None, available: int | No
 
     `text`: JSON bytes (None: unknown); `budget`: `--max-memory` in bytes (None:
     auto); `available`: `MemAvailable` (None: unknown)."""
-    if text is None:
-        return None
+    if text is None:  # a pipe or standard input: read once, size unknown in advance
+        if budget is None:
+            return None
+        return f"out of core: the input's size is unknown and --max-memory {_mb(budget)} was given"
     peak = projected_peak(text)
     if budget is not None and peak > budget:
         return (
@@ -126,4 +129,4 @@ def plan(path: Path, max_memory: str | int | None) -> str | None:
 
 
 def _mb(size: int) -> str:
-    return f"{size / (1 << 20):,.0f} MB"
+    return f"{size / (1 << 20):,.0f} MB" if size >= 1 << 20 else f"{size:,} bytes"
