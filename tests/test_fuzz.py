@@ -6,6 +6,9 @@ text, Markdown), `diff` against the undamaged trace, `memory` and `check`
 in-process. The property: every case either succeeds or raises the documented
 one-line `TraceError` (exit 2); JSON output parses strictly; the input file is
 byte-for-byte unchanged; each case finishes within hypothesis' `deadline`.
+A third property loads each case out of core too (`--max-memory`, columns in
+temporary files): the same `Trace`, or the same one-line error, and no file
+left in the spill directory.
 
 The default run tries a few hundred cases; `pytest -m fuzz` runs the same
 properties on 10,000 (see docs/robustness.md for the recorded run).
@@ -22,6 +25,7 @@ import os
 from datetime import timedelta
 from functools import cache
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -250,6 +254,59 @@ def _loader_property(data, tmp_path):
     path.unlink()
 
 
+def _same_arrays(a, b, what: str) -> None:
+    for field in vars(a):
+        x, y = getattr(a, field), getattr(b, field)
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=True), (what, field)
+
+
+def _same_trace(a, b) -> None:
+    """Everything the loader built, compared field by field (NaN equal to NaN)."""
+    for field in ("ts", "dur", "name_id", "cat", "lane", "is_instant"):
+        assert np.array_equal(getattr(a, field), getattr(b, field), equal_nan=True), field
+    assert np.array_equal(a.external_id, b.external_id)
+    assert np.array_equal(a.correlation, b.correlation)
+    assert (a.names, a.lanes, a.devices, a.meta, a.warnings, a.path) == (
+        b.names,
+        b.lanes,
+        b.devices,
+        b.meta,
+        b.warnings,
+        b.path,
+    )
+    _same_arrays(a.kernel_args, b.kernel_args, "kernel_args")
+    _same_arrays(a.memory, b.memory, "memory")
+    for field in ("input_dims", "input_types", "copy_bytes"):
+        assert dict(getattr(a, field).items()) == dict(getattr(b, field).items()), field
+    flops_a, flops_b = dict(a.flops.items()), dict(b.flops.items())
+    assert flops_a.keys() == flops_b.keys()
+    assert np.array_equal(list(flops_a.values()), list(flops_b.values()), equal_nan=True)
+
+
+def _out_of_core_property(data, tmp_path):
+    _, path = _mutated(data, tmp_path)
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    spill = tmp_path / f"spill{os.getpid()}"
+    spill.mkdir(exist_ok=True)
+    outcomes = []
+    for options in ({}, {"max_memory": 0, "spill_dir": spill}):
+        try:
+            outcomes.append(kinetoscope.load(path, **options))
+        except TraceError as exc:
+            _one_line(exc)
+            outcomes.append(str(exc))
+    in_memory, out_of_core = outcomes
+    if isinstance(in_memory, str) or isinstance(out_of_core, str):
+        assert in_memory == out_of_core
+    else:
+        assert in_memory.out_of_core is None and out_of_core.out_of_core is not None
+        _same_trace(in_memory, out_of_core)
+    assert list(spill.iterdir()) == []
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    path.unlink()
+
+
 def _commands_property(data, tmp_path):
     from typer.testing import CliRunner
 
@@ -307,6 +364,12 @@ def test_commands_on_mutated_traces(data, tmp_path):
     _commands_property(data, tmp_path)
 
 
+@settings(max_examples=60, **COMMON)
+@given(data=st.data())
+def test_out_of_core_on_mutated_traces(data, tmp_path):
+    _out_of_core_property(data, tmp_path)
+
+
 @pytest.mark.fuzz
 @settings(max_examples=8000, **COMMON)
 @given(data=st.data())
@@ -319,3 +382,10 @@ def test_fuzz_loader_10k(data, tmp_path):
 @given(data=st.data())
 def test_fuzz_commands_10k(data, tmp_path):
     _commands_property(data, tmp_path)
+
+
+@pytest.mark.fuzz
+@settings(max_examples=1000, **COMMON)
+@given(data=st.data())
+def test_fuzz_out_of_core_1k(data, tmp_path):
+    _out_of_core_property(data, tmp_path)

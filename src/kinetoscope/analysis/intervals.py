@@ -6,20 +6,29 @@ import numpy as np
 
 
 def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Union of intervals as sorted, disjoint (starts, ends)."""
+    """Union of intervals as sorted, disjoint (starts, ends).
+
+    After sorting by start, the running maximum of the ends never decreases, so
+    a run's end is the running maximum at its last interval: no scatter needed,
+    and the temporaries are released as soon as they are used (this runs on
+    every host event of the window: its peak is the out-of-core path's)."""
     if len(starts) == 0:
         return np.zeros(0), np.zeros(0)
     order = np.argsort(starts, kind="stable")
     s = starts[order]
-    e = np.maximum.accumulate(ends[order])
+    e = ends[order]
+    del order
+    np.maximum.accumulate(e, out=e)
     # a new run begins where the start is past every end before it
-    new = np.ones(len(s), dtype=bool)
-    new[1:] = s[1:] > e[:-1]
-    run = np.cumsum(new) - 1
-    out_s = s[new]
-    out_e = np.zeros(len(out_s))
-    np.maximum.at(out_e, run, e)
-    return out_s, out_e
+    new = np.empty(len(s), dtype=bool)
+    new[0] = True
+    np.greater(s[1:], e[:-1], out=new[1:])
+    first = np.flatnonzero(new)
+    del new
+    last = np.empty(len(first), dtype=np.intp)
+    last[:-1] = first[1:] - 1
+    last[-1] = len(s) - 1
+    return s[first], e[last]
 
 
 def union_length(starts: np.ndarray, ends: np.ndarray) -> float:

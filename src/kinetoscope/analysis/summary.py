@@ -38,6 +38,8 @@ class TraceSummary:
     warnings: list[str]
     #: the trust check (grade, reasons, timestamp resolution): analysis.quality
     quality: TraceQuality | None = None
+    #: why the trace was loaded out of core (`--max-memory`), None when in memory
+    out_of_core: str | None = None
 
 
 def _rank(trace: Trace, index: np.ndarray, values: np.ndarray, total: float, top: int):
@@ -83,4 +85,5 @@ def summarize(trace: Trace, top: int = 5) -> TraceSummary:
         top_host_ops=_rank(trace, ops, self_time, float(self_time.sum()), top),
         warnings=list(trace.warnings),
         quality=trace_quality(trace),
+        out_of_core=trace.out_of_core,
     )

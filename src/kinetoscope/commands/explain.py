@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 
 from ..errors import UsageError
+from ..trace.budget import MAX_MEMORY_HELP, SPILL_DIR_HELP, parse_size
 
 
 class Format(str, Enum):
@@ -48,6 +49,8 @@ def explain_command(
     address: str | None = typer.Option(
         None, "--address", help="Scheduler (dask) or cluster (ray) address; default: local."
     ),
+    max_memory: str = typer.Option("auto", "--max-memory", help=MAX_MEMORY_HELP),
+    spill_dir: Path | None = typer.Option(None, "--spill-dir", help=SPILL_DIR_HELP),
     list_rules: bool = typer.Option(
         False,
         "--list-rules",
@@ -65,13 +68,15 @@ def explain_command(
     thresholds = load_config(config) if config is not None else {}
     thresholds = apply_sets(thresholds, sets)
     only = check_rule_ids(rules.split(",")) if rules is not None else None
+    parse_size(max_memory)  # a bad size is refused before any reading
     paths = _expand(traces)
     if output is not None:
         refuse_inputs(output, paths)
     if len(paths) > 1:
         text = _multirank(paths, jobs, thresholds, fmt.value, executor, address)
     else:
-        text = _single(paths[0], thresholds, only, fmt, color=output is None)
+        loading = {"max_memory": max_memory, "spill_dir": spill_dir}
+        text = _single(paths[0], thresholds, only, fmt, loading, color=output is None)
     if output is not None:
         say_where(output, write_text(output, text, force=force, inputs=paths))
     else:
@@ -110,10 +115,10 @@ def _expand(traces: list[Path]) -> list[Path]:
     return paths
 
 
-def _single(path: Path, thresholds, only, fmt: Format, color: bool) -> str:
+def _single(path: Path, thresholds, only, fmt: Format, loading: dict, color: bool) -> str:
     from ..api import explain
 
-    report = explain(path, thresholds, only)
+    report = explain(path, thresholds, only, **loading)
     if fmt is Format.json:
         return report.to_json() + "\n"
     if fmt is Format.md:

@@ -13,6 +13,7 @@ from ..jsontext import dumps
 from ..report.console import output_width
 from ..report.summary_view import render_summary, summary_data
 from ..trace import load
+from ..trace.budget import MAX_MEMORY_HELP, SPILL_DIR_HELP, parse_size
 
 
 def register(app: typer.Typer) -> None:
@@ -20,11 +21,14 @@ def register(app: typer.Typer) -> None:
     def summary(
         trace_path: Path = typer.Argument(..., metavar="TRACE", help="Kineto trace file."),
         fmt: str = typer.Option("text", "--format", help="text or json."),
+        max_memory: str = typer.Option("auto", "--max-memory", help=MAX_MEMORY_HELP),
+        spill_dir: Path | None = typer.Option(None, "--spill-dir", help=SPILL_DIR_HELP),
     ) -> None:
         """Devices, versions, window, steps (host/device busy), top kernels and host ops."""
         if fmt not in ("text", "json"):
             raise UsageError(f"unknown --format {fmt!r}; choose text or json")
-        result = summarize(load(trace_path))
+        parse_size(max_memory)  # a bad size is refused before any reading
+        result = summarize(load(trace_path, max_memory=max_memory, spill_dir=spill_dir))
         if fmt == "json":
             typer.echo(dumps(summary_data(result), indent=2, default=str))
             return

@@ -71,6 +71,7 @@ def build_report(
             window=window,
             rank=trace.meta.rank,
             warnings=list(trace.warnings),
+            out_of_core=trace.out_of_core,
         ),
         verdict=Verdict(
             regime=call.regime,
@@ -132,10 +133,10 @@ def _lane(trace: Trace, starts: np.ndarray, ends: np.ndarray, resolution: float)
         return []
     joined = np.ones(len(s), dtype=bool)
     joined[1:] = s[1:] - e[:-1] > resolution
-    run = np.cumsum(joined) - 1
-    out_e = np.zeros(int(run[-1]) + 1)
-    np.maximum.at(out_e, run, e)
-    return [(round(float(a), 3), round(float(b), 3)) for a, b in zip(s[joined], out_e, strict=True)]
+    first = np.flatnonzero(joined)
+    # merged intervals are disjoint and sorted: a run ends where its last one ends
+    out_e = e[np.append(first[1:] - 1, len(s) - 1)]
+    return [(round(float(a), 3), round(float(b), 3)) for a, b in zip(s[first], out_e, strict=True)]
 
 
 def _timeline(trace: Trace, stats: TraceStats, window: dict, findings) -> Timeline:

@@ -32,6 +32,8 @@ class TraceFacts:
     window: dict[str, float]
     rank: int | None = None
     warnings: list[str] = field(default_factory=list)
+    #: why the columns were kept in temporary files (`--max-memory`); None: in memory
+    out_of_core: str | None = None
 
 
 @dataclass

@@ -159,4 +159,6 @@ def render_summary(summary: TraceSummary, console: Console) -> None:
         parts += [Text(), _ranked_table("top host ops (self time)", summary.top_host_ops, "of ops")]
     for warning in summary.warnings:
         parts.append(Text(inert(f"warning: {warning}"), style="yellow"))
+    if summary.out_of_core:
+        parts.append(Text(f"loaded {summary.out_of_core}", style="dim"))
     console.print(Group(*parts))

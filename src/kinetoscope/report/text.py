@@ -94,6 +94,8 @@ def _header(report: Report) -> Table:
     lines: list[Text | str] = [Text(inert(t.path)), Text(" | ".join(run), style="dim")]
     lines.append(Text(window, style="dim"))
     lines.extend(Text(f"warning: {inert(w)}", style="yellow") for w in t.warnings)
+    if t.out_of_core:
+        lines.append(Text(f"loaded {t.out_of_core}", style="dim"))
     return _hanging(Text("Trace", style="bold"), *lines)
 
 

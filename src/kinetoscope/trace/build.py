@@ -1,8 +1,9 @@
 """`TraceBuilder`: decoded event batches in, one `Trace` of numpy columns out.
 
 The loader feeds it batches as they are decoded (`add`), so the whole event list
-never exists as Python objects; the split loader runs one builder per half and
-merges the second into the first (`state`, `absorb`).
+never exists as Python objects; the column parts go to a sink (`spill.py`), in
+memory or, for the out-of-core path, in files. The split loader runs one
+builder per half and merges the second into the first (`state`, `absorb`).
 """
 
 from __future__ import annotations
@@ -13,27 +14,28 @@ from typing import Any
 
 import numpy as np
 
-from .categories import DEVICE_CATS, HOST_TREE_CATS, Cat, normalize_category
+from .categories import DEVICE_CATS, Cat, normalize_category
 from .columns import (
     LaneIds,
     canonical_key,
     float_column,
     id_column,
+    in_int64,
     intern_keys,
     json_text,
     present_mask,
 )
 from .links import (
-    first_per_lane,
-    join_parts,
-    kernel_args_of,
+    MEMORY_FIELDS,
+    classify_lanes,
     link_flows,
-    memory_events_of,
-    stream_from_tid,
+    memory_columns,
     triples_of,
 )
-from .model import Device, Lane, Trace, TraceMeta
-from .schema import as_float, as_int
+from .model import Device, KernelArgs, MemoryEvents, Trace, TraceMeta
+from .schema import as_int
+from .sparse import SparseTexts, SparseValues
+from .spill import MemoryParts, SpillParts
 
 _TIMED_PH = frozenset({"X", "i", "I"})
 _DEVICE_CATS = np.array([int(c) for c in DEVICE_CATS], dtype=np.uint8)
@@ -75,40 +77,83 @@ _EXTERNAL_ID, _EXTERNAL_ID_OLD, _CORRELATION, _STREAM, _DEVICE = (
 )
 
 
+#: every column the builder collects: key -> (dtype, width of a row or None)
+COLUMNS: dict[str, tuple[Any, int | None]] = {
+    # timed events, one row each
+    "ts": (np.float64, None),
+    "dur": (np.float64, None),
+    "instant": (np.bool_, None),
+    "name": (np.int32, None),
+    "cat": (np.int32, None),
+    "lane": (np.int32, None),
+    "ext": (np.int64, None),
+    "corr": (np.int64, None),
+    # device events: what names a device lane
+    "dev_lane": (np.int32, None),
+    "dev_stream": (np.int64, None),
+    "dev_device": (np.int64, None),
+    # launch configurations (sparse)
+    "k_index": (np.int64, None),
+    "k_grid": (np.int64, 3),
+    "k_block": (np.int64, 3),
+    "k_regs": (np.int64, None),
+    "k_smem": (np.int64, None),
+    "k_occ": (np.float64, None),
+    # launch flows, linked to launches and kernels at the end
+    "flow_id": (np.int64, None),
+    "flow_lane": (np.int32, None),
+    "flow_ts": (np.float64, None),
+    # sparse arguments (`sparse.py`)
+    "dims_index": (np.int64, None),
+    "dims_len": (np.int64, None),
+    "dims_blob": (np.uint8, None),
+    "types_index": (np.int64, None),
+    "types_len": (np.int64, None),
+    "types_blob": (np.uint8, None),
+    "concrete_index": (np.int64, None),
+    "concrete_len": (np.int64, None),
+    "concrete_blob": (np.uint8, None),
+    "flops_index": (np.int64, None),
+    "flops_value": (np.float64, None),
+    "copy_index": (np.int64, None),
+    "copy_value": (np.int64, None),
+    **{f"m_{field}": (np.float64 if field == "ts" else np.int64, None) for field in MEMORY_FIELDS},
+}
+#: columns holding event indices: shifted when another builder's state is absorbed
+_INDEX_COLUMNS = (
+    "k_index",
+    "dims_index",
+    "types_index",
+    "concrete_index",
+    "flops_index",
+    "copy_index",
+    "m_index",
+)
+
+
 class TraceBuilder:
-    """Turns decoded batches into numpy column parts, then concatenates them.
+    """Turns decoded batches into numpy column parts, then into one `Trace`.
 
     Each batch is read column-wise (one C-level pass per field through
     `attrgetter`, names and lanes interned through dict lookups) rather than
     event by event, and becomes numpy arrays at once, so no per-event Python
-    objects outlive their batch. Every id (name, category, lane) is numbered in
-    order of first appearance in the file, whatever the batches, so that two
-    builders fed the two halves of a file can be merged (`state`, `absorb`)
-    into exactly what one builder fed the whole file holds.
+    objects outlive their batch. The arrays go to `sink` (`spill.py`): lists
+    in memory, or files for the out-of-core path; the builder is the same.
+    Every id (name, category, lane) is numbered in order of first appearance
+    in the file, whatever the batches, so that two builders fed the two halves
+    of a file can be merged (`state`, `absorb`) into exactly what one builder
+    fed the whole file holds.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, sink: MemoryParts | SpillParts | None = None) -> None:
         self.path = path
+        self.sink = sink if sink is not None else MemoryParts()
         self.names: dict[str, int] = {}
         self.cats: dict[str | None, int] = {}
         self.lanes = LaneIds()  # of timed events
         self.flow_lanes = LaneIds()  # of flow events; merged into `lanes` at the end
-        self.parts: dict[str, list[np.ndarray]] = {
-            k: [] for k in ("ts", "dur", "name", "cat", "lane", "instant", "ext", "corr")
-        }
         self.cat_codes: list[int] = []  # normalised `Cat` of each raw category id
         self.cat_on_device = np.zeros(0, bool)  # by raw category id
-        self.device_parts: list[
-            tuple[np.ndarray, np.ndarray, np.ndarray]
-        ] = []  # lane, stream, device
-        self.kernel_parts: list[tuple[np.ndarray, ...]] = []  # index, grid, block, regs, smem, occ.
-        self.memory_rows: list[tuple] = []
-        self.input_dims: dict[int, str] = {}
-        self.input_types: dict[int, str] = {}
-        self.concrete_inputs: dict[int, str] = {}
-        self.flops: dict[int, float] = {}
-        self.copy_bytes: dict[int, int] = {}
-        self.flows: dict[str, list[np.ndarray]] = {"id": [], "lane": [], "ts": []}
         self.process_names: dict[Any, str] = {}
         self.thread_names: dict[tuple[Any, Any], str] = {}
         self.count = 0
@@ -133,27 +178,28 @@ class TraceBuilder:
             return
         base = self.count
         self.count += n
-        parts = self.parts
+        put = self.sink.append
         instant = np.zeros(n, bool) if phs.count("X") == n else np.array(phs, dtype=object) != "X"
         dur = np.fromiter(map(_DUR, timed), np.float64, n)
         dur[instant] = 0.0
         name_list = list(map(_NAME, timed))
-        parts["ts"].append(ts)
-        parts["dur"].append(dur)
-        parts["instant"].append(instant)
-        parts["name"].append(np.array(intern_keys(self.names, name_list), np.int32))
+        put("ts", ts)
+        put("dur", dur)
+        put("instant", instant)
+        put("name", np.array(intern_keys(self.names, name_list), np.int32))
         cat = np.array(intern_keys(self.cats, list(map(_CAT, timed))), np.int32)
-        parts["cat"].append(cat)
+        put("cat", cat)
         lane = self.lanes(timed)
-        parts["lane"].append(lane)
+        put("lane", lane)
         args = list(map(_ARGS, timed))
         ext = id_column(list(map(_EXTERNAL_ID, args)))
         absent = ext == -1
         if absent.any():  # 2021 traces spell it "external id"
             np.copyto(ext, id_column(list(map(_EXTERNAL_ID_OLD, args))), where=absent)
-        parts["ext"].append(ext)
-        parts["corr"].append(id_column(list(map(_CORRELATION, args))))
+        put("ext", ext)
+        put("corr", id_column(list(map(_CORRELATION, args))))
         self._device_ids(args, cat, lane)
+        self._launch_configs(args, base)
         self._sparse_args(args, name_list, ts, base)
 
     def _device_ids(self, args: list[Any], cat: np.ndarray, lane: np.ndarray) -> None:
@@ -166,16 +212,12 @@ class TraceBuilder:
         if not len(on_device):
             return
         device_args = [args[i] for i in on_device.tolist()]
-        self.device_parts.append(
-            (
-                lane[on_device],
-                id_column(list(map(_STREAM, device_args))),
-                id_column(list(map(_DEVICE, device_args))),
-            )
-        )
+        self.sink.append("dev_lane", lane[on_device])
+        self.sink.append("dev_stream", id_column(list(map(_STREAM, device_args))))
+        self.sink.append("dev_device", id_column(list(map(_DEVICE, device_args))))
 
-    def _sparse_args(self, args: list[Any], name_list: list[str], ts, base: int) -> None:
-        """Arguments only some events carry: launch configs, allocator events, shapes."""
+    def _launch_configs(self, args: list[Any], base: int) -> None:
+        """Grid, block, registers, shared memory and occupancy of kernels."""
         grids = list(map(_GRID, args))
         with_cfg = np.union1d(present_mask(grids), present_mask(list(map(_REGISTERS, args))))
         # Inductor's cpu_ops carry a text "grid(100,)": not a launch configuration
@@ -184,61 +226,54 @@ class TraceBuilder:
             for i in with_cfg.tolist()
             if type(grids[i]) is not str or args[i].registers is not None
         ]
-        if keep:
-            cfg = [args[i] for i in keep]
-            self.kernel_parts.append(
-                (
-                    np.array(keep, np.int64) + base,
-                    triples_of(list(map(_GRID, cfg))),
-                    triples_of(list(map(_BLOCK, cfg))),
-                    id_column(list(map(_REGISTERS, cfg))),
-                    id_column(list(map(_SHARED_MEMORY, cfg))),
-                    float_column(list(map(_OCCUPANCY, cfg))),
-                )
-            )
+        if not keep:
+            return
+        cfg = [args[i] for i in keep]
+        put = self.sink.append
+        put("k_index", np.array(keep, np.int64) + base)
+        put("k_grid", triples_of(list(map(_GRID, cfg))))
+        put("k_block", triples_of(list(map(_BLOCK, cfg))))
+        put("k_regs", id_column(list(map(_REGISTERS, cfg))))
+        put("k_smem", id_column(list(map(_SHARED_MEMORY, cfg))))
+        put("k_occ", float_column(list(map(_OCCUPANCY, cfg))))
+
+    def _sparse_args(self, args: list[Any], name_list: list[str], ts, base: int) -> None:
+        """Arguments only some events carry: allocator events, shapes, flops, bytes."""
+        put = self.sink.append
         alloc = present_mask(list(map(_ALLOC, args)))
-        for i in alloc.tolist():
-            if name_list[i] == "[memory]":
-                a = args[i]
-                self.memory_rows.append(
-                    (
-                        base + i,
-                        float(ts[i]),
-                        a.alloc_bytes,
-                        a.total_allocated,
-                        a.total_reserved,
-                        a.device_type,
-                        a.device_id,
-                        a.addr,
-                    )
-                )
-        for getter, out in (
-            (_DIMS, self.input_dims),
-            (_TYPES, self.input_types),
-            (_CONCRETE, self.concrete_inputs),
-        ):
+        rows = [
+            (base + i, float(ts[i]), a.alloc_bytes, a.total_allocated, a.total_reserved)
+            + (a.device_type, a.device_id, a.addr)
+            for i in alloc.tolist()
+            if name_list[i] == "[memory]"
+            for a in (args[i],)
+        ]
+        if rows:
+            for field, column in zip(MEMORY_FIELDS, memory_columns(rows), strict=True):
+                put(f"m_{field}", column)
+        for getter, key in ((_DIMS, "dims"), (_TYPES, "types"), (_CONCRETE, "concrete")):
             values = list(map(getter, args))
             if values.count(None) < len(values):
                 at = present_mask(values)
-                texts = [json_text(values[i]) for i in at.tolist()]
-                out.update(zip((at + base).tolist(), texts, strict=True))
-        for getter, out, convert in (
-            (_FLOPS, self.flops, as_float),
-            (_COPY_BYTES, self.copy_bytes, as_int),
-        ):
+                lengths, blob = SparseTexts.encode([json_text(values[i]) for i in at.tolist()])
+                put(f"{key}_index", at + base)
+                put(f"{key}_len", lengths)
+                put(f"{key}_blob", blob)
+        for getter, key, column in ((_FLOPS, "flops", float_column), (_COPY_BYTES, "copy", _ints)):
             values = list(map(getter, args))
             if values.count(None) < len(values):
-                for i in present_mask(values).tolist():
-                    out[base + i] = convert(values[i])
+                at = present_mask(values)
+                put(f"{key}_index", at + base)
+                put(f"{key}_value", column([values[i] for i in at.tolist()]))
 
     def _untimed(self, events: list[Any]) -> None:
         """Flow events (launch -> device links) and metadata (thread names)."""
         flows = list(compress(events, map(_LAUNCH_FLOW_CATS.__contains__, map(_CAT, events))))
         flows = list(compress(flows, map(_FLOW_PH.__contains__, map(_PH, flows))))
         if flows:
-            self.flows["id"].append(id_column(list(map(_ID, flows))))
-            self.flows["lane"].append(self.flow_lanes(flows))
-            self.flows["ts"].append(np.fromiter(map(_TS, flows), np.float64, len(flows)))
+            self.sink.append("flow_id", id_column(list(map(_ID, flows))))
+            self.sink.append("flow_lane", self.flow_lanes(flows))
+            self.sink.append("flow_ts", np.fromiter(map(_TS, flows), np.float64, len(flows)))
         for ev in compress(events, map("M".__eq__, map(_PH, events))):
             self._metadata(ev)
 
@@ -251,6 +286,10 @@ class TraceBuilder:
         elif ev.name == "thread_name":
             self.thread_names[(canonical_key(ev.pid), canonical_key(ev.tid))] = str(args.meta_name)
 
+    def _column(self, key: str) -> np.ndarray:
+        dtype, width = COLUMNS[key]
+        return self.sink.column(key, dtype, width)
+
     def state(self) -> dict[str, Any]:
         """Everything gathered so far, as plain data (for a worker to send back)."""
         return {
@@ -258,20 +297,7 @@ class TraceBuilder:
             "cats": list(self.cats),
             "lanes": list(self.lanes.keys),
             "flow_lanes": list(self.flow_lanes.keys),
-            "parts": {k: join_parts(v) for k, v in self.parts.items()},
-            "device_parts": [tuple(map(np.concatenate, zip(*self.device_parts, strict=True)))]
-            if self.device_parts
-            else [],
-            "kernel_parts": [tuple(map(np.concatenate, zip(*self.kernel_parts, strict=True)))]
-            if self.kernel_parts
-            else [],
-            "flows": {k: join_parts(v) for k, v in self.flows.items()},
-            "memory_rows": self.memory_rows,
-            "input_dims": self.input_dims,
-            "input_types": self.input_types,
-            "concrete_inputs": self.concrete_inputs,
-            "flops": self.flops,
-            "copy_bytes": self.copy_bytes,
+            "columns": {key: self._column(key) for key in COLUMNS},
             "process_names": self.process_names,
             "thread_names": self.thread_names,
             "count": self.count,
@@ -288,51 +314,52 @@ class TraceBuilder:
         cat_map = np.array(intern_keys(self.cats, state["cats"]) or [0], np.int32)
         lane_map = self.lanes.merge(state["lanes"])
         flow_lane_map = self.flow_lanes.merge(state["flow_lanes"])
-        remap = {"name": name_map, "cat": cat_map, "lane": lane_map}
-        for key, column in state["parts"].items():
-            if column is not None:
-                self.parts[key].append(remap[key][column] if key in remap else column)
-        for lane, stream, device in state["device_parts"]:
-            self.device_parts.append((lane_map[lane], stream, device))
-        for index, *config in state["kernel_parts"]:
-            self.kernel_parts.append((index + base, *config))
-        if state["flows"]["id"] is not None:
-            self.flows["id"].append(state["flows"]["id"])
-            self.flows["lane"].append(flow_lane_map[state["flows"]["lane"]])
-            self.flows["ts"].append(state["flows"]["ts"])
-        self.memory_rows.extend((row[0] + base, *row[1:]) for row in state["memory_rows"])
-        for key in ("input_dims", "input_types", "concrete_inputs", "flops", "copy_bytes"):
-            getattr(self, key).update((i + base, v) for i, v in state[key].items())
+        remap = {
+            "name": name_map,
+            "cat": cat_map,
+            "lane": lane_map,
+            "dev_lane": lane_map,
+            "flow_lane": flow_lane_map,
+        }
+        for key, column in state["columns"].items():
+            if not len(column):
+                continue
+            if key in remap:
+                column = remap[key][column]
+            elif key in _INDEX_COLUMNS:
+                column = column + base
+            self.sink.append(key, column)
         self.process_names.update(state["process_names"])
         self.thread_names.update(state["thread_names"])
         self.count += state["count"]
-
-    def _column(self, key: str, dtype) -> np.ndarray:
-        parts = self.parts.pop(key)
-        return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
     def finish(self, meta: TraceMeta, devices: list[Device], warnings: list[str]) -> Trace:
         cat_map = np.array(
             [int(normalize_category(c, "")) for c in self.cats] or [0], dtype=np.uint8
         )
         names = list(self.names)
-        name_id = self._column("name", np.int32)
-        cat = cat_map[self._column("cat", np.int32)]
+        name_id = self._column("name")
+        cat = cat_map[self._column("cat")]
         memory_name = self.names.get("[memory]")
         if memory_name is not None:
             cat[name_id == memory_name] = int(Cat.MEMORY)
-        lane = self._column("lane", np.int32)
-        corr = self._column("corr", np.int64)
-        ts = self._column("ts", np.float64)
+        lane = self._column("lane")
+        corr = self._column("corr")
+        ts = self._column("ts")
         # lanes only flows use come after those of timed events
         flow_lane_ids = self.lanes.merge(list(self.flow_lanes.keys))
-        lanes = self._lanes(lane, cat)
-        if self.flows["id"]:
-            flow_id, flow_lane, flow_ts = (
-                np.concatenate(self.flows.pop(k)) for k in ("id", "lane", "ts")
-            )
+        device_lane = self._column("dev_lane")
+        lanes = classify_lanes(
+            self.lanes.keys,
+            self.thread_names,
+            (lane, cat),
+            (device_lane, self._column("dev_stream"), self._column("dev_device")),
+        )
+        flow_id = self._column("flow_id")
+        if len(flow_id):
+            flow_lane, flow_ts = self._column("flow_lane"), self._column("flow_ts")
             link_flows((flow_id, flow_lane_ids[flow_lane], flow_ts), ts, lane, cat, corr)
-        dur = self._column("dur", np.float64)
+        dur = self._column("dur")
         np.nan_to_num(dur, copy=False)
         np.maximum(dur, 0.0, out=dur)
         return Trace(
@@ -344,44 +371,30 @@ class TraceBuilder:
             name_id=name_id,
             cat=cat,
             lane=lane,
-            is_instant=self._column("instant", bool),
-            external_id=self._column("ext", np.int64),
+            is_instant=self._column("instant"),
+            external_id=self._column("ext"),
             correlation=corr,
             lanes=lanes,
             devices=devices,
-            kernel_args=kernel_args_of(self.kernel_parts),
-            memory=memory_events_of(self.memory_rows),
-            input_dims=self.input_dims,
-            input_types=self.input_types,
-            concrete_inputs=self.concrete_inputs,
-            flops=self.flops,
-            copy_bytes=self.copy_bytes,
+            kernel_args=KernelArgs(
+                *(self._column(k) for k in ("k_index", "k_grid", "k_block", "k_regs", "k_smem")),
+                occupancy=self._column("k_occ"),
+            ),
+            memory=MemoryEvents(*(self._column(f"m_{field}") for field in MEMORY_FIELDS)),
+            input_dims=self._texts("dims"),
+            input_types=self._texts("types"),
+            concrete_inputs=self._texts("concrete"),
+            flops=SparseValues(self._column("flops_index"), self._column("flops_value")),
+            copy_bytes=SparseValues(self._column("copy_index"), self._column("copy_value")),
             warnings=warnings,
         )
 
-    def _lanes(self, lane, cat) -> list[Lane]:
-        """Classify each (pid, tid) as host thread or device stream by what runs on it."""
-        n_lanes = len(self.lanes.keys)
-        device_cats = np.array([int(c) for c in DEVICE_CATS], dtype=np.uint8)
-        host_cats = np.array([int(c) for c in HOST_TREE_CATS], dtype=np.uint8)
-        dev_count = np.bincount(lane[np.isin(cat, device_cats)], minlength=n_lanes)
-        host_count = np.bincount(lane[np.isin(cat, host_cats)], minlength=n_lanes)
-        parts = self.device_parts or [(np.zeros(0, np.int32),) + (np.zeros(0, np.int64),) * 2]
-        device_lane, stream, device = (np.concatenate(col) for col in zip(*parts, strict=True))
-        first_stream = first_per_lane(device_lane, stream, n_lanes)
-        first_device = first_per_lane(device_lane, device, n_lanes)
-        out = []
-        for (pid, tid), lane_id in self.lanes.keys.items():
-            if dev_count[lane_id] > 0:
-                stream_id = int(first_stream[lane_id])
-                stream_id = stream_id if stream_id >= 0 else stream_from_tid(tid)
-                device_id = int(first_device[lane_id])
-                device_id = device_id if device_id >= 0 else as_int(pid, None)
-                label = f"stream {stream_id}" if stream_id is not None else str(tid)
-                out.append(Lane(lane_id, pid, tid, "device", label, device_id, stream_id))
-            elif host_count[lane_id] > 0:
-                label = self.thread_names.get((pid, tid)) or f"thread {tid}"
-                out.append(Lane(lane_id, pid, tid, "host", label))
-            else:
-                out.append(Lane(lane_id, pid, tid, "other", f"{pid}/{tid}"))
-        return out
+    def _texts(self, key: str) -> SparseTexts:
+        lengths = self._column(f"{key}_len")
+        blob = self._column(f"{key}_blob")
+        return SparseTexts(self._column(f"{key}_index"), np.cumsum(lengths), blob)
+
+
+def _ints(values: list[Any]) -> np.ndarray:
+    """int64 column of `bytes` values (`as_int`: -1 where not a number or out of range)."""
+    return np.array([in_int64(as_int(v)) for v in values], np.int64)

@@ -1,6 +1,5 @@
-"""What the builder derives once every batch is in: flow links from launches to
-kernels, the first value per lane, sparse kernel arguments and memory events as
-columns.
+"""What the builder derives from its columns: flow links from launches to
+kernels, the first value per lane, launch triples and memory events as columns.
 """
 
 from __future__ import annotations
@@ -9,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .categories import DEVICE_CATS, Cat
-from .model import KernelArgs, MemoryEvents
+from .categories import DEVICE_CATS, HOST_TREE_CATS, Cat
+from .model import Lane
 from .schema import as_int
 
 
@@ -64,27 +63,6 @@ def link_flows(flows: tuple[np.ndarray, ...], ts, lane, cat, corr) -> None:
     corr[candidates[order[pos[hit]]]] = flow_id[hit]
 
 
-def join_parts(parts: list[np.ndarray]) -> np.ndarray | None:
-    return np.concatenate(parts) if parts else None
-
-
-def kernel_args_of(parts: list[tuple[np.ndarray, ...]]) -> KernelArgs:
-    if not parts:
-        empty, triples = np.zeros(0, np.int64), np.zeros((0, 3), np.int64)
-        return KernelArgs(empty, triples, triples.copy(), empty.copy(), empty.copy(), np.zeros(0))
-    index, grid, block, registers, shared, occupancy = (
-        np.concatenate(c) for c in zip(*parts, strict=True)
-    )
-    return KernelArgs(
-        index=index,
-        grid=grid,
-        block=block,
-        registers=registers,
-        shared_memory=shared,
-        occupancy=occupancy,
-    )
-
-
 def triples_of(values: list[Any]) -> np.ndarray:
     """(n, 3) int64 from [x, y, z] lists; -1 rows where absent or malformed."""
     try:
@@ -102,16 +80,54 @@ def triples_of(values: list[Any]) -> np.ndarray:
     ).reshape(len(values), 3)
 
 
-def memory_events_of(rows: list[tuple]) -> MemoryEvents:
-    cols = list(zip(*rows, strict=True)) if rows else [[]] * 8
+#: `MemoryEvents` fields, in order; the builder keeps one column of each
+MEMORY_FIELDS = (
+    "index",
+    "ts",
+    "nbytes",
+    "total_allocated",
+    "total_reserved",
+    "device_type",
+    "device_id",
+    "addr",
+)
+
+
+def memory_columns(rows: list[tuple]) -> list[np.ndarray]:
+    """One batch's `[memory]` rows (index, ts, then the allocator's numbers) as
+    columns in `MEMORY_FIELDS` order: ts float64, the rest int64 (-1 where absent)."""
+    cols = list(zip(*rows, strict=True))
     ints = [np.array([as_int(v) for v in col], dtype=np.int64) for col in cols]
-    return MemoryEvents(
-        index=ints[0],
-        ts=np.array(cols[1], dtype=np.float64),
-        nbytes=ints[2],
-        total_allocated=ints[3],
-        total_reserved=ints[4],
-        device_type=ints[5],
-        device_id=ints[6],
-        addr=ints[7],
-    )
+    ints[1] = np.array(cols[1], dtype=np.float64)
+    return ints
+
+
+def classify_lanes(keys, thread_names, timed, device) -> list[Lane]:
+    """Classify each (pid, tid) as host thread or device stream by what runs on it.
+
+    `keys`: (pid, tid) -> lane id; `timed`: (lane, cat) of every event;
+    `device`: (lane, stream, device) of the device events."""
+    lane, cat = timed
+    device_lane, stream, device_ids = device
+    n_lanes = len(keys)
+    device_cats = np.array([int(c) for c in DEVICE_CATS], dtype=np.uint8)
+    host_cats = np.array([int(c) for c in HOST_TREE_CATS], dtype=np.uint8)
+    dev_count = np.bincount(lane[np.isin(cat, device_cats)], minlength=n_lanes)
+    host_count = np.bincount(lane[np.isin(cat, host_cats)], minlength=n_lanes)
+    first_stream = first_per_lane(device_lane, stream, n_lanes)
+    first_device = first_per_lane(device_lane, device_ids, n_lanes)
+    out = []
+    for (pid, tid), lane_id in keys.items():
+        if dev_count[lane_id] > 0:
+            stream_id = int(first_stream[lane_id])
+            stream_id = stream_id if stream_id >= 0 else stream_from_tid(tid)
+            device_id = int(first_device[lane_id])
+            device_id = device_id if device_id >= 0 else as_int(pid, None)
+            label = f"stream {stream_id}" if stream_id is not None else str(tid)
+            out.append(Lane(lane_id, pid, tid, "device", label, device_id, stream_id))
+        elif host_count[lane_id] > 0:
+            label = thread_names.get((pid, tid)) or f"thread {tid}"
+            out.append(Lane(lane_id, pid, tid, "host", label))
+        else:
+            out.append(Lane(lane_id, pid, tid, "other", f"{pid}/{tid}"))
+    return out

@@ -8,19 +8,27 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import TraceError, input_name
+from .budget import plan
 from .build import TraceBuilder
 from .categories import DEVICE_CATS, HOST_TREE_CATS
 from .decode import EventStream
 from .model import Trace
 from .schema import TopLevel
 from .source import is_regular_file, trace_chunks
+from .spill import MemoryParts, SpillParts
 from .split import SPLIT_MIN_BYTES, build_split, cores
 from .top_meta import devices_of, trace_meta
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-def load(path: str | os.PathLike, *, split_min_bytes: int | None = None) -> Trace:
+def load(
+    path: str | os.PathLike,
+    *,
+    split_min_bytes: int | None = None,
+    max_memory: str | int | None = "auto",
+    spill_dir: str | os.PathLike | None = None,
+) -> Trace:
     """Load a `.json`, `.json.gz` or `.pt.trace.json[.gz]` file into a `Trace`.
 
     Raises `TraceError` (one line, names the file) for anything unusable.
@@ -28,14 +36,32 @@ def load(path: str | os.PathLike, *, split_min_bytes: int | None = None) -> Trac
     An uncompressed file of at least `split_min_bytes` is loaded in two halves
     on two cores (`split.py`); by default from `SPLIT_MIN_BYTES` up and only
     when two cores are free to use; an explicit value always tries.
+
+    `max_memory` (`"2GB"`, bytes, or `"auto"`): when the in-memory load is
+    projected to need more, or more than the RAM available (`budget.py`), the
+    columns are built in files in a private temporary directory under
+    `spill_dir` (default: `$TMPDIR`) and mapped back (`spill.py`): one pass, no
+    split, the same `Trace`; `Trace.out_of_core` says why. The directory is
+    removed before this returns or raises, Ctrl-C included.
     """
     path = Path(path)
+    reason = plan(path, max_memory)
+    sink = SpillParts(spill_dir) if reason is not None else MemoryParts()
+    try:
+        trace = _load(path, split_min_bytes, sink)
+    finally:
+        sink.close()
+    trace.out_of_core = reason
+    return trace
+
+
+def _load(path: Path, split_min_bytes: int | None, sink: MemoryParts | SpillParts) -> Trace:
     built = None
     with _cyclic_gc_paused(), _decoder_limits(path):
-        if _split_wanted(path, split_min_bytes):
+        if not sink.spilled and _split_wanted(path, split_min_bytes):
             built = build_split(path, TraceBuilder)
         if built is None:
-            built = _build(path)
+            built = _build(path, sink)
     builder, top, count, warnings = built
     if top is None or top.traceEvents is None:
         raise TraceError(path, "is JSON but not a Kineto trace (no 'traceEvents' key)")
@@ -51,12 +77,14 @@ def load(path: str | os.PathLike, *, split_min_bytes: int | None = None) -> Trac
     return trace
 
 
-def _build(path: Path) -> tuple[TraceBuilder, TopLevel | None, int, list[str]]:
+def _build(
+    path: Path, sink: MemoryParts | SpillParts
+) -> tuple[TraceBuilder, TopLevel | None, int, list[str]]:
     """One pass over the file: (builder fed every event, top-level object, events
     decoded, warnings)."""
     warnings: list[str] = []
     stream = EventStream(input_name(path), warnings)
-    builder = TraceBuilder(input_name(path))
+    builder = TraceBuilder(input_name(path), sink)
     for batch in stream.batches(trace_chunks(path, warnings)):
         builder.add(batch)
     return builder, stream.top, stream.count, warnings

@@ -9,6 +9,7 @@ Times are microseconds (float64), as in the file.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -130,14 +131,18 @@ class Trace:
     devices: list[Device]
     kernel_args: KernelArgs
     memory: MemoryEvents
-    input_dims: dict[int, str]
-    input_types: dict[int, str]
-    flops: dict[int, float]
+    #: sparse arguments by event index (`sparse.py`: read-only mappings)
+    input_dims: Mapping[int, str]
+    input_types: Mapping[int, str]
+    flops: Mapping[int, float]
     warnings: list[str] = field(default_factory=list)
     #: `bytes` of device copies and memsets, by event index (sparse)
-    copy_bytes: dict[int, int] = field(default_factory=dict)
+    copy_bytes: Mapping[int, int] = field(default_factory=dict)
     #: `Concrete Inputs` (scalar arguments as text, JSON list) of ops, by event index (sparse)
-    concrete_inputs: dict[int, str] = field(default_factory=dict)
+    concrete_inputs: Mapping[int, str] = field(default_factory=dict)
+    #: why the columns live in temporary files rather than memory (`--max-memory`),
+    #: None when they are in memory
+    out_of_core: str | None = None
 
     # ---- basic views -------------------------------------------------
     def __len__(self) -> int:
@@ -176,8 +181,11 @@ class Trace:
 
     @cached_property
     def lane_kind(self) -> np.ndarray:
-        """Per-event lane kind code: 0 other, 1 host, 2 device."""
-        codes = np.array([{"host": 1, "device": 2}.get(ln.kind, 0) for ln in self.lanes] or [0])
+        """Per-event lane kind code: 0 other, 1 host, 2 device (int8: one byte an event,
+        it is cached for the trace's lifetime)."""
+        codes = np.array(
+            [{"host": 1, "device": 2}.get(ln.kind, 0) for ln in self.lanes] or [0], np.int8
+        )
         return codes[self.lane]
 
     @cached_property
@@ -265,24 +273,11 @@ class Trace:
         return find_steps(self)
 
     def events_in(self, start: float, end: float, mask: np.ndarray | None = None) -> np.ndarray:
-        """Indices (ascending) of events that start inside [start, end).
-
-        Binary search in the events sorted by start: callers ask once per step or
-        per range, and a full scan per call made them O(ranges x events)."""
-        if not start < end:  # empty, reversed or NaN bounds hold nothing
-            return np.zeros(0, dtype=np.int64)
-        first, stop = np.searchsorted(self._ts_sorted, (start, end), side="left")
-        inside = np.sort(self._ts_order[first:stop])
-        return inside if mask is None else inside[mask[inside]]
-
-    @cached_property
-    def _ts_order(self) -> np.ndarray:
-        """Event indices by start time (NaN starts last, never inside a range)."""
-        return np.argsort(self.ts, kind="stable")
-
-    @cached_property
-    def _ts_sorted(self) -> np.ndarray:
-        return self.ts[self._ts_order]
+        """Indices of events that start inside [start, end)."""
+        sel = (self.ts >= start) & (self.ts < end)
+        if mask is not None:
+            sel &= mask
+        return np.flatnonzero(sel)
 
     @cached_property
     def host_tree_mask(self) -> np.ndarray:
