@@ -273,11 +273,23 @@ class Trace:
         return find_steps(self)
 
     def events_in(self, start: float, end: float, mask: np.ndarray | None = None) -> np.ndarray:
-        """Indices of events that start inside [start, end)."""
-        sel = (self.ts >= start) & (self.ts < end)
-        if mask is not None:
-            sel &= mask
-        return np.flatnonzero(sel)
+        """Indices (ascending) of events that start inside [start, end).
+
+        Binary search in the events ordered by start: callers ask once per step or
+        per range, and a full scan per call made them O(ranges x events)."""
+        if not start < end:  # empty, reversed or NaN bounds hold nothing
+            return np.zeros(0, dtype=np.int64)
+        order = self._ts_order
+        first, stop = np.searchsorted(self.ts, (start, end), side="left", sorter=order)
+        inside = np.sort(order[first:stop]).astype(np.int64)
+        return inside if mask is None else inside[mask[inside]]
+
+    @cached_property
+    def _ts_order(self) -> np.ndarray:
+        """Event indices by start time, NaN starts last (never inside a range); int32
+        where the indices fit, half the memory of a 5 GB trace's 18.6 M events."""
+        order = np.argsort(self.ts, kind="stable")
+        return order.astype(np.int32) if len(order) < 2**31 else order
 
     @cached_property
     def host_tree_mask(self) -> np.ndarray:
