@@ -130,6 +130,38 @@ def test_spill_directory_gone_after_interrupt(tmp_path):
     assert list(spill.iterdir()) == []
 
 
+def test_spill_directory_gone_after_sigterm(tmp_path):
+    """`kill PID` in the middle of an out-of-core load: the CLI ends as on an error (exit 143,
+    one line), so the spill directory and the unpublished output are removed."""
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    out = tmp_path / "report.json"
+    script = (
+        "import os, signal, sys\n"
+        "from kinetoscope.trace import spill\n"
+        "original = spill.SpillParts.append\n"
+        "def append(self, key, array):\n"
+        "    original(self, key, array)\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "spill.SpillParts.append = append\n"
+        "from kinetoscope.cli import main\n"
+        "sys.argv = ['kinetoscope', 'explain', sys.argv[1], '--max-memory', '0',\n"
+        "            '--spill-dir', sys.argv[2], '--format', 'json', '-o', sys.argv[3]]\n"
+        "main()\n"
+    )
+    path = corpus("gpu/alexnet_train.json.gz")
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path), str(spill), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 143  # terminated, not finished
+    assert done.stderr == "kinetoscope: terminated; nothing written\n"
+    assert list(spill.iterdir()) == [] and list(tmp_path.iterdir()) == [spill]
+
+
 def test_cli_max_memory(tmp_path):
     """The flag on both commands; a bad size is one line and exit 2."""
     from typer.testing import CliRunner

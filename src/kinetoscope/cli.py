@@ -8,6 +8,7 @@ this module only wires them up and maps errors to exit codes (2 for bad input,
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 
 import typer
@@ -56,6 +57,8 @@ for _name in COMMANDS:
 def main() -> None:
     """Console entry point: run the app, turning library errors into one line."""
     _DEBUG["on"] = "--debug" in sys.argv
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # never replace a caller's handler
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         code = app(standalone_mode=False)
     except KinetoscopeError as exc:
@@ -102,3 +105,16 @@ def _interrupted() -> None:
     what = "kept " + ", ".join(map(str, kept)) if kept else "nothing written"
     print(f"kinetoscope: interrupted; {what}", file=sys.stderr)
     sys.exit(130)
+
+
+def _terminated(signum: int, _frame) -> None:
+    """SIGTERM (`kill`, a scheduler's time limit) ends the command as an error would, so
+    `finally` blocks run: an unpublished output's temporary file and an out-of-core load's
+    spill directory are removed. The default action stops the process where it stands
+    and leaves them behind. Exit 143 (128 + SIGTERM), as shells expect."""
+    from .outputs import published
+
+    kept = published()
+    what = "kept " + ", ".join(map(str, kept)) if kept else "nothing written"
+    print(f"kinetoscope: terminated; {what}", file=sys.stderr)
+    raise SystemExit(128 + signum)
