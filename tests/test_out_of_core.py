@@ -105,27 +105,41 @@ def test_spill_directory_gone_after_rule_error(tmp_path, monkeypatch):
     assert list(spill.iterdir()) == []
 
 
-def test_spill_directory_gone_after_interrupt(tmp_path):
-    """Ctrl-C in the middle of a load (SIGINT once the spill directory exists)."""
-    spill = tmp_path / "spill"
-    spill.mkdir()
+def _signalled_mid_load(signal_name: str, then: str, *args: str) -> subprocess.CompletedProcess:
+    """Run `then` (Python source) in a fresh interpreter where the first column part spilled
+    sends this process `signal_name`: the signal arrives once the spill directory exists."""
     script = (
         "import os, signal, sys\n"
         "from kinetoscope.trace import spill\n"
         "original = spill.SpillParts.append\n"
         "def append(self, key, array):\n"
         "    original(self, key, array)\n"
-        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        f"    os.kill(os.getpid(), signal.{signal_name})\n"
         "spill.SpillParts.append = append\n"
+    ) + then
+    path = corpus("gpu/alexnet_train.json.gz")
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    return subprocess.run(
+        [sys.executable, "-c", script, str(path), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_spill_directory_gone_after_interrupt(tmp_path):
+    """Ctrl-C in the middle of a load (SIGINT once the spill directory exists)."""
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    done = _signalled_mid_load(
+        "SIGINT",
         "from kinetoscope.trace import load\n"
         "try:\n"
         "    load(sys.argv[1], max_memory=0, spill_dir=sys.argv[2])\n"
         "except KeyboardInterrupt:\n"
-        "    sys.exit(130)\n"
+        "    sys.exit(130)\n",
+        str(spill),
     )
-    path = corpus("gpu/alexnet_train.json.gz")
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    done = subprocess.run([sys.executable, "-c", script, str(path), str(spill)], env=env)
     assert done.returncode == 130  # interrupted, not finished
     assert list(spill.iterdir()) == []
 
@@ -135,27 +149,14 @@ def test_spill_directory_gone_after_sigterm(tmp_path):
     one line), so the spill directory and the unpublished output are removed."""
     spill = tmp_path / "spill"
     spill.mkdir()
-    out = tmp_path / "report.json"
-    script = (
-        "import os, signal, sys\n"
-        "from kinetoscope.trace import spill\n"
-        "original = spill.SpillParts.append\n"
-        "def append(self, key, array):\n"
-        "    original(self, key, array)\n"
-        "    os.kill(os.getpid(), signal.SIGTERM)\n"
-        "spill.SpillParts.append = append\n"
+    done = _signalled_mid_load(
+        "SIGTERM",
         "from kinetoscope.cli import main\n"
         "sys.argv = ['kinetoscope', 'explain', sys.argv[1], '--max-memory', '0',\n"
         "            '--spill-dir', sys.argv[2], '--format', 'json', '-o', sys.argv[3]]\n"
-        "main()\n"
-    )
-    path = corpus("gpu/alexnet_train.json.gz")
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(path), str(spill), str(out)],
-        env=env,
-        capture_output=True,
-        text=True,
+        "main()\n",
+        str(spill),
+        str(tmp_path / "report.json"),
     )
     assert done.returncode == 143  # terminated, not finished
     assert done.stderr == "kinetoscope: terminated; nothing written\n"
