@@ -104,3 +104,10 @@ def layout_of(name: str) -> str | None:
     if m:
         return m.group(1).lower()
     return None
+
+
+def group_of(pattern: str, text: str) -> str | None:
+    """The first group of `pattern`'s first match in `text`, None without a match: the
+    optional fields (tile, mma shape, stages) that a kernel name may or may not spell."""
+    m = re.search(pattern, text)
+    return m.group(1) if m else None

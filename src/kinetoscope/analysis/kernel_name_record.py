@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .kernel_name_fields import arch_of
+
 
 @dataclass(frozen=True)
 class KernelName:
@@ -51,7 +53,9 @@ class KernelName:
 
 def named_kernel(name: str, library: str, kind: str, **fields) -> KernelName:
     """A `KernelName` whose short name is the raw name and whose family is
-    `library:kind`, the common case for library kernels named without C++ syntax."""
+    `library:kind`, the common case for library kernels named without C++ syntax; the
+    architecture is read from the name (`arch_of`) unless given."""
+    fields.setdefault("arch", arch_of(name))
     return KernelName(
         raw=name, short=name, family=f"{library}:{kind}", library=library, kind=kind, **fields
     )

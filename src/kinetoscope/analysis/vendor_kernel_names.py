@@ -10,7 +10,14 @@ from __future__ import annotations
 import re
 
 from .cpp_kernel_names import strip_cpp
-from .kernel_name_fields import arch_of, dtype_from_tokens, epilogue_of, layout_of, name_tokens
+from .kernel_name_fields import (
+    arch_of,
+    dtype_from_tokens,
+    epilogue_of,
+    group_of,
+    layout_of,
+    name_tokens,
+)
 from .kernel_name_record import KernelName, named_kernel
 
 
@@ -88,18 +95,15 @@ def decode_xmma(name: str) -> KernelName:
             dtype = "tf32"
         elif types:
             dtype = dtype_from_tokens([types[0]])
-    tile = re.search(r"tilesize(\d+x\d+x\d+)", low)
-    stages = re.search(r"stage(\d+)", low)
-    mma = re.search(r"tensor(\d+x\d+x\d+)", low)
+    stages = group_of(r"stage(\d+)", low)
     return named_kernel(
         name,
         library,
         kind,
-        arch=arch_of(name),
         dtype=dtype,
-        mma=mma.group(1) if mma else None,
-        tile=tile.group(1) if tile else None,
-        stages=int(stages.group(1)) if stages else None,
+        mma=group_of(r"tensor(\d+x\d+x\d+)", low),
+        tile=group_of(r"tilesize(\d+x\d+x\d+)", low),
+        stages=int(stages) if stages else None,
         layout=layout_of(name),
         epilogue=epilogue_of(name_tokens(name)),
     )
@@ -133,10 +137,8 @@ def decode_prefixed_blas(name: str, library: str, kind: str) -> KernelName:
     """`ampere_sgemm_128x64_tn`, `cudnn_volta_scudnn_128x64_relu_small_nn_v1`, `nvjet_tst_...`."""
     low = name.lower()
     tokens = name_tokens(name)
-    tile = re.search(r"_(\d+x\d+)(?:_|$)", low)
-    mma = re.search(r"_([shi]\d{3,6})gemm", low)
-    sm = re.search(r"stages_\d+x(\d+)", low)
-    stages = int(sm.group(1)) if sm else None
+    sm = group_of(r"stages_\d+x(\d+)", low)
+    stages = int(sm) if sm else None
     layout = layout_of(name)
     if low.startswith("nvjet"):
         m = re.search(r"_(\d+x\d+)_(\d+)x(\d+)_", low)
@@ -154,10 +156,9 @@ def decode_prefixed_blas(name: str, library: str, kind: str) -> KernelName:
         name,
         library,
         kind,
-        arch=arch_of(name),
         dtype=dtype,
-        mma=mma.group(1) if mma else None,
-        tile=tile.group(1) if tile else None,
+        mma=group_of(r"_([shi]\d{3,6})gemm", low),
+        tile=group_of(r"_(\d+x\d+)(?:_|$)", low),
         stages=stages,
         layout=layout,
         epilogue=epilogue_of(tokens),
