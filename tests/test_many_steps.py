@@ -73,7 +73,7 @@ def test_kernel_types_by_step_matches_masking(seed):
             for t in KERNEL_TYPES
             if (here & (labels == t)).any()
         }
-    got = _by_step(numbers, labels, durs)
+    got = _by_step(numbers, np.array([KERNEL_TYPES.index(t) for t in labels]), durs)
     assert got == expected  # bitwise: the same elements in the same order are summed
     assert [list(v) for v in got.values()] == [list(v) for v in expected.values()]
     assert list(got) == list(expected)

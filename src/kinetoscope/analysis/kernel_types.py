@@ -164,18 +164,22 @@ class KernelTypes:
         return next((r.share for r in self.rows if r.type == type_), 0.0)
 
 
-def event_types(trace: Trace, indices: np.ndarray) -> np.ndarray:
-    """Type label of each device event in `indices` (each distinct category and name is
-    typed once: a trace has millions of device events but a few thousand names)."""
+def type_codes(trace: Trace, indices: np.ndarray) -> np.ndarray:
+    """Type of each device event in `indices`, as its position in `KERNEL_TYPES` (each
+    distinct category and name is typed once: a trace has millions of device events but a
+    few thousand names)."""
     pairs = np.column_stack((trace.cat[indices].astype(np.int64), trace.name_id[indices]))
     if not len(pairs):
-        return np.zeros(0, dtype=object)
+        return np.zeros(0, dtype=np.int64)
     distinct, which = np.unique(pairs, axis=0, return_inverse=True)
-    labels = np.array(
-        [_type_of(trace, int(cat), trace.names[int(nid)]) for cat, nid in distinct.tolist()],
-        dtype=object,
+    codes = np.array(
+        [
+            KERNEL_TYPES.index(_type_of(trace, int(cat), trace.names[int(nid)]))
+            for cat, nid in distinct.tolist()
+        ],
+        dtype=np.int64,
     )
-    return labels[which.reshape(-1)]
+    return codes[which.reshape(-1)]
 
 
 def _type_of(trace: Trace, cat: int, name: str) -> str:
@@ -189,20 +193,20 @@ def _type_of(trace: Trace, cat: int, name: str) -> str:
 def kernel_types(trace: Trace, indices: np.ndarray | None = None) -> KernelTypes:
     """Breakdown of device work (`indices`, default: all of it) by type and step."""
     work = window_device_work(trace) if indices is None else indices
-    labels = event_types(trace, work)
+    codes = type_codes(trace, work)
     durs = trace.dur[work]
     total = float(durs.sum())
     steps = max(len(trace.steps), 1)
     numbers = device_steps(trace, work) if trace.steps else np.full(len(work), -1)
     rows = []
-    for type_ in KERNEL_TYPES:
-        sel = labels == type_
+    for code, type_ in enumerate(KERNEL_TYPES):
+        sel = codes == code
         if not sel.any():
             continue
         us = float(durs[sel].sum())
         rows.append(TypeRow(type_, int(sel.sum()), us, us / total if total else 0.0, us / steps))
-    by_step = _by_step(numbers, labels, durs)
-    other = work[labels == "other"]
+    by_step = _by_step(numbers, codes, durs)
+    other = work[codes == KERNEL_TYPES.index("other")]
     top_other = []
     if len(other):
         sums = np.bincount(trace.name_id[other], weights=trace.dur[other])
@@ -213,7 +217,7 @@ def kernel_types(trace: Trace, indices: np.ndarray | None = None) -> KernelTypes
 
 
 def _by_step(
-    numbers: np.ndarray, labels: np.ndarray, durs: np.ndarray
+    numbers: np.ndarray, codes: np.ndarray, durs: np.ndarray
 ) -> dict[int, dict[str, float]]:
     """step number -> type -> us, for the steps (number >= 0) that have device work.
 
@@ -221,8 +225,6 @@ def _by_step(
     events in their original order, so each sum is the same pairwise sum as
     masking would give; a mask per step and type cost O(steps x events).
     """
-    code_of = {type_: k for k, type_ in enumerate(KERNEL_TYPES)}
-    codes = np.array([code_of[label] for label in labels.tolist()], dtype=np.int64)
     keep = np.flatnonzero(numbers >= 0)
     key = numbers[keep].astype(np.int64) * len(KERNEL_TYPES) + codes[keep]
     by_key = np.argsort(key, kind="stable")

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..trace import Trace
 from .intervals import merge, union_length
-from .kernel_types import event_types
+from .kernel_types import KERNEL_TYPES, type_codes
 from .stepmap import device_steps
 from .steps import step_stats
 from .window import window_device_work
@@ -104,8 +104,9 @@ def _hidden_us(starts, ends, is_comm, device, selected) -> float:
 def stream_report(trace: Trace) -> StreamReport:
     """Busy time per stream and communication overlap, over the active window."""
     work = window_device_work(trace)
-    labels = event_types(trace, work)
-    is_comm = np.isin(labels, list(COMMUNICATION_TYPES))
+    is_comm = np.isin(
+        type_codes(trace, work), [KERNEL_TYPES.index(t) for t in sorted(COMMUNICATION_TYPES)]
+    )
     starts, ends = trace.ts[work], trace.end[work]
     rows = []
     for lane_id in np.unique(trace.lane[work]).tolist():
@@ -122,13 +123,11 @@ def stream_report(trace: Trace) -> StreamReport:
             )
         )
     rows.sort(key=lambda r: -r.busy_us)
-    device = np.array(
-        [
-            -1 if trace.lanes[i].device is None else trace.lanes[i].device
-            for i in trace.lane[work].tolist()
-        ],
+    lane_device = np.array(
+        [-1 if lane.device is None else lane.device for lane in trace.lanes] or [-1],
         dtype=np.int64,
     )
+    device = lane_device[trace.lane[work]]  # one lookup per lane, not per event
     numbers = device_steps(trace, work) if trace.steps else np.full(len(work), -1)
     steps = []
     for st in step_stats(trace):
