@@ -122,24 +122,34 @@ def _luminance(rgb: str) -> float:
     return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
 
 
+#: (text, colour, background) of an element: the background is the first ancestor's that
+#: is not transparent (what the text is actually drawn on)
+_TEXT_COLOURS = """e => {
+    let bg = 'rgba(0, 0, 0, 0)', n = e;
+    while (n && /rgba\\(0, 0, 0, 0\\)|transparent/.test(bg)) {
+      bg = getComputedStyle(n).backgroundColor; n = n.parentElement; }
+    return [e.innerText.slice(0, 30), getComputedStyle(e).color, bg]; }"""
+
+
+def _assert_readable(colours, label: str) -> None:
+    """WCAG AA: every (text, colour, background) at a contrast of 4.5:1 or more."""
+    for text, fg, bg in colours:
+        a, b = sorted([_luminance(fg), _luminance(bg)])
+        assert (b + 0.05) / (a + 0.05) >= 4.5, (label, text, fg, bg)
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_text_contrast_in_both_themes(browser, tmp_path, scheme):
     html_path, _ = _report(tmp_path, SMALL)
     page, errors = _open(browser, html_path, scheme)
     page.screenshot(path=str(tmp_path / f"{scheme}.png"), full_page=True)
     pairs = page.evaluate(
-        """() => [...document.querySelectorAll('.ks p, .ks td, .ks h2, .ks code, .ks li')]
-           .slice(0, 200).map(e => {
-             let bg = 'rgba(0, 0, 0, 0)', n = e;
-             while (n && /rgba\\(0, 0, 0, 0\\)|transparent/.test(bg)) {
-               bg = getComputedStyle(n).backgroundColor; n = n.parentElement; }
-             return [getComputedStyle(e).color, bg]; })"""
+        "() => [...document.querySelectorAll('.ks p, .ks td, .ks h2, .ks code, .ks li')]"
+        ".slice(0, 200).map(" + _TEXT_COLOURS + ")"
     )
     assert pairs and errors == []
-    for fg, bg in pairs:
-        a, b = sorted([_luminance(fg), _luminance(bg)])
-        assert (b + 0.05) / (a + 0.05) >= 4.5, (scheme, fg, bg)
-    dark_bg = _luminance(pairs[0][1]) < 0.2
+    _assert_readable(pairs, scheme)
+    dark_bg = _luminance(pairs[0][2]) < 0.2
     assert dark_bg == (scheme == "dark")
     page.close()
 
@@ -180,17 +190,13 @@ def test_verdict_quality_kernel_types_and_streams_are_shown_and_readable(browser
         """(names) => names.flatMap(n => [...document.querySelectorAll(
              `[data-section="${n}"] :is(p, li, td, th, span, strong, code)`)])
            .filter(e => e.innerText && e.innerText.trim() && !e.classList.contains('part'))
-           .map(e => {
-             let bg = 'rgba(0, 0, 0, 0)', n = e;
-             while (n && /rgba\\(0, 0, 0, 0\\)|transparent/.test(bg)) {
-               bg = getComputedStyle(n).backgroundColor; n = n.parentElement; }
-             return [e.innerText.slice(0, 30), getComputedStyle(e).color, bg]; })""",
+           .map("""
+        + _TEXT_COLOURS
+        + ")",
         sections,
     )
     assert len(pairs) > 40 and errors == []
-    for text, fg, bg in pairs:
-        a, b = sorted([_luminance(fg), _luminance(bg)])
-        assert (b + 0.05) / (a + 0.05) >= 4.5, (scheme, text, fg, bg)
+    _assert_readable(pairs, scheme)
     page.close()
 
 
@@ -396,16 +402,12 @@ def test_diff_page_text_contrast(browser, diff_page, tmp_path, scheme):
         """() => [...document.querySelectorAll(
              '.ks :is(p, td, th, h1, h2, code, li, summary, strong, .tl-bar span)')]
            .filter(e => e.innerText && e.innerText.trim())
-           .map(e => {
-             let bg = 'rgba(0, 0, 0, 0)', n = e;
-             while (n && /rgba\\(0, 0, 0, 0\\)|transparent/.test(bg)) {
-               bg = getComputedStyle(n).backgroundColor; n = n.parentElement; }
-             return [e.innerText.slice(0, 30), getComputedStyle(e).color, bg]; })"""
+           .map("""
+        + _TEXT_COLOURS
+        + ")"
     )
     assert len(pairs) > 200 and errors == []
-    for text, fg, bg in pairs:
-        a, b = sorted([_luminance(fg), _luminance(bg)])
-        assert (b + 0.05) / (a + 0.05) >= 4.5, (scheme, text, fg, bg)
+    _assert_readable(pairs, scheme)
     assert (_luminance(pairs[0][2]) < 0.2) == (scheme == "dark")
     page.close()
 
@@ -449,16 +451,12 @@ def test_ranks_page_draws_and_reads(browser, ranks_page, tmp_path, scheme):
     pairs = page.evaluate(
         """() => [...document.querySelectorAll('.ks :is(p, td, th, h1, h2, code, li, summary)')]
            .filter(e => e.innerText && e.innerText.trim())
-           .map(e => {
-             let bg = 'rgba(0, 0, 0, 0)', n = e;
-             while (n && /rgba\\(0, 0, 0, 0\\)|transparent/.test(bg)) {
-               bg = getComputedStyle(n).backgroundColor; n = n.parentElement; }
-             return [e.innerText.slice(0, 30), getComputedStyle(e).color, bg]; })"""
+           .map("""
+        + _TEXT_COLOURS
+        + ")"
     )
     assert len(pairs) > 80
-    for text, fg, bg in pairs:
-        a, b = sorted([_luminance(fg), _luminance(bg)])
-        assert (b + 0.05) / (a + 0.05) >= 4.5, (scheme, text, fg, bg)
+    _assert_readable(pairs, scheme)
     page.close()
 
 
@@ -543,16 +541,11 @@ def test_notebook_fragment_follows_jupyters_theme(
     )
     assert (_luminance(background) < 0.2) == dark
     pairs = page.evaluate(
-        """() => [...document.querySelectorAll('.ks :is(p, td, h2, code, li)')].slice(0, 200)
-           .map(e => { let bg = 'rgba(0, 0, 0, 0)', n = e;
-             while (n && /rgba\\(0, 0, 0, 0\\)|transparent/.test(bg)) {
-               bg = getComputedStyle(n).backgroundColor; n = n.parentElement; }
-             return [getComputedStyle(e).color, bg]; })"""
+        "() => [...document.querySelectorAll('.ks :is(p, td, h2, code, li)')].slice(0, 200)"
+        ".map(" + _TEXT_COLOURS + ")"
     )
     assert pairs and errors == []
-    for fg, bg in pairs:
-        a, b = sorted([_luminance(fg), _luminance(bg)])
-        assert (b + 0.05) / (a + 0.05) >= 4.5, (os_scheme, fg, bg)
+    _assert_readable(pairs, os_scheme)
     page.close()
 
 
