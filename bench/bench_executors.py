@@ -27,7 +27,7 @@ import msgspec
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_large import Source, write_large  # noqa: E402
 
-DLRM = Path(__file__).resolve().parents[1].parent / "shared/traces/multirank/dlrm_8ranks"
+DLRM = Path(__file__).resolve().parents[1] / "tests/data/traces/multirank/dlrm_8ranks"
 
 _DRIVER = """
 import json, resource, sys, time

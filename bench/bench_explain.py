@@ -8,7 +8,7 @@ Two measurements per file, each in its own fresh subprocess:
   first rule to ask for a shared analysis pays for it), then building the report.
 
     python bench/bench_explain.py                 # the largest corpus file
-    python bench/bench_explain.py ../shared/traces/gpu/*.json.gz
+    python bench/bench_explain.py tests/data/traces/gpu/*.json.gz
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 LARGEST = (
-    REPO.parent
-    / "shared"
+    REPO
+    / "tests"
+    / "data"
     / "traces"
     / "gpu"
     / "tracelens_xdit_flux.1_aiter_sage__profile_trace_rank_0.json.gz"

@@ -23,7 +23,7 @@ from pathlib import Path
 import kinetoscope
 from kinetoscope.multirank import summarize_ranks, trace_files
 
-DEFAULT = Path(__file__).resolve().parents[1].parent / "shared/traces/multirank/dlrm_8ranks"
+DEFAULT = Path(__file__).resolve().parents[1] / "tests/data/traces/multirank/dlrm_8ranks"
 
 
 def _load(path: str) -> int:

@@ -22,8 +22,8 @@ import kinetoscope
 from kinetoscope.report.html import render_html
 
 DEFAULT = (
-    Path(__file__).resolve().parents[2]
-    / "shared/traces/gpu/tracelens_xdit_flux.1_aiter_sage__profile_trace_rank_0.json.gz"
+    Path(__file__).resolve().parents[1]
+    / "tests/data/traces/gpu/tracelens_xdit_flux.1_aiter_sage__profile_trace_rank_0.json.gz"
 )
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip

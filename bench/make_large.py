@@ -26,8 +26,9 @@ from pathlib import Path
 import msgspec
 
 DEFAULT_SOURCE = (
-    Path(__file__).resolve().parents[1].parent
-    / "shared"
+    Path(__file__).resolve().parents[1]
+    / "tests"
+    / "data"
     / "traces"
     / "gpu"
     / "resnet_train_ns.pt.trace.json.gz"

@@ -1,7 +1,7 @@
 """Precision and recall of `explain` against hand-written expectations.
 
 Each file in tests/expectations/ names one trace (`trace`, relative to
-../shared/traces) and what reading that trace proves: the `regime`, the rule ids
+tests/data/traces) and what reading that trace proves: the `regime`, the rule ids
 that `must_fire` and those that `must_not_fire`, each with a one-line reason.
 Scoring, per rule id (the verdict's regime counts as a rule that fired):
 
@@ -35,7 +35,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 REPO = Path(__file__).resolve().parents[1]
 EXPECTATIONS = REPO / "tests" / "expectations"
-CORPUS = REPO.parent / "shared" / "traces"
+CORPUS = REPO / "tests" / "data" / "traces"
 REGIMES = ("overhead-bound", "compute-bound", "mixed", "host-only", "data-bound", "sync-bound",
            "compile-window")  # fmt: skip
 

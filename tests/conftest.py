@@ -1,4 +1,5 @@
-"""Shared fixtures: the real trace corpus in ../shared/traces, and tiny traces built in code."""
+"""Shared fixtures: the project's copy of the real trace corpus (tests/data/traces, see its
+README for provenance and licenses), and tiny traces built in code."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "traces"
+CORPUS = REPO / "tests" / "data" / "traces"
 
 
 def corpus_files() -> list[Path]:
@@ -19,10 +20,11 @@ def corpus_files() -> list[Path]:
 
 
 def corpus(relative: str) -> Path:
-    """Path of a corpus trace; skips the test with a clear message where it is absent."""
+    """Path of a corpus trace. The corpus ships with the project, so a missing trace is a
+    broken checkout: the test fails, it does not skip."""
     path = CORPUS / relative
     if not path.exists():
-        pytest.skip(f"corpus trace {relative} not found under {CORPUS} (../shared missing?)")
+        pytest.fail(f"corpus trace {relative} not found under {CORPUS}")
     return path
 
 

@@ -138,7 +138,7 @@ def test_several_traces_go_to_multirank(tmp_path):
         one_line_exit_2(run(corpus(BERT), corpus(BERT)), "multi-rank analysis is not available")
         return
     # with the multi-rank module merged, a directory of ranks gives one report for all of them
-    ranks = corpus("multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json").parent
+    ranks = corpus("multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json.gz").parent
     done = run(ranks, "--format", "json", "--jobs", "2")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)

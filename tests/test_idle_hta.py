@@ -48,7 +48,7 @@ TRACES = [
     "gpu/tracelens_b200__eager_trace.json.gz",
     "gpu/tracelens_sglang_decode__sglang_Qwen3-8B_decode.json.gz",
     "gpu/simple_add_a100.json.gz",
-    "multirank/dlrm_8ranks/worker7_step_12.1694128201553.pt.trace.json",
+    "multirank/dlrm_8ranks/worker7_step_12.1694128201553.pt.trace.json.gz",
 ]
 
 

@@ -124,7 +124,7 @@ def test_traces_including_ours_are_not_mistaken_for_reports(tmp_path):
     assert not is_kinetoscope_report(captured)
     assert not is_kinetoscope_report(corpus(TEST))
     assert not is_kinetoscope_report(
-        corpus("multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json")
+        corpus("multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json.gz")
     )
 
 

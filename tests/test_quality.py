@@ -171,7 +171,7 @@ def test_copy_directions():
         "gpu/switch_transformer_moe_a100.json.gz",
         "gpu/param_resnet_dataloader_2080ti.json.gz",
         "gpu/sampled_rank0.json.gz",
-        "multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json",
+        "multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json.gz",
     ],
 )
 def test_other_stays_under_ten_percent(relative):
@@ -187,7 +187,7 @@ def test_exposed_communication_fires_on_data_parallel_runs():
     # beside them (hidden share ~23%), 11-23 ms exposed per step of 18-51 ms
     for relative in (
         "gpu/tracelens_mi300__resnet_act_checkpoint.json.gz",
-        "multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json",
+        "multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json.gz",
     ):
         trace = load(corpus(relative))
         report = stream_report(trace)
@@ -210,7 +210,7 @@ def test_exposed_communication_silent_without_collectives():
 def test_multirank_reports_exposed_communication_per_rank():
     from kinetoscope.multirank import summarize_rank
 
-    path = corpus("multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json")
+    path = corpus("multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json.gz")
     summary = summarize_rank(str(path))
     # worker0: 5.8 ms of NCCL kernels, almost none of it beside compute
     assert 0 < summary.exposed_us <= summary.collective_us + 1e-6

@@ -17,7 +17,7 @@ from kinetoscope.slicing.scan import EventScanner
 from .conftest import corpus
 
 RESNET = "gpu/resnet_train_ns.pt.trace.json.gz"  # steps 101-105, ac2g and fwdbwd flows
-DLRM0 = "multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json"
+DLRM0 = "multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json.gz"
 
 
 def _doc(path):

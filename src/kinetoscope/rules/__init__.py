@@ -1,5 +1,5 @@
 """Judgement: rules read analysis results and return `Finding`s.
 
-One module per family of `shared/docs/rules.md`; each rule registers itself with
+One module per family of `docs/rules.md`; each rule registers itself with
 `@rule(...)` from `rules.base`, and `rules.engine.run_rules` runs them all.
 """

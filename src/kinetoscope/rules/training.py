@@ -1,6 +1,6 @@
 """Training-loop health: data waits and host syncs.
 
-Rules of the "Training-loop health" family of `shared/docs/rules.md` plus
+Rules of the "Training-loop health" family of `docs/rules.md` plus
 `host-sync` from the CPU lane table; slow steps, idle devices and the window
 live in `rules.training_steps`, memory in `rules.memory`. Each reads a
 measurement from `analysis/` and judges it against thresholds.
