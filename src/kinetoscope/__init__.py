@@ -23,10 +23,14 @@ __all__ = [
 ]
 
 #: Capture entry points, imported on first use so that `import kinetoscope` never imports torch.
-_CAPTURE = ("profile", "trace_handler")
+_CAPTURE = ("profile",)
 
 
 def __getattr__(name: str):
+    if name == "trace_handler":  # the handler that also explains each cycle
+        from .integrations.handler import trace_handler
+
+        return trace_handler
     if name in _CAPTURE:
         from .capture import session
 

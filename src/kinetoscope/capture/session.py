@@ -1,4 +1,5 @@
-"""Profile any loop: `kinetoscope.profile(...)` and `kinetoscope.trace_handler(dir)`.
+"""Profile any loop: `kinetoscope.profile(...)`, and the handler behind
+`kinetoscope.trace_handler(dir)` (`integrations.handler` adds the per-cycle reading).
 
 Both produce the same artifacts as `kinetoscope profile`: per profiling cycle a
 trace carrying the run's metadata and the profiler's table as text. Default file
@@ -66,6 +67,7 @@ class TraceHandler:
         meta: dict | None = None,
         naming: Naming | None = None,
         force: bool = False,
+        after_cycle: Callable[[Artifacts, object], None] | None = None,
     ) -> None:
         self.dir = Path(dir_name)
         self.created = make_folder(self.dir)  # up front: an unwritable folder fails first
@@ -76,6 +78,10 @@ class TraceHandler:
         self.written: list[Artifacts] = []
         self.renamed: list[tuple[Path, Path]] = []
         self.closed = False
+        #: called with each cycle's published artifacts and the profiler (e.g. to explain
+        #: them): capture itself never reads a trace back, so whatever reads it comes from
+        #: outside
+        self.after_cycle = after_cycle
 
     def __call__(self, prof) -> None:
         if self.closed:
@@ -97,6 +103,8 @@ class TraceHandler:
         self.written.append(Artifacts(trace, table))
         if trace != wanted:
             self.renamed.append((wanted, trace))
+        if self.after_cycle is not None:
+            self.after_cycle(self.written[-1], prof)
 
     def close(self, failed: bool = False) -> None:
         """No more cycles after a failure; a run that wrote nothing leaves no empty folder."""
@@ -116,16 +124,6 @@ class TraceHandler:
             "with_stack": bool(prof.with_stack),
             "written_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
         }
-
-
-def trace_handler(
-    dir_name: str | os.PathLike,
-    worker_name: str | None = None,
-    gzip: bool = False,
-    meta: dict | None = None,
-) -> TraceHandler:
-    """`on_trace_ready=kinetoscope.trace_handler("traces/run")` for a plain torch.profiler."""
-    return TraceHandler(dir_name, worker_name=worker_name, gzip=gzip, meta=meta)
 
 
 class Profile:
@@ -148,6 +146,7 @@ class Profile:
         meta: dict | None = None,
         naming: Naming | None = None,
         force: bool = False,
+        after_cycle: Callable[[Artifacts, object], None] | None = None,
     ) -> None:
         torch = require_torch()
         self.schedule = Schedule.of(steps)
@@ -157,7 +156,7 @@ class Profile:
             "schedule": self.schedule.as_meta(),
             **(meta or {}),
         }
-        self.handler = TraceHandler(out, worker_name, gzip, run_meta, naming, force)
+        self.handler = TraceHandler(out, worker_name, gzip, run_meta, naming, force, after_cycle)
         self.profiler = torch.profiler.profile(
             activities=activities(torch, self.device),
             schedule=self.schedule.to_torch(torch),

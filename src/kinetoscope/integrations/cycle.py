@@ -1,0 +1,119 @@
+"""What a profiling cycle says once its trace is written: one verdict line, a few
+numbers for a metrics logger, and the outcome of the user's `check` expressions.
+
+Shared by `trace_handler(explain=True)` and the framework callbacks, so a plain
+loop, a `Trainer` and a Lightning run print the same line for the same trace.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..api import explain
+from ..compare.expect import Outcome, check_all, parse
+from ..compare.facts import facts_from_report
+from ..report.console import inert
+from ..report.model import Report
+
+#: what to do when an expectation fails: warn (the run goes on) or raise (it stops)
+ON_FAIL = ("warn", "raise")
+
+
+class ExpectationWarning(UserWarning):
+    """A `check` expectation failed on a profiling cycle (the run goes on)."""
+
+
+class ExpectationFailed(AssertionError):
+    """A `check` expectation failed on a profiling cycle and `on_fail="raise"` was asked."""
+
+
+@dataclass
+class CycleResult:
+    """One cycle's reading: the report, the line printed, metrics and failed checks."""
+
+    cycle: int
+    trace: Path
+    report: Report
+    line: str
+    metrics: dict[str, float | str]
+    failed: list[Outcome] = field(default_factory=list)
+
+    @property
+    def numbers(self) -> dict[str, float]:
+        """The numeric metrics: what a scalar logger (TensorBoard, W&B) accepts."""
+        return {k: v for k, v in self.metrics.items() if isinstance(v, float)}
+
+
+class CycleReader:
+    """Explains each written trace, prints its verdict line and checks expectations.
+
+    Expressions are parsed when the reader is made, so a typo fails before training
+    starts rather than after the first cycle.
+    """
+
+    def __init__(
+        self,
+        expect: Iterable[str] | None = None,
+        on_fail: str = "warn",
+        echo: Callable[[str], None] | None = None,
+    ) -> None:
+        if on_fail not in ON_FAIL:
+            raise ValueError(f"on_fail must be one of {', '.join(ON_FAIL)}, not {on_fail!r}")
+        self.expect = [expect] if isinstance(expect, str) else list(expect or [])
+        for text in self.expect:
+            parse(text)
+        self.on_fail = on_fail
+        self.echo = echo or _to_stderr
+        self.results: list[CycleResult] = []
+
+    def __call__(self, trace: Path) -> CycleResult:
+        report = explain(trace)
+        outcomes = check_all(self.expect, facts_from_report(report)) if self.expect else []
+        failed = [o for o in outcomes if not o.passed]
+        result = CycleResult(
+            cycle=len(self.results),
+            trace=Path(trace),
+            report=report,
+            line=verdict_line(report, trace, len(self.results)),
+            metrics=cycle_metrics(report),
+            failed=failed,
+        )
+        self.results.append(result)
+        self.echo(result.line)
+        for outcome in failed:
+            self.echo(f"kinetoscope: {outcome.line()}")
+        if failed:
+            message = f"{trace}: {len(failed)} of {len(outcomes)} expectation(s) failed: " + (
+                "; ".join(o.text for o in failed)
+            )
+            if self.on_fail == "raise":
+                raise ExpectationFailed(message)
+            warnings.warn(message, ExpectationWarning, stacklevel=2)
+        return result
+
+
+def verdict_line(report: Report, trace: str | os.PathLike, cycle: int) -> str:
+    """`kinetoscope: cycle 0: OVERHEAD-BOUND ... (file)`: the verdict as explain states it."""
+    return (
+        f"kinetoscope: cycle {cycle}: {report.verdict.regime.upper()}: "
+        f"{inert(report.verdict.summary)} ({inert(os.fspath(trace))})"
+    )
+
+
+def cycle_metrics(report: Report) -> dict[str, float | str]:
+    """Numbers worth a metrics logger (TensorBoard, W&B): per-step figures and the regime."""
+    out: dict[str, float | str] = {"kinetoscope/regime": report.verdict.regime}
+    for key in ("step_time_us", "host_time_us", "device_busy_us", "device_busy_ratio"):
+        if key in report.metrics:
+            out[f"kinetoscope/{key}"] = float(report.metrics[key])
+    out["kinetoscope/findings"] = float(len(report.findings))
+    return out
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
