@@ -38,6 +38,7 @@ COMMANDS: list[str] = [
     "view",
     "plot",
     "tune",
+    "mcp",
 ]
 
 _DEBUG = {"on": False}

@@ -1,0 +1,144 @@
+"""The MCP server: `agent.tools` over stdio with the `mcp` SDK (`kinetoscope[mcp]`).
+
+Each tool is a thin typed wrapper (its signature is the tool's input schema, its
+docstring the description an agent reads) that publishes `agent.schemas` as its
+output schema. Any failure becomes a tool error whose text is the CLI's one line
+(`kinetoscope: error: ...`), and the server keeps answering: one bad trace never
+ends an agent's session.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult, TextContent
+
+from .. import __version__
+from ..errors import KinetoscopeError
+from ..report.console import inert
+from . import tools
+from .schemas import SCHEMAS
+
+INSTRUCTIONS = (
+    "kinetoscope reads PyTorch profiler (Kineto) traces like an expert: `explain` gives the "
+    "verdict (overhead-, compute-, data-, sync-bound or compiling) with evidence and advice; "
+    "`summary`, `table`, `chain` and `memory` show the facts; `diff` compares two runs; "
+    "`check` tests expectations; `slice` cuts steps out. Paths are relative to the served root."
+)
+
+
+def _one_line(run):
+    """Run a tool body; whatever goes wrong is a tool error whose text is the line the CLI
+    prints for it (returned, not raised: the SDK would prefix a raised error's text)."""
+
+    @functools.wraps(run)
+    def guarded(*args, **kwargs):
+        try:
+            return run(*args, **kwargs)
+        except KinetoscopeError as exc:
+            line = f"kinetoscope: error: {exc}"
+        except (OSError, RecursionError, MemoryError, ValueError) as exc:
+            line = f"kinetoscope: error: {inert(str(exc))}"
+        except Exception as exc:  # noqa: BLE001 - never a crash of the server
+            line = f"kinetoscope: internal error: {type(exc).__name__}: {inert(str(exc))}"
+        return CallToolResult(content=[TextContent(type="text", text=line)], is_error=True)
+
+    return guarded
+
+
+def build_server(root: str | os.PathLike) -> MCPServer:
+    """An `MCPServer` whose tools read and write only under `root`."""
+    base = Path(os.path.realpath(root))
+    if not base.is_dir():
+        raise KinetoscopeError(f"--root {inert(str(root))} is not a folder")
+    defined: list = []
+
+    def tool(name: str | None = None):
+        def register(fn):
+            defined.append((name or fn.__name__, fn))
+            return fn
+
+        return register
+
+    @tool()
+    @_one_line
+    def explain(path: str, top: int = 10, steps: int = 20, step: int | None = None,
+                timeline: bool = False) -> dict[str, Any]:  # fmt: skip
+        """Explain a trace: verdict, host-time decomposition, steps and ranked findings with
+        evidence and advice. `top` findings, `steps` steps (or only ProfilerStep#`step`);
+        `timeline` adds the busy intervals (large)."""
+        return tools.explain(base, path, top, steps, step, timeline)
+
+    @tool()
+    @_one_line
+    def summary(path: str) -> dict[str, Any]:
+        """Facts of a trace before any judgement: devices, versions, window, per-step busy
+        time, top kernels and host ops."""
+        return tools.summary(base, path)
+
+    @tool()
+    @_one_line
+    def table(path: str, sort_by: str = "", row_limit: int = 20) -> dict[str, Any]:
+        """The profiler's key_averages() table rebuilt from the trace (self/total CPU and
+        device time, calls per name)."""
+        return tools.table(base, path, sort_by, row_limit)
+
+    @tool()
+    @_one_line
+    def diff(a: str, b: str, top: int = 20) -> dict[str, Any]:
+        """Compare two runs of one program (A the baseline): step times, kernels, host ops,
+        findings, and a conclusion."""
+        return tools.diff(base, a, b, top)
+
+    @tool()
+    @_one_line
+    def check(path: str, expect: list[str]) -> dict[str, Any]:
+        """Check expectations such as 'kernels_per_step <= 50', 'regime == compute-bound' or
+        'not dataloader-bound' (the `kinetoscope check` language)."""
+        return tools.check(base, path, expect)
+
+    @tool()
+    @_one_line
+    def chain(path: str, kernel: str | None = None, op: str | None = None,
+              step: int | None = None, limit: int = 20) -> dict[str, Any]:  # fmt: skip
+        """How kernels were dispatched: step -> annotations -> aten ops -> launch -> kernel,
+        filtered by a regex on kernel names or on host op names, or by step."""
+        return tools.chain(base, path, kernel, op, step, limit)
+
+    @tool()
+    @_one_line
+    def memory(path: str, top: int = 10, steps: int = 20) -> dict[str, Any]:
+        """Allocator activity from [memory] events: peak and the op at it, the `top` largest
+        allocations, per-step churn."""
+        return tools.memory(base, path, top, steps)
+
+    @tool("slice")
+    @_one_line
+    def slice_(path: str, output: str, steps: str | None = None, window: str | None = None,
+               drop: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
+        """Cut a trace to steps ('3-5') or a window ('START:END' in us, or 2ms, 1.5s) into a
+        new file `output` (.json or .json.gz) under the root; never replaces a file."""
+        return tools.slice_(base, path, output, steps, window, drop)
+
+    made = []
+    for name, fn in defined:
+        made.append(Tool.from_function(fn, name=name))
+        # the documented shape rather than a bare "object" (results still validate as dicts)
+        made[-1].fn_metadata.output_schema = SCHEMAS[name]
+    return MCPServer(
+        "kinetoscope",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        tools=made,
+        log_level="WARNING",  # stderr stays quiet: the answers carry the errors
+    )
+
+
+def serve(root: str | os.PathLike) -> None:
+    """Answer MCP requests on stdin/stdout until the client closes them."""
+    build_server(root).run("stdio")
