@@ -89,9 +89,13 @@ def test_commands_agree(relative, tmp_path):
             f"regime == {explain['verdict']['regime']}",
             f"device_busy_ratio >= {ratio - 1e-3}",
             f"device_busy_ratio <= {ratio + 1e-3}",
+            "dispatch_share >= 0",
         ],
     )
     assert all(o.passed for o in outcomes), [o.line() for o in outcomes]
+    # check prints a share as the verdict line does, beside the number it compared
+    printed = re.search(r"dispatch \+ launch (\d+\.\d%)", explain["verdict"]["summary"])
+    assert outcomes[-1].measured.endswith(f"({printed.group(1)})"), outcomes[-1].measured
     # the outlier count: step rows flagged == metrics == step-outlier's title
     flagged = sum(1 for s in explain["steps"] if s["outlier"])
     assert flagged == m["outlier_steps"]

@@ -47,12 +47,12 @@ def test_each_expectation_prints_measured_value_and_verdict():
     assert res.returncode == 1, res.stderr
     assert res.stdout.splitlines() == [
         "PASS  kernels_per_step <= 20  (measured: kernels_per_step=16)",
-        "FAIL  step_time_ms <= 0.5  (measured: step_time_ms=0.86)",
+        "FAIL  step_time_ms <= 0.5  (measured: step_time_ms=0.86 (860 us))",
         "PASS  kernels_per_step == 16 and launches_per_step == 16  "
         "(measured: kernels_per_step=16, launches_per_step=16)",
         "FAIL  regime == compute-bound  (measured: regime=overhead-bound)",
         "FAIL  not overhead-bound  (measured: overhead-bound present (warn))",
-        "PASS  device_busy_ratio < 25%  (measured: device_busy_ratio=0.1343)",
+        "PASS  device_busy_ratio < 25%  (measured: device_busy_ratio=0.1343 (13.4%))",
         "3 passed, 3 failed",
     ]
 

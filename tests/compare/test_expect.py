@@ -48,12 +48,12 @@ def test_parse_builds_the_tree():
     [
         ("kernels_per_step <= 5", True, "kernels_per_step=3"),
         ("kernels_per_step > 3", False, "kernels_per_step=3"),
-        ("device_busy_ratio >= 0.8", True, "device_busy_ratio=0.85"),
-        ("device_busy_ratio >= 90%", False, "device_busy_ratio=0.85"),
-        ("step_time_ms <= 12", True, "step_time_ms=11.5"),
-        ("step_time_ms <= 11", False, "step_time_ms=11.5"),
-        ("step_time_us <= 11ms", False, "step_time_us=11500"),
-        ("step_time_s < 0.02", True, "step_time_s=0.0115"),
+        ("device_busy_ratio >= 0.8", True, "device_busy_ratio=0.85 (85.0%)"),
+        ("device_busy_ratio >= 90%", False, "device_busy_ratio=0.85 (85.0%)"),
+        ("step_time_ms <= 12", True, "step_time_ms=11.5 (11.5 ms)"),
+        ("step_time_ms <= 11", False, "step_time_ms=11.5 (11.5 ms)"),
+        ("step_time_us <= 11ms", False, "step_time_us=11500 (11.5 ms)"),
+        ("step_time_s < 0.02", True, "step_time_s=0.0115 (11.5 ms)"),
         ("regime == compute-bound", True, "regime=compute-bound"),
         ("regime != compute-bound", False, "regime=compute-bound"),
         ("not dataloader-bound", True, "dataloader-bound absent"),
@@ -63,7 +63,7 @@ def test_parse_builds_the_tree():
         (
             "kernels_per_step < 2 or host_time_us < 1ms",
             True,
-            "kernels_per_step=3, host_time_us=900",
+            "kernels_per_step=3, host_time_us=900 (900 us)",
         ),
         (
             "kernels_per_step < 5 and kernel-gap",

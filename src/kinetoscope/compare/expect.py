@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
+from ..units import fmt_pct, fmt_us
 
 OPS = ("<=", ">=", "==", "!=", "<", ">")
 KEYWORDS = ("and", "or", "not")
@@ -367,7 +368,19 @@ def _evaluate(node: Node, facts: Facts) -> tuple[Truth, list[str]]:
     _, value = facts.metric(node.name)
     if value is None:
         return None, [f"{node.name} not measured in this trace"]
-    return _COMPARE[node.op](value, _threshold(node)), [f"{node.name}={format_number(value)}"]
+    return _COMPARE[node.op](value, _threshold(node)), [_measured(node.name, value)]
+
+
+def _measured(name: str, value: float) -> str:
+    """`device_busy_ratio=0.1343 (13.4%)`, `step_time_ms=0.86 (860 us)`: the number the
+    expectation compared, then the same figure as explain and summary print it."""
+    text = f"{name}={format_number(value)}"
+    if name.endswith(RATIO_SUFFIXES):
+        return f"{text} ({fmt_pct(value)})"
+    unit = _time_unit(name)
+    if unit is not None:
+        return f"{text} ({fmt_us(value * TIME_UNITS[unit])})"
+    return text
 
 
 def check_all(texts: list[str], facts: Facts) -> list[Outcome]:
