@@ -1,21 +1,31 @@
 """Every command shows the same figures for a trace: they all read `analysis.stats`.
 
 `summary --format json`, `explain --format json`, `diff A A --format json`,
-`check` and the HTML report run on every corpus trace; the shared figures must
-be equal, and timestamps relative to the trace start with the origin given once.
+`table --window --format json`, `check` and the HTML report run on every corpus
+trace; the shared figures must be equal, and timestamps relative to the trace
+start with the origin given once. Shares are of one stated base (the window's
+self CPU / self device totals for op and kernel rows, the window for the
+host-time parts) and print with the same digits in text, Markdown and HTML.
+A CPU run recorded by `kinetoscope profile` checks the printed digits of one
+op share, the versions and the run settings in every format.
 """
 
 from __future__ import annotations
 
+import html as html_text
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
 
+from kinetoscope.analysis.hosttime import PARTS
 from kinetoscope.cli import app
 from kinetoscope.compare.check import run_check
-from kinetoscope.units import fmt_us
+from kinetoscope.report.html import DECOMPOSITION
+from kinetoscope.units import fmt_pct, fmt_us
 
+from .capture_helpers import run_cli
 from .conftest import CORPUS, corpus, corpus_files
 
 EVERY_TRACE = [str(p.relative_to(CORPUS)) for p in corpus_files()]
@@ -79,9 +89,13 @@ def test_commands_agree(relative, tmp_path):
             f"regime == {explain['verdict']['regime']}",
             f"device_busy_ratio >= {ratio - 1e-3}",
             f"device_busy_ratio <= {ratio + 1e-3}",
+            "dispatch_share >= 0",
         ],
     )
     assert all(o.passed for o in outcomes), [o.line() for o in outcomes]
+    # check prints a share as the verdict line does, beside the number it compared
+    printed = re.search(r"dispatch \+ launch (\d+\.\d%)", explain["verdict"]["summary"])
+    assert outcomes[-1].measured.endswith(f"({printed.group(1)})"), outcomes[-1].measured
     # the outlier count: step rows flagged == metrics == step-outlier's title
     flagged = sum(1 for s in explain["steps"] if s["outlier"])
     assert flagged == m["outlier_steps"]
@@ -89,6 +103,37 @@ def test_commands_agree(relative, tmp_path):
         if f["id"] == "step-outlier":
             assert f["title"].startswith(f"{flagged} of ")
     _html_shows_the_same_figures(path, explain, tmp_path / "r.html")
+    _one_base_for_row_shares(path, explain, summary)
+    # versions and kinetoscope's run settings: one source for summary and explain
+    assert summary["versions"] == explain["trace"]["versions"]
+    assert summary["run"] == explain["trace"]["run"]
+
+
+def _one_base_for_row_shares(path: str, explain: dict, summary: dict) -> None:
+    """summary's top rows are `table --window`'s rows, as shares of its closing totals,
+    and explain's hotspot names the same share (summary once divided op self time by the
+    ops' own total: aten::mm 63.3% "of ops" beside 62.8% in table and explain)."""
+    table = _json("table", path, "--window", "--format", "json", "--row-limit", "-1")
+    assert table["scope"] == "active window"
+    rows = {(r["name"], r["is_device"]): r for r in table["rows"]}
+    for key, device, total in (
+        ("top_host_ops", False, table["self_cpu_total_us"]),
+        ("top_kernels", True, table["self_device_total_us"]),
+    ):
+        for ranked in summary[key]:
+            row = rows[(ranked["name"], device)]
+            own = row["self_device_us"] if device else row["self_cpu_us"]
+            assert ranked["total_us"] == pytest.approx(own, abs=1e-3), ranked["name"]
+            assert ranked["share"] == pytest.approx(own / total, abs=1e-6), ranked["name"]
+    for f in explain["findings"]:
+        if f["id"] == "hotspot":
+            side = "top_kernels" if f["title"].endswith("device time (threshold 50%)") else None
+            top = summary[side or "top_host_ops"][0]
+            assert (f["measured"]["name"], f["measured"]["share"]) == (
+                top["name"],
+                pytest.approx(top["share"], abs=1e-4),  # the report rounds to 4 decimals
+            )
+            assert f"owns {fmt_pct(top['share'])} of self" in f["title"]
 
 
 def _html_shows_the_same_figures(path: str, explain: dict, out) -> None:
@@ -102,3 +147,108 @@ def _html_shows_the_same_figures(path: str, explain: dict, out) -> None:
     for row in explain["steps"]:
         assert fmt_us(row["device_busy_us"]) in html
         assert fmt_us(row["dur_us"]) in html
+    _verdict_bar_is_one_statistic(html, explain)
+
+
+def _verdict_bar_is_one_statistic(html: str, explain: dict) -> None:
+    """Each host-time part shows its share of the window with the digits text prints, and
+    beside it that part's total over the step count: share x window / steps, so the larger
+    share has the larger time per step (it was the median: "dispatch + launch 92.2%
+    (18.6 us/step median)" beside "Python/other 7.83% (31.2 us/step median)")."""
+    bar = html.split('data-section="verdict"', 1)[1].split("</ul>", 1)[0]
+    m = explain["metrics"]
+    steps = explain["trace"]["window"]["steps"]
+    per_step = explain["statistics"]["per_step"]
+    for key, figure, _css in DECOMPOSITION:
+        words = dict(PARTS)[figure]
+        # the share as the verdict line (text, Markdown, JSON summary) prints it
+        share = re.search(rf"{re.escape(words)} (\d+\.\d%)", explain["verdict"]["summary"])
+        printed = f"{html_text.escape(words)} <strong>{share.group(1)}</strong>"
+        assert printed in bar, (figure, printed)
+        if steps:
+            # one base: the part's window total over the step count, share x window / steps
+            mean = per_step[figure]["mean"]
+            window = m["window_us"]
+            assert mean * steps == pytest.approx(m[key] * window, abs=1e-4 * window + 1e-3)
+            assert f'{printed} <span class="where">({fmt_us(mean)}/step, mean' in bar, figure
+
+
+@pytest.fixture(scope="module")
+def cpu_matmul(tmp_path_factory):
+    """A 256x256 fp32 matmul + add on the CPU, recorded by `kinetoscope profile` after 2
+    warm-up iterations: aten::mm owns most of the self CPU time (the hotspot fires), and
+    the trace carries kinetoscope's versions and run settings."""
+    pytest.importorskip("torch")
+    out = tmp_path_factory.mktemp("cpu_matmul")
+    done = run_cli(
+        "profile", "matmul_add", "--device", "cpu", "--size", "256", "--dtype", "fp32",
+        "--warmup", "2", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return next(out.rglob("*.json"))
+
+
+def _text(*args: str) -> str:
+    result = CliRunner().invoke(app, list(args), terminal_width=400)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_one_op_share_prints_the_same_digits_everywhere(cpu_matmul, tmp_path):
+    """aten::mm's share of self CPU time: summary (text, JSON), `table --window`, explain
+    (text, Markdown, JSON, HTML op table and hotspot) print the same digits."""
+    path = str(cpu_matmul)
+    summary = _json("summary", path, "--format", "json")
+    explain = _json("explain", path, "--format", "json")
+    top = summary["top_host_ops"][0]
+    assert top["name"] == "aten::mm" and top["share"] > 0.5  # the BLAS call owns the step
+    shown = fmt_pct(top["share"])
+    assert re.search(rf"aten::mm\s.*\s{re.escape(shown)}", _text("summary", path))
+    table = _text("table", path, "--window")
+    percent = re.search(r"aten::mm\s+(\d+\.\d\d)%", table).group(1)
+    assert f"{float(percent):.1f}%" == shown  # the profiler's 2 decimals round to it
+    hotspot = next(f for f in explain["findings"] if f["id"] == "hotspot")
+    assert f"aten::mm owns {shown} of self CPU time" in hotspot["title"]
+    assert f"aten::mm owns {shown} of self CPU time" in _text("explain", path)
+    assert f"aten::mm owns {shown} of self CPU time" in _text("explain", path, "--format", "md")
+    out = tmp_path / "r.html"
+    _text("explain", path, "--format", "html", "-o", str(out))
+    ops = out.read_text().split("<h2>Host ops", 1)[1].split("</table>", 1)[0]
+    row = re.search(r'title="aten::mm">.*?</tr>', ops).group(0)
+    assert row.endswith(f">{shown}</td></tr>")
+
+
+def test_versions_and_run_settings_show_in_every_format(cpu_matmul, tmp_path):
+    """The torch version summary printed and explain called "not recorded" (JSON
+    `"versions": {}`), and kinetoscope's own settings (workload, size, warm-up count,
+    compile mode, schedule) were nowhere in explain."""
+    path = str(cpu_matmul)
+    torch = pytest.importorskip("torch")
+    explain = _json("explain", path, "--format", "json")
+    versions, run = explain["trace"]["versions"], explain["trace"]["run"]
+    assert versions["torch_version"] == torch.__version__
+    assert run["workload"] == "matmul_add" and run["params"]["size"] == 256
+    assert run["warmup_iters"] == 2 and run["compile"] is None
+    assert run["schedule"] == {"wait": 1, "warmup": 1, "active": 3, "repeat": 1}
+    assert _json("summary", path, "--format", "json")["versions"] == versions
+    out = tmp_path / "r.html"
+    _text("explain", path, "--format", "html", "-o", str(out))
+    outputs = {
+        "summary": _text("summary", path),
+        "text": _text("explain", path),
+        "md": _text("explain", path, "--format", "md").replace("\\_", "_"),
+        "html": html_text.unescape(out.read_text()),
+    }
+    for fmt, shown in outputs.items():
+        shown = " ".join(shown.split())  # text wraps at 100 columns
+        assert f"torch {torch.__version__}" in shown, fmt
+        assert "not recorded" not in shown, fmt
+        for phrase in (
+            "workload matmul_add",
+            "size 256",
+            "fp32",
+            "eager (no torch.compile)",
+            "2 warm-up iterations before profiling",
+            "schedule wait 1, warmup 1, active 3, repeat 1",
+        ):
+            assert phrase in shown, (fmt, phrase)

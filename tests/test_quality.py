@@ -91,6 +91,45 @@ def test_copy_without_kernels_reports_dropped_events(tmp_path):
     assert dropped and dropped[0].count == len(lost) and dropped[0].level == "poor"
 
 
+GOOD_SMALL = "gpu/amd_mi250_minitoy_train.json.gz"  # graded good: ns timestamps, all linked
+
+
+@pytest.mark.parametrize("cut", ["json", "gzip"])
+def test_a_file_that_lost_events_is_never_good(tmp_path, cut):
+    """The MI250 loop is graded good whole; cut off, the events after the cut are gone
+    (Kineto writes its cpu_op events first and the device records last: in this file
+    every kernel comes after the last op), so the recovered part is graded poor.
+    Before: "recovered N complete events" and "gzip stream ends early" were graded good."""
+    assert trace_quality(load(corpus(GOOD_SMALL))).grade == "good"  # must not fire whole
+    raw = gzip.decompress(corpus(GOOD_SMALL).read_bytes())
+    path = tmp_path / f"cut.{cut}"
+    if cut == "json":
+        path.write_bytes(raw[: int(len(raw) * 0.6)])
+    else:
+        whole = gzip.compress(raw)
+        path.write_bytes(whole[: len(whole) // 2])
+    trace = load(path)
+    assert any("truncated" in w for w in trace.warnings)
+    quality = trace_quality(trace)
+    assert quality.grade == "poor"
+    lost = [i for i in quality.issues if i.id == "lost-events"]
+    assert len(lost) == 1 and "truncated" in lost[0].text
+    found = run_rules(trace, None, ["trace-quality"]).findings
+    assert [f.measured["grade"] for f in found] == ["poor"]
+
+
+def test_replaced_control_characters_lose_nothing(tmp_path):
+    """Control characters replaced by spaces are a repair, not a loss: still good."""
+    data = _events(GOOD_SMALL)
+    data["traceEvents"][0]["name"] = data["traceEvents"][0]["name"] + "\x01"
+    path = tmp_path / "ctrl.json"
+    path.write_text(json.dumps(data, ensure_ascii=False).replace("\\u0001", "\x01"))
+    trace = load(path)
+    assert any("control characters" in w for w in trace.warnings)
+    quality = trace_quality(trace)
+    assert quality.grade == "good", quality.reasons
+
+
 def test_occupancy_blind_spot_on_cluster_launches():
     # b200: nvjet GEMMs and fmha kernels launched with cuLaunchKernelEx record 0% occupancy
     quality = trace_quality(load(corpus("gpu/tracelens_b200__eager_trace.json.gz")))

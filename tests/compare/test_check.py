@@ -47,12 +47,12 @@ def test_each_expectation_prints_measured_value_and_verdict():
     assert res.returncode == 1, res.stderr
     assert res.stdout.splitlines() == [
         "PASS  kernels_per_step <= 20  (measured: kernels_per_step=16)",
-        "FAIL  step_time_ms <= 0.5  (measured: step_time_ms=0.86)",
+        "FAIL  step_time_ms <= 0.5  (measured: step_time_ms=0.86 (860 us))",
         "PASS  kernels_per_step == 16 and launches_per_step == 16  "
         "(measured: kernels_per_step=16, launches_per_step=16)",
         "FAIL  regime == compute-bound  (measured: regime=overhead-bound)",
         "FAIL  not overhead-bound  (measured: overhead-bound present (warn))",
-        "PASS  device_busy_ratio < 25%  (measured: device_busy_ratio=0.1343)",
+        "PASS  device_busy_ratio < 25%  (measured: device_busy_ratio=0.1343 (13.4%))",
         "3 passed, 3 failed",
     ]
 
@@ -146,3 +146,31 @@ def test_assert_trace_passes_and_fails_with_every_line():
     assert "PASS  launches_per_step == 16" in message
     with pytest.raises(UsageError):
         assert_trace(path, "kernels_per_step <")
+
+
+def test_a_rule_that_could_not_run_is_not_checked_and_exits_1(tmp_path):
+    # the H100 block has no DataLoader ranges: explain lists dataloader-bound under
+    # "Not checked", so `not dataloader-bound` cannot pass (it used to: "absent")
+    res = _check(corpus(SMALL), "-e", "not dataloader-bound", "-e", "regime == overhead-bound")
+    assert res.returncode == 1, res.stdout + res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("NOT CHECKED  not dataloader-bound  (measured: dataloader-bound ")
+    assert "not checked: no enumerate(DataLoader)" in lines[0]
+    assert lines[1].startswith("PASS  regime == overhead-bound")
+    assert lines[-1].startswith("1 passed, 0 failed, 1 not checked")
+    with pytest.raises(AssertionError, match="NOT CHECKED  not dataloader-bound"):
+        assert_trace(corpus(SMALL), "not dataloader-bound")
+    # the same from a saved report: its not_checked list travels in the JSON
+    saved = tmp_path / "small.json"
+    saved.write_text(kinetoscope.explain(corpus(SMALL)).to_json())
+    facts = load_baseline(saved)
+    assert "dataloader-bound" in facts.not_checked
+
+
+def test_a_rule_that_ran_and_found_nothing_passes():
+    # num_workers=4: the DataLoader ranges are there, the rule ran and found no wait
+    res = _check(corpus(WORKERS4), "-e", "not dataloader-bound")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.splitlines()[0] == (
+        "PASS  not dataloader-bound  (measured: dataloader-bound absent)"
+    )

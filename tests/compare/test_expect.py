@@ -48,23 +48,22 @@ def test_parse_builds_the_tree():
     [
         ("kernels_per_step <= 5", True, "kernels_per_step=3"),
         ("kernels_per_step > 3", False, "kernels_per_step=3"),
-        ("device_busy_ratio >= 0.8", True, "device_busy_ratio=0.85"),
-        ("device_busy_ratio >= 90%", False, "device_busy_ratio=0.85"),
-        ("step_time_ms <= 12", True, "step_time_ms=11.5"),
-        ("step_time_ms <= 11", False, "step_time_ms=11.5"),
-        ("step_time_us <= 11ms", False, "step_time_us=11500"),
-        ("step_time_s < 0.02", True, "step_time_s=0.0115"),
+        ("device_busy_ratio >= 0.8", True, "device_busy_ratio=0.85 (85.0%)"),
+        ("device_busy_ratio >= 90%", False, "device_busy_ratio=0.85 (85.0%)"),
+        ("step_time_ms <= 12", True, "step_time_ms=11.5 (11.5 ms)"),
+        ("step_time_ms <= 11", False, "step_time_ms=11.5 (11.5 ms)"),
+        ("step_time_us <= 11ms", False, "step_time_us=11500 (11.5 ms)"),
+        ("step_time_s < 0.02", True, "step_time_s=0.0115 (11.5 ms)"),
         ("regime == compute-bound", True, "regime=compute-bound"),
         ("regime != compute-bound", False, "regime=compute-bound"),
         ("not dataloader-bound", True, "dataloader-bound absent"),
         ("not kernel-gap", False, "kernel-gap present (warn)"),
         ("compute-bound", True, "regime is compute-bound"),
         ("not overhead-bound", True, "overhead-bound absent"),
-        ("launches_per_step < 10", False, "launches_per_step not measured in this trace"),
         (
             "kernels_per_step < 2 or host_time_us < 1ms",
             True,
-            "kernels_per_step=3, host_time_us=900",
+            "kernels_per_step=3, host_time_us=900 (900 us)",
         ),
         (
             "kernels_per_step < 5 and kernel-gap",
@@ -76,7 +75,49 @@ def test_parse_builds_the_tree():
 def test_evaluate(text, passed, measured):
     outcome = check(text, FACTS)
     assert (outcome.passed, outcome.measured) == (passed, measured)
+    assert outcome.checked
     assert outcome.line().startswith("PASS" if passed else "FAIL")
+
+
+#: The same trace, but its dataloader-bound rule could not run (no DataLoader ranges).
+UNRUN = Facts(
+    metrics=FACTS.metrics,
+    regime=FACTS.regime,
+    findings=FACTS.findings,
+    known_ids=FACTS.known_ids,
+    not_checked={"dataloader-bound": "no enumerate(DataLoader)#...__next__ ranges"},
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "checked", "passed"),
+    [
+        # the rule never looked: its absence proves nothing, either way
+        ("not dataloader-bound", False, False),
+        ("dataloader-bound", False, False),
+        ("not (not dataloader-bound)", False, False),
+        # a metric the trace does not measure (was FAIL; `not` of it PASSed)
+        ("launches_per_step < 10", False, False),
+        ("not launches_per_step < 10", False, False),
+        # Kleene: a known part decides where it can
+        ("not dataloader-bound or kernel-gap", True, True),
+        ("not dataloader-bound and not kernel-gap", True, False),
+        ("not dataloader-bound and kernel-gap", False, False),
+        ("not dataloader-bound or not kernel-gap", False, False),
+    ],
+)
+def test_a_rule_that_did_not_run_is_not_checked(text, checked, passed):
+    outcome = check(text, UNRUN)
+    assert (outcome.checked, outcome.passed) == (checked, passed)
+    if not checked:
+        assert outcome.line().startswith("NOT CHECKED")
+        assert "not checked" in outcome.measured or "not measured" in outcome.measured
+
+
+def test_a_rule_that_ran_and_found_nothing_passes():
+    # the same expectation where the rule could run: absent means absent
+    outcome = check("not dataloader-bound", FACTS)
+    assert (outcome.checked, outcome.passed) == (True, True)
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,10 @@ fails, from the mechanism:
 - kernels launched with cuLaunchKernelEx that record 0% occupancy (cluster
   launches, cuDNN attention): the profiler's calculator cannot handle those
   launch attributes; it is a blind spot, not a real 0%;
+- a file that lost events (cut off, corrupt gzip): the loader keeps every
+  complete event before the damage, but what came after is gone, and Kineto
+  writes host events before the device records it drains from CUPTI at the
+  end, so a cut removes device work first: every figure can be wrong;
 - overlapping or incomplete steps: per-step figures double count or cut work;
 - the profiler's own artifacts (Activity Buffer Request, the final flush).
 """
@@ -40,6 +44,12 @@ EX_LAUNCHES = frozenset({"cuLaunchKernelEx", "cudaLaunchKernelExC"})
 _OUT_OF_ORDER = re.compile(r"CPU GPU out-of-order = (\d+)")
 _STOPPED_EARLY = re.compile(r"CUPTI stopped early\? = 1")
 _DROPPED = re.compile(r"drop|buffer.*full|overflow", re.I)
+#: The loader's warnings (trace/decode.py, top_decode.py, source.py) for damage that
+#: lost events: a cut ("file is truncated at byte N: recovered K complete events",
+#: "gzip stream ends early (file truncated)") or corrupt compressed data.
+_LOST_EVENTS = re.compile(r"truncated|gzip data is corrupt")
+#: ... and for damage that lost the keys after the events (device properties, versions).
+_LOST_KEYS = re.compile(r"keys after 'traceEvents' are not valid JSON")
 #: Grades, worst last.
 GRADES = ("good", "caution", "poor")
 #: Above this share of launches without device events, device figures are unreliable.
@@ -164,6 +174,32 @@ def _dropped(trace: Trace) -> list[QualityIssue]:
     return out
 
 
+def _damage(trace: Trace) -> list[QualityIssue]:
+    """Events or top-level keys the loader could not read (its warnings say which)."""
+    out = []
+    lost = [w for w in trace.warnings if _LOST_EVENTS.search(w)]
+    if lost:
+        out.append(
+            QualityIssue(
+                "lost-events",
+                "poor",
+                f"the file lost events ({'; '.join(lost)}): what came after the damage is "
+                "missing, device records first (the profiler writes them last)",
+                len(lost),
+            )
+        )
+    if any(_LOST_KEYS.search(w) for w in trace.warnings):
+        out.append(
+            QualityIssue(
+                "lost-metadata",
+                "caution",
+                "the keys after the events could not be read: device properties and "
+                "versions may be missing",
+            )
+        )
+    return out
+
+
 def _occupancy_blind_spot(trace: Trace) -> list[QualityIssue]:
     args = trace.kernel_args
     zero = args.index[args.occupancy == 0]
@@ -241,7 +277,7 @@ def _artifacts(trace: Trace) -> list[QualityIssue]:
 
 def trace_quality(trace: Trace) -> TraceQuality:
     resolution = timestamp_resolution(trace)
-    issues: list[QualityIssue] = []
+    issues: list[QualityIssue] = _damage(trace)
     tolerance = resolution.coarsest_us
     issues += _skew(trace, tolerance)
     if resolution.whole_us:

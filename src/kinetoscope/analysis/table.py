@@ -25,6 +25,8 @@ from .steps import device_anchor
 from .window import in_window
 
 STEP_PREFIX = "ProfilerStep#"
+#: The row every ProfilerStep#N is grouped into.
+STEP_ROW = "ProfilerStep*"
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ SORT_KEYS = {
 
 def _group_names(trace: Trace) -> tuple[list[str], np.ndarray]:
     """Row label per interned name: ProfilerStep#N -> ProfilerStep*."""
-    labels = [STEP_PREFIX[:-1] + "*" if n.startswith(STEP_PREFIX) else n for n in trace.names]
+    labels = [STEP_ROW if n.startswith(STEP_PREFIX) else n for n in trace.names]
     unique = sorted(set(labels))
     position = {label: i for i, label in enumerate(unique)}
     return unique, np.array([position[label] for label in labels] or [0], dtype=np.int64)
@@ -207,3 +209,50 @@ def _charge_ancestors(parent, group, owners, durations, n_groups, in_scope) -> n
 def window_key_averages(trace: Trace) -> KeyAverages:
     """The table over the active window (the profiled steps), sorted by self CPU time."""
     return key_averages(trace, window=True)
+
+
+#: What every op and kernel share in kinetoscope is a share of, as printed beside
+#: the share: the closing totals of the profiler's table counted over the active
+#: window. `summary`, explain's `hotspot` and the HTML op and kernel tables all
+#: divide by these, so a row shows one percentage everywhere (and `table --window`
+#: prints the same totals).
+HOST_SHARE_BASE = "of self CPU time in the active window"
+DEVICE_SHARE_BASE = "of self device time in the active window"
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A table row ranked by self time, with its share of the side's closing total."""
+
+    name: str
+    calls: int
+    total_us: float
+    share: float
+
+
+def ranked_host(table: KeyAverages) -> list[Ranked]:
+    """Host rows (ops, annotations, runtime calls, Python frames; not `ProfilerStep*`,
+    which only frames the others) by self CPU time, as shares of `self_cpu_total_us`."""
+    rows = [r for r in table.rows if not r.is_device and r.name != STEP_ROW and r.calls]
+    return _ranked(rows, lambda r: r.self_cpu_us, table.self_cpu_total_us)
+
+
+def ranked_device(table: KeyAverages, work_names: set[str]) -> list[Ranked]:
+    """Device work rows (kernels, copies, memsets named in `work_names`, not the device
+    copies of annotations) by self device time, as shares of `self_device_total_us`."""
+    rows = [r for r in table.rows if r.is_device and r.name in work_names]
+    return _ranked(rows, lambda r: r.self_device_us, table.self_device_total_us)
+
+
+def work_names(trace: Trace) -> set[str]:
+    """Names of device work (kernels, copies, memsets), not the device copies of annotations."""
+    return {trace.names[i] for i in np.unique(trace.name_id[trace.device_work])}
+
+
+def _ranked(rows: list[TableRow], value, total: float) -> list[Ranked]:
+    ordered = sorted(rows, key=lambda r: (-value(r), r.name))
+    return [
+        Ranked(r.name, r.calls, value(r), value(r) / total if total > 0 else 0.0)
+        for r in ordered
+        if value(r) > 0
+    ]

@@ -1,7 +1,9 @@
 """`kinetoscope check TRACE --expect EXPR ...`: assertions on a trace, for CI.
 
-Each expectation prints its measured value and PASS/FAIL; exit 1 when any
-fails, 2 when an expression (or the baseline) is bad.
+Each expectation prints its measured value and PASS, FAIL or NOT CHECKED (it
+names a rule that could not run on this trace, or a metric it does not
+measure); exit 1 when any fails or is not checked, 2 when an expression (or the
+baseline) is bad.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ def register(app: typer.Typer) -> None:
             "10%", "--max-regression", help="Allowed slowdown per step against --baseline."
         ),
     ) -> None:
-        """Check expectations (and a baseline) against a trace; exit 1 when one fails."""
+        """Check expectations (and a baseline) against a trace; exit 1 when one fails or
+        cannot be checked on this trace."""
         from ..compare.check import run_check
 
         if not expect and baseline is None:
@@ -39,7 +42,10 @@ def register(app: typer.Typer) -> None:
         outcomes = run_check(trace, expect, baseline, max_regression)
         for outcome in outcomes:
             typer.echo(outcome.line())
-        failed = sum(not o.passed for o in outcomes)
-        typer.echo(f"{len(outcomes) - failed} passed, {failed} failed")
-        if failed:
+        unknown = sum(not o.checked for o in outcomes)
+        failed = sum(o.checked and not o.passed for o in outcomes)
+        passed = len(outcomes) - failed - unknown
+        tail = f", {unknown} not checked (the trace cannot tell: see explain's Not checked)"
+        typer.echo(f"{passed} passed, {failed} failed" + (tail if unknown else ""))
+        if failed or unknown:
             raise typer.Exit(1)

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import typer
 
-from ..analysis.table import SORT_KEYS, key_averages
+from ..analysis.table import SORT_KEYS, KeyAverages, key_averages
 from ..errors import UsageError
 from ..jsontext import dumps
 from ..report.table_text import render_table
 from ..trace import load
+from ..units import table_time
 
 
 def register(app: typer.Typer) -> None:
@@ -25,6 +26,12 @@ def register(app: typer.Typer) -> None:
         ),
         row_limit: int = typer.Option(100, "--row-limit", help="Rows to show (-1: all)."),
         fmt: str = typer.Option("text", "--format", help="text or json."),
+        window: bool = typer.Option(
+            False,
+            "--window",
+            help="Count only the active window (the profiled steps): the rows and totals "
+            "summary and explain divide by. Default: the whole trace, as the profiler's table.",
+        ),
     ) -> None:
         """Rebuild `key_averages().table()` (self/total CPU and device time, calls per name)."""
         if sort_by and sort_by not in SORT_KEYS:
@@ -33,7 +40,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"unknown --format {fmt!r}; choose text or json")
         trace = load(trace_path)
         key = sort_by or ("self_device_time_total" if trace.has_device else "self_cpu_time_total")
-        result = key_averages(trace, sort_by=key)
+        result = key_averages(trace, sort_by=key, window=window)
         if fmt == "json":
             rows = result.rows if row_limit < 0 else result.rows[:row_limit]
             typer.echo(
@@ -41,6 +48,7 @@ def register(app: typer.Typer) -> None:
                     {
                         "self_cpu_total_us": result.self_cpu_total_us,
                         "self_device_total_us": result.self_device_total_us,
+                        "scope": "active window" if window else "whole trace",
                         "rows": [{**r.__dict__} for r in rows],
                     },
                     indent=2,
@@ -48,3 +56,22 @@ def register(app: typer.Typer) -> None:
             )
             return
         typer.echo(render_table(result, row_limit), nl=False)
+        if not window:
+            typer.echo(_window_note(result, key_averages(trace, window=True)))
+
+
+def _window_note(whole: KeyAverages, window: KeyAverages) -> str:
+    """Where the whole trace's totals are not the active window's (events outside the
+    profiled steps), say so: the shares summary and explain print divide by the window's."""
+    if (whole.self_cpu_total_us, whole.self_device_total_us) == (
+        window.self_cpu_total_us,
+        window.self_device_total_us,
+    ):
+        return "Scope: whole trace = the active window (the totals summary and explain use)"
+    totals = f"Self CPU {table_time(window.self_cpu_total_us)}"
+    if window.has_device:
+        totals += f", Self CUDA {table_time(window.self_device_total_us)}"
+    return (
+        f"Scope: whole trace. The active window that summary and explain count has {totals}; "
+        "`--window` prints that table."
+    )

@@ -16,6 +16,14 @@ finding with that id is in the report (or the verdict is that regime), so
 `not dataloader-bound` asserts a finding is absent. Parsing catches syntax
 errors; `bind` catches unknown names before anything is measured, so a typo
 exits 2 instead of silently passing.
+
+An expectation can also be *not checked*: it names a rule that could not run on
+this trace (explain's "Not checked": `dataloader-bound` without DataLoader
+ranges, device rules on a host-only trace) or a metric the trace does not
+measure. Absence of a finding the rule never looked for proves nothing, so
+such an expectation neither passes nor fails: the third value of Kleene's logic
+(`not` keeps it, `and` is false if any part is false, `or` true if any part is
+true, else it stays not checked), and `check` exits non-zero on it.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
+from ..units import fmt_pct, fmt_us
 
 OPS = ("<=", ">=", "==", "!=", "<", ">")
 KEYWORDS = ("and", "or", "not")
@@ -225,6 +234,8 @@ class Facts:
     findings: dict[str, str]  # finding id -> severity
     #: every finding id and regime a report could contain (to reject typos)
     known_ids: frozenset[str] = field(default_factory=frozenset)
+    #: rules that could not run on this trace -> why (the report's `not_checked`)
+    not_checked: dict[str, str] = field(default_factory=dict)
 
     def metric(self, name: str) -> tuple[bool, float | None]:
         """(known, value) for `name`, resolving unit aliases of `*_us` metrics."""
@@ -244,14 +255,21 @@ class Facts:
 
 @dataclass
 class Outcome:
-    """One expectation's verdict with what was measured."""
+    """One expectation's verdict with what was measured. `checked` is False when the
+    trace cannot tell (a rule that did not run, a metric not measured): then `passed`
+    is False too, and the line says NOT CHECKED rather than PASS or FAIL."""
 
     text: str
     passed: bool
     measured: str
+    checked: bool = True
+
+    @property
+    def status(self) -> str:
+        return "NOT CHECKED" if not self.checked else "PASS" if self.passed else "FAIL"
 
     def line(self) -> str:
-        return f"{'PASS' if self.passed else 'FAIL'}  {self.text}  (measured: {self.measured})"
+        return f"{self.status}  {self.text}  (measured: {self.measured})"
 
 
 def _time_unit(name: str) -> str | None:
@@ -312,27 +330,57 @@ def format_number(value: float) -> str:
     return f"{value:.4g}"
 
 
-def _evaluate(node: Node, facts: Facts) -> tuple[bool, list[str]]:
+#: An expectation's value: True, False, or None (the trace cannot tell: not checked).
+Truth = bool | None
+
+
+def _and(values: list[Truth]) -> Truth:
+    if any(v is False for v in values):
+        return False
+    return None if any(v is None for v in values) else True
+
+
+def _or(values: list[Truth]) -> Truth:
+    if any(v is True for v in values):
+        return True
+    return None if any(v is None for v in values) else False
+
+
+def _evaluate(node: Node, facts: Facts) -> tuple[Truth, list[str]]:
     if isinstance(node, BoolOp):
         results = [_evaluate(part, facts) for part in node.parts]
-        combine = all if node.op == "and" else any
-        return combine(r for r, _ in results), [m for _, ms in results for m in ms]
+        combine = _and if node.op == "and" else _or
+        return combine([r for r, _ in results]), [m for _, ms in results for m in ms]
     if isinstance(node, Not):
         ok, measured = _evaluate(node.inner, facts)
-        return not ok, measured
+        return (None if ok is None else not ok), measured
     if isinstance(node, Present):
         if node.name in facts.findings:
             return True, [f"{node.name} present ({facts.findings[node.name]})"]
         if facts.regime == node.name:
             return True, [f"regime is {node.name}"]
+        if node.name in facts.not_checked:
+            return None, [f"{node.name} not checked: {facts.not_checked[node.name]}"]
         return False, [f"{node.name} absent"]
     if node.name == "regime":
         ok = _COMPARE[node.op](facts.regime, node.value)
         return ok, [f"regime={facts.regime or 'unknown'}"]
     _, value = facts.metric(node.name)
     if value is None:
-        return False, [f"{node.name} not measured in this trace"]
-    return _COMPARE[node.op](value, _threshold(node)), [f"{node.name}={format_number(value)}"]
+        return None, [f"{node.name} not measured in this trace"]
+    return _COMPARE[node.op](value, _threshold(node)), [_measured(node.name, value)]
+
+
+def _measured(name: str, value: float) -> str:
+    """`device_busy_ratio=0.1343 (13.4%)`, `step_time_ms=0.86 (860 us)`: the number the
+    expectation compared, then the same figure as explain and summary print it."""
+    text = f"{name}={format_number(value)}"
+    if name.endswith(RATIO_SUFFIXES):
+        return f"{text} ({fmt_pct(value)})"
+    unit = _time_unit(name)
+    if unit is not None:
+        return f"{text} ({fmt_us(value * TIME_UNITS[unit])})"
+    return text
 
 
 def check_all(texts: list[str], facts: Facts) -> list[Outcome]:
@@ -344,8 +392,8 @@ def check_all(texts: list[str], facts: Facts) -> list[Outcome]:
         nodes.append(node)
     outcomes = []
     for text, node in zip(texts, nodes, strict=True):
-        passed, measured = _evaluate(node, facts)
-        outcomes.append(Outcome(text, passed, ", ".join(measured)))
+        value, measured = _evaluate(node, facts)
+        outcomes.append(Outcome(text, value is True, ", ".join(measured), value is not None))
     return outcomes
 
 

@@ -48,6 +48,7 @@ def facts_from_report(report: Report) -> Facts:
         regime=report.verdict.regime,
         findings=_worst([(f.id, f.severity) for f in report.findings]),
         known_ids=frozenset(load_rules()),
+        not_checked={s.id: s.reason for s in report.not_checked},
     )
 
 
@@ -66,4 +67,9 @@ def facts_from_json(data: dict[str, Any]) -> Facts:
         regime=(data.get("verdict") or {}).get("regime"),
         findings=_worst(findings),
         known_ids=frozenset(load_rules()),
+        not_checked={
+            s["id"]: str(s.get("reason", ""))
+            for s in data.get("not_checked", [])
+            if isinstance(s, dict) and isinstance(s.get("id"), str)
+        },
     )

@@ -21,6 +21,7 @@ from ..analysis.window import in_window, window_device_work
 from ..rules.engine import load_rules, run_rules
 from ..rules.verdict import classify
 from ..trace import Trace
+from ..trace.top_meta import recorded_versions, run_metadata
 from .interactive import interactive_data
 from .model import Report, StepRow, Timeline, TimelineMark, TraceFacts, Verdict
 from .sections import kernel_types_section, llm_section, quality_section, streams_section
@@ -67,11 +68,12 @@ def build_report(
                 }
                 for d in trace.devices
             ],
-            versions=dict(trace.meta.versions),
+            versions=recorded_versions(trace.meta),
             window=window,
             rank=trace.meta.rank,
             warnings=list(trace.warnings),
             out_of_core=trace.out_of_core,
+            run=run_metadata(trace.meta),
         ),
         verdict=Verdict(
             regime=call.regime,

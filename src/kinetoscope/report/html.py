@@ -4,8 +4,8 @@ Every page is one file: the stylesheet and scripts (templates/assets) are
 inlined, nothing is fetched at view time. Colours are CSS variables with a
 light and a dark palette (prefers-color-scheme, or Jupyter's dark theme), so
 the same output reads in a browser and in a notebook either way. Every number
-goes through kinetoscope.units with 3 significant digits (`fmt_us`, `fmt_share`;
-the timeline script mirrors `fmt_us`).
+goes through kinetoscope.units as in the text and Markdown reports (`fmt_us`,
+3 significant digits; `fmt_pct`, one decimal; the timeline script mirrors `fmt_us`).
 
 The explain page is a list of section partials (`SECTIONS`, one file each in
 templates/sections/): a new Report section is a new partial and a name here.
@@ -24,9 +24,10 @@ from typing import Any
 from ..analysis.hosttime import PARTS
 from ..errors import UsageError
 from ..rules.base import SEVERITY_ORDER
-from ..units import fmt_share, fmt_us
+from ..units import fmt_pct, fmt_us
 from .evidence import evidence_line, short_name
 from .model import Report
+from .run_text import run_line, version_parts
 from .timeline_data import timeline_events
 
 #: The explain page, top to bottom: templates/sections/<name>.html.j2 each.
@@ -68,9 +69,10 @@ def _environment():
         lstrip_blocks=True,
     )
     env.filters["us"] = fmt_us
-    env.filters["pct"] = fmt_share
+    env.filters["pct"] = fmt_pct  # the text and Markdown form: one printed digit everywhere
     env.filters["short"] = short_name
     env.filters["line"] = evidence_line
+    env.globals.update(run_line=run_line, version_parts=version_parts)
     return env
 
 
@@ -109,8 +111,14 @@ def ranked(findings: list) -> list[tuple[int, Any]]:
 
 def decomposition(report: Report) -> list[dict[str, Any]]:
     """The verdict's host-time parts in analysis.hosttime's order, each with its share of
-    the window and its per-step median (None for a trace without steps); empty when the
-    report carries no decomposition."""
+    the window and its time per step (None for a trace without steps); empty when the
+    report carries no decomposition.
+
+    Both figures are one statistic over one base: the share is the part's total over the
+    window's total, the per-step time the part's total over the step count (the mean of
+    the steps), so the larger share always has the larger time per step. A per-step
+    median beside a window share broke that (92.2% with 18.6 us/step beside 7.83% with
+    31.2 us/step: the median of a part skewed by one step is not its share)."""
     shares = report.verdict.decomposition
     if not shares:
         return []
@@ -120,7 +128,7 @@ def decomposition(report: Report) -> list[dict[str, Any]]:
         {
             "words": words[figure],
             "share": shares.get(key, 0.0),
-            "per_step_us": per_step.get(figure, {}).get("median"),
+            "per_step_us": per_step.get(figure, {}).get("mean"),
             "css": css,
         }
         for key, figure, css in DECOMPOSITION

@@ -7,7 +7,7 @@ over every event and the text, Markdown and JSON outputs never read it.
 
 from __future__ import annotations
 
-from ..analysis.table import window_key_averages
+from ..analysis.table import window_key_averages, work_names
 from ..rules.base import Finding
 from ..trace import Trace
 from .timeline_data import timeline_events
@@ -21,12 +21,15 @@ def interactive_data(
 ) -> dict:
     """{"timeline": payload, "kernels": rows, "ops": rows} for the HTML renderer."""
     table = window_key_averages(trace)
-    device = [r for r in table.rows if r.is_device and r.self_device_us > 0]
+    # the rows and bases of `summary` and `hotspot` (analysis.table.ranked_*): device
+    # work only (not the device copies of annotations), shares of the closing totals
+    work = work_names(trace)
+    device = [r for r in table.rows if r.is_device and r.name in work and r.self_device_us > 0]
     host = [r for r in table.rows if not r.is_device and r.calls > 0]
-    device.sort(key=lambda r: -r.self_device_us)
-    host.sort(key=lambda r: -r.self_cpu_us)
-    device_total = sum(r.self_device_us for r in device) or 1.0
-    host_total = sum(r.self_cpu_us for r in host) or 1.0
+    device.sort(key=lambda r: (-r.self_device_us, r.name))
+    host.sort(key=lambda r: (-r.self_cpu_us, r.name))
+    device_total = table.self_device_total_us or 1.0
+    host_total = table.self_cpu_total_us or 1.0
     return {
         "timeline": timeline_events(trace, findings, steps),
         "kernels": [

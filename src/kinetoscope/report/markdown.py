@@ -16,6 +16,7 @@ from .console import inert
 from .evidence import evidence_line
 from .model import Report
 from .phrases import device_cell, step_counts, steps_line
+from .run_text import run_line, versions_line
 
 
 def render_markdown(report: Report) -> str:
@@ -23,12 +24,13 @@ def render_markdown(report: Report) -> str:
     out = [f"# kinetoscope: {_code(t.path)}", ""]
     names = {_escape(str(d["name"])) for d in t.devices if d.get("name")}
     devices = ", ".join(sorted(names)) or "none listed"
-    versions = ", ".join(_escape(f"{k} {val}") for k, val in t.versions.items()) or "not recorded"
+    versions = _escape(versions_line(t.versions)) or "not recorded"
     out += [
         f"- **Devices**: {devices}",
         f"- **Versions**: {versions}",
         f"- **Window**: {fmt_us(t.window['dur_us'])} from +{fmt_us(t.window['start_us'])}, "
         f"{step_counts(report)}, {t.events} events",
+        *([f"- **Recorded by kinetoscope**: {_escape(run_line(t.run))}"] if t.run else []),
         "",
         f"**Verdict: {_escape(v.regime)}**: {_escape(v.summary.split(': ', 1)[-1])}",
         "",

@@ -34,6 +34,9 @@ class TraceFacts:
     warnings: list[str] = field(default_factory=list)
     #: why the columns were kept in temporary files (`--max-memory`); None: in memory
     out_of_core: str | None = None
+    #: how `kinetoscope profile` recorded the run (trace.top_meta.run_metadata): workload,
+    #: params, dtype, compile, warmup_iters, schedule, ...; {} for other traces
+    run: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -10,9 +10,11 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.stats import OUTLIER_FACTOR, STATISTIC, decomposition_text
-from ..analysis.summary import Ranked, TraceSummary
-from ..units import count, fmt_bytes, fmt_us
+from ..analysis.summary import TraceSummary
+from ..analysis.table import DEVICE_SHARE_BASE, HOST_SHARE_BASE, Ranked
+from ..units import count, fmt_bytes, fmt_pct, fmt_us
 from .console import inert
+from .run_text import run_line, versions_line
 
 _NAME_WIDTH = 60
 
@@ -27,6 +29,7 @@ def summary_data(summary: TraceSummary) -> dict[str, Any]:
     data["quality"] = summary.quality.to_dict() if summary.quality is not None else None
     data["top_kernels"] = [asdict(r) for r in summary.top_kernels]
     data["top_host_ops"] = [asdict(r) for r in summary.top_host_ops]
+    data["share_base"] = {"top_kernels": DEVICE_SHARE_BASE, "top_host_ops": HOST_SHARE_BASE}
     data["steps"] = [
         {
             "step": s.number,
@@ -76,7 +79,7 @@ def _ranked_table(title: str, rows: list[Ranked], share_label: str) -> Table:
     table.add_column("time", justify="right")
     table.add_column(share_label, justify="right")
     for r in rows:
-        share = f"{100 * r.share:.1f}%"
+        share = fmt_pct(r.share)
         table.add_row(Text(_short(r.name)), str(r.calls), fmt_us(r.total_us), share)
     return table
 
@@ -97,7 +100,10 @@ def render_summary(summary: TraceSummary, console: Console) -> None:
     head.append("\n")
     if summary.versions:
         head.append("versions ", style="bold")
-        head.append(inert(", ".join(f"{k}={v}" for k, v in summary.versions.items())) + "\n")
+        head.append(inert(versions_line(summary.versions)) + "\n")
+    if summary.run:
+        head.append("run      ", style="bold")
+        head.append(inert(run_line(summary.run)) + "\n")
     m = summary.metrics
     n_steps = int(m["steps"])
     head.append("window   ", style="bold")
@@ -153,10 +159,21 @@ def render_summary(summary: TraceSummary, console: Console) -> None:
     if summary.top_kernels:
         parts += [
             Text(),
-            _ranked_table("top kernels (device time)", summary.top_kernels, "of kernels"),
+            _ranked_table(
+                "top device work (active window)",
+                summary.top_kernels,
+                "of self device",
+            ),
         ]
     if summary.top_host_ops:
-        parts += [Text(), _ranked_table("top host ops (self time)", summary.top_host_ops, "of ops")]
+        parts += [
+            Text(),
+            _ranked_table(
+                "top host rows (active window)",
+                summary.top_host_ops,
+                "of self CPU",
+            ),
+        ]
     for warning in summary.warnings:
         parts.append(Text(inert(f"warning: {warning}"), style="yellow"))
     if summary.out_of_core:

@@ -21,6 +21,7 @@ from .console import inert
 from .evidence import evidence_line
 from .model import Report
 from .phrases import device_cell, step_counts, steps_line
+from .run_text import run_line, version_parts
 
 #: Steps listed before the table is cut (outliers are always listed).
 MAX_STEP_ROWS = 12
@@ -81,10 +82,7 @@ def _header(report: Report) -> Table:
     t = report.trace
     names = sorted({inert(str(d["name"])) for d in t.devices if d.get("name")})
     run = [", ".join(names) if names else "no device properties"]
-    run.extend(
-        inert(f"{key.removesuffix('_version').replace('_', ' ')} {value}")
-        for key, value in t.versions.items()
-    )
+    run.extend(inert(part) for part in version_parts(t.versions))
     if t.rank is not None:
         run.append(f"rank {t.rank}")
     window = (
@@ -93,6 +91,8 @@ def _header(report: Report) -> Table:
     )
     lines: list[Text | str] = [Text(inert(t.path)), Text(" | ".join(run), style="dim")]
     lines.append(Text(window, style="dim"))
+    if t.run:
+        lines.append(Text("recorded by kinetoscope: " + inert(run_line(t.run)), style="dim"))
     lines.extend(Text(f"warning: {inert(w)}", style="yellow") for w in t.warnings)
     if t.out_of_core:
         lines.append(Text(f"loaded {t.out_of_core}", style="dim"))

@@ -14,14 +14,19 @@ from collections import Counter
 import numpy as np
 
 from ..analysis.stepmap import step_count
-from ..analysis.table import KeyAverages, TableRow, window_key_averages
+from ..analysis.table import (
+    KeyAverages,
+    TableRow,
+    ranked_device,
+    ranked_host,
+    window_key_averages,
+    work_names,
+)
 from ..analysis.window import in_window
 from ..trace import Cat, Trace
 from ..units import fmt_pct, fmt_us
 from .base import Evidence, Finding, rule
 from .impact import host_saving_per_step
-
-STEP_ROW = "ProfilerStep*"
 
 
 def _table(ctx) -> KeyAverages:
@@ -34,11 +39,6 @@ def _op_names(trace: Trace) -> set[str]:
     return {trace.names[i] for i in np.unique(trace.name_id[ops])}
 
 
-def _work_names(trace: Trace) -> set[str]:
-    """Names of device work (kernels, copies, memsets), not the device copies of annotations."""
-    return {trace.names[i] for i in np.unique(trace.name_id[trace.device_work])}
-
-
 @rule(
     "hotspot",
     "profiler-table",
@@ -48,33 +48,30 @@ def _work_names(trace: Trace) -> set[str]:
 def hotspot(ctx) -> list[Finding]:
     table = _table(ctx)
     min_share = ctx.threshold("min_share")
+    # the ranking and base `summary` and the HTML tables show (analysis.table)
     if table.has_device and table.self_device_total_us > 0:
-        work = _work_names(ctx.trace)
-        rows = [r for r in table.rows if r.is_device and r.name in work]
+        ranked = ranked_device(table, work_names(ctx.trace))
         total, side = table.self_device_total_us, "device"
-        value = lambda r: r.self_device_us  # noqa: E731 - one-line key
     else:
-        rows = [r for r in table.rows if not r.is_device and r.name != STEP_ROW]
+        ranked = ranked_host(table)
         total, side = table.self_cpu_total_us, "CPU"
-        value = lambda r: r.self_cpu_us  # noqa: E731
-    if not rows or total <= 0:
+    if not ranked or total <= 0:
         return []
-    top = max(rows, key=value)
-    share = value(top) / total
+    top = ranked[0]
+    share = top.share
     if share < min_share:
         return []
-    runner_up = sorted(rows, key=value, reverse=True)[1:3]
     evidence = [
         Evidence(
-            f"self {side} {fmt_us(value(top))} of {fmt_us(total)} {_where(ctx.trace)} "
+            f"self {side} {fmt_us(top.total_us)} of {fmt_us(total)} {_where(ctx.trace)} "
             f"({fmt_pct(share)}), {top.calls} calls",
             name=top.name,
-            value=value(top),
+            value=top.total_us,
             unit="us",
         )
     ] + [
-        Evidence(f"next: self {side} {fmt_us(value(r))} ({fmt_pct(value(r) / total)})", name=r.name)
-        for r in runner_up
+        Evidence(f"next: self {side} {fmt_us(r.total_us)} ({fmt_pct(r.share)})", name=r.name)
+        for r in ranked[1:3]
     ]
     return [
         Finding(
@@ -101,7 +98,7 @@ def hotspot(ctx) -> list[Finding]:
             measured={
                 "name": top.name,
                 "share": round(share, 5),
-                "self_us": round(value(top), 3),
+                "self_us": round(top.total_us, 3),
                 "total_us": round(total, 3),
                 "threshold": min_share,
             },

@@ -5,8 +5,51 @@ turned into `TraceMeta` and `Device`s once all events are read.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .model import Device, TraceMeta
 from .schema import TopLevel
+
+#: The run settings `kinetoscope profile` writes into the trace's top-level
+#: "kinetoscope" object (capture/runner.py, capture/script.py), in reading order.
+RUN_KEYS = (
+    "workload",
+    "script",
+    "args",
+    "params",
+    "dtype",
+    "compile",
+    "warmup_iters",
+    "schedule",
+    "cycle",
+    "device",
+    "activities",
+    "record_shapes",
+    "profile_memory",
+    "with_stack",
+    "step_source",
+    "tag",
+    "written_at",
+)
+
+
+def recorded_versions(meta: TraceMeta) -> dict[str, Any]:
+    """Every version the file records: the runtime's (Kineto's top-level keys) and the
+    ones kinetoscope wrote beside them (`torch_version`, `kinetoscope_version`). The one
+    source `summary`, `explain` and `diff` print."""
+    versions = dict(meta.versions)
+    for key, value in (meta.kinetoscope or {}).items():
+        if key.endswith("_version") and key not in versions:
+            versions[key] = value
+    return versions
+
+
+def run_metadata(meta: TraceMeta) -> dict[str, Any]:
+    """How `kinetoscope profile` recorded the run (workload, size, dtype, warm-up count,
+    compile mode, schedule, device, ...), `RUN_KEYS` that the file holds; {} for a trace
+    kinetoscope did not record."""
+    own = meta.kinetoscope or {}
+    return {key: own[key] for key in RUN_KEYS if key in own}
 
 
 def trace_meta(top: TopLevel) -> TraceMeta:
