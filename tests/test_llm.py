@@ -211,7 +211,9 @@ def test_generate_mode_with_shapes_gives_prefill_and_decode_numbers(tmp_path):
     assert [f.id for f in outcome.findings] == ["llm-kv-cache-concat"]
     assert [s.id for s in outcome.not_checked] == ["llm-decode-overhead"]  # no device
     section = kinetoscope.explain(result.written[0].trace).llm
-    assert section["phases"] == {"prefill": 3, "decode": 6, "mixed": 0, "unknown": 0}
+    assert section["phases"] == {
+        "prefill": 3, "chunked prefill": 0, "decode": 6, "mixed": 0, "unknown": 0
+    }  # fmt: skip
 
 
 @needs_transformers

@@ -1,0 +1,209 @@
+"""Where the passes of a generation are, from what the trace itself records.
+
+In this order (the first that finds anything wins):
+
+1. engine-step annotations: vLLM/SGLang-style `execute_N_context_C(sq..sk..)
+   _generation_G(sq..sk..)` (C prefill and G decode requests in one scheduled step,
+   with their query and key token counts; older vLLM:
+   `execute_context_C(T_..)_generation_G(T)`) or SGLang's `step[DECODE bs=N]` /
+   `step[EXTEND bs=N]`. Each names its phase and tokens.
+2. engine forward ranges: one model-runner call is one pass, however many
+   launches it makes. vLLM's `execute_model` Python frame (with_stack) or its
+   `gpu_model_runner: forward` annotation, SGLang's `model_runner.py: forward`, TGI's
+   `generate_token`. With piecewise CUDA graphs a decode pass is dozens of
+   `cudaGraphLaunch` calls (one per piece between attention layers) under one
+   such range, so graph launches are grouped by the range that encloses them, never
+   counted one pass each. A range records no phase: it comes from the input ids'
+   shape when an `aten::embedding` ran eagerly inside it, else from the passes'
+   order and device time (`analysis.llm`).
+3. model forwards (plain `model.generate()`): every forward of a language model
+   starts by embedding its input ids (`aten::embedding`, whose second input is
+   `[batch, tokens]`); with record_shapes the token count names the phase
+   (1: decode, more: prefill). 1-D ids are a serving engine's flattened batch, where
+   many tokens can be many decode requests: their phase stays unknown. Without
+   shapes, the first forward inside each enclosing annotation or step is the prefill
+   (generate always runs the prompt first), the later ones decode.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+
+from ..trace import Cat, Trace
+from .llm_passes import PassSpec
+
+SERVING_RE = re.compile(
+    r"^execute_(\d+)_context_(\d+)\(sq(\d+)sk(\d+)[^)]*\)_generation_(\d+)\(sq(\d+)sk(\d+)"
+)
+#: The older form: `execute_context_C(T_X)_generation_G(T)`, T query tokens of each kind
+#: and X the sum over prefill requests of query x key tokens.
+SERVING_OLD_RE = re.compile(r"^execute_context_(\d+)\((\d+)_(\d+)\)_generation_(\d+)\((\d+)\)")
+SGLANG_RE = re.compile(r"^step\[(DECODE|EXTEND|PREFILL|MIXED)\s+bs=(\d+)")
+#: One model-runner call per scheduled step: (pattern, engine). Python frames are
+#: `path(line): function`; the vLLM annotation comes from its custom profiling scopes.
+ENGINE_RANGES = (
+    (re.compile(r"vllm/.*model_runner\.py\(\d+\): execute_model$"), "vLLM"),
+    (re.compile(r"^gpu_model_runner: forward$"), "vLLM"),
+    (re.compile(r"sglang/srt/model_executor/model_runner\.py\(\d+\): forward$"), "SGLang"),
+    (re.compile(r"text_generation_server/models/\w+\.py\(\d+\): generate_token$"), "TGI"),
+)
+#: Ops whose presence between two embeddings says a new forward began (GPT-2 embeds
+#: tokens and positions back to back: one forward, two embeddings).
+MATMUL_OPS = frozenset({"aten::linear", "aten::mm", "aten::addmm", "aten::matmul", "aten::bmm"})
+
+
+def annotated(trace: Trace) -> list[PassSpec]:
+    """One pass per engine-step annotation (vLLM-style first, else SGLang's steps)."""
+    ann = np.flatnonzero(trace.mask(Cat.USER_ANNOTATION) & (trace.lane_kind == 1))
+    serving, sglang = [], []
+    for i in ann[np.argsort(trace.ts[ann], kind="stable")].tolist():
+        name = trace.name(i)
+        start, end = float(trace.ts[i]), float(trace.end[i])
+        if m := SERVING_RE.match(name):
+            prefill_reqs, prefill_q, prefill_k = int(m[2]), int(m[3]), int(m[4])
+            decode_reqs, decode_q = int(m[5]), int(m[6])
+            phase = _phase(prefill_reqs, decode_reqs, chunked=prefill_k > prefill_q)
+            tokens, batch = prefill_q + decode_q, prefill_reqs + decode_reqs
+            serving.append(PassSpec(name, phase, i, start, end, tokens, batch))
+        elif m := SERVING_OLD_RE.match(name):
+            prefill_reqs, prefill_q, q_times_k, decode_reqs, decode_q = (int(g) for g in m.groups())
+            # one request: its keys are q_times_k / q; more than its queries means cached ones
+            chunked = prefill_reqs == 1 and q_times_k > prefill_q * prefill_q
+            phase = _phase(prefill_reqs, decode_reqs, chunked=chunked)
+            tokens, batch = prefill_q + decode_q, prefill_reqs + decode_reqs
+            serving.append(PassSpec(name, phase, i, start, end, tokens, batch))
+        elif m := SGLANG_RE.match(name):
+            phase = {"DECODE": "decode", "MIXED": "mixed"}.get(m[1], "prefill")
+            batch = int(m[2])
+            tokens = batch if phase == "decode" else None
+            sglang.append(PassSpec(name, phase, i, start, end, tokens, batch))
+    return serving or sglang
+
+
+def _phase(prefill_reqs: int, decode_reqs: int, chunked: bool) -> str:
+    """A step's phase from its request counts; a prefill whose queries attend to more
+    keys than they are continues a prompt already partly cached (a later chunk of a
+    chunked prefill, or a prefix-cache hit)."""
+    if prefill_reqs and decode_reqs:
+        return "mixed"
+    if prefill_reqs:
+        return "chunked prefill" if chunked else "prefill"
+    return "decode"
+
+
+def engine_ranges(trace: Trace) -> tuple[list[PassSpec], str | None]:
+    """One pass per outermost model-runner range, and the engine that ran them; phase
+    None where the range's input ids carry no [batch, tokens] shape."""
+    host = trace.mask(Cat.PYTHON, Cat.USER_ANNOTATION) & (trace.lane_kind == 1)
+    found: dict[int, str] = {}
+    for name_id, name in enumerate(trace.names):
+        for pattern, engine in ENGINE_RANGES:
+            if pattern.search(name):
+                found[name_id] = engine
+                break
+    if not found:
+        return [], None
+    idx = np.flatnonzero(host & np.isin(trace.name_id, list(found)) & ~trace.is_instant)
+    idx = idx[np.argsort(trace.ts[idx], kind="stable")]
+    kept: list[int] = []
+    for i in idx.tolist():
+        if kept and trace.ts[i] < trace.end[kept[-1]]:
+            continue  # nested inside (or overlapping) the previous range: the same step
+        kept.append(i)
+    engine = found[int(trace.name_id[kept[0]])] if kept else None
+    embeddings = _embedding_starts(trace)
+    out = []
+    for k, i in enumerate(kept):
+        start, end = float(trace.ts[i]), float(trace.end[i])
+        lo, hi = np.searchsorted(trace.ts[embeddings], [start, end])
+        shape = _ids_shape(trace.input_dims.get(int(embeddings[lo]))) if hi > lo else None
+        phase = tokens = batch = None
+        if shape is not None:
+            batch, seq = shape
+            tokens = (batch or 1) * seq
+            if batch is not None:  # [batch, tokens]: one new token per sequence is a decode
+                phase = "decode" if seq == 1 else "prefill"
+        label = f"{engine} step {k + 1}"
+        out.append(PassSpec(label, phase, i, start, end, tokens, batch))
+    return out, engine
+
+
+def _embedding_starts(trace: Trace) -> np.ndarray:
+    """Host `aten::embedding` calls, by start time."""
+    emb_id = trace.name_index.get("aten::embedding")
+    if emb_id is None:
+        return np.zeros(0, dtype=np.int64)
+    emb = np.flatnonzero(
+        trace.mask(Cat.CPU_OP) & (trace.lane_kind == 1) & (trace.name_id == emb_id)
+    )
+    return emb[np.argsort(trace.ts[emb], kind="stable")]
+
+
+def forwards(trace: Trace) -> tuple[list[PassSpec], bool]:
+    """Model forwards from `aten::embedding`; whether token counts came from shapes."""
+    emb = _embedding_starts(trace)
+    if not len(emb):
+        return [], False
+    host = trace.mask(Cat.CPU_OP) & (trace.lane_kind == 1)
+    mm_ids = trace.name_ids_matching(lambda n: n in MATMUL_OPS)
+    mm_ts = np.sort(trace.ts[np.flatnonzero(host & np.isin(trace.name_id, mm_ids))])
+    if not len(mm_ts):
+        return [], False  # embeddings without matrix products: not a transformer
+    starts: list[int] = []
+    for i in emb.tolist():
+        if starts:
+            between = np.searchsorted(mm_ts, [trace.ts[starts[-1]], trace.ts[i]])
+            if between[1] == between[0]:
+                continue  # a second embedding of the same forward (positions)
+        starts.append(i)
+    shapes = [_ids_shape(trace.input_dims.get(i)) for i in starts]
+    shaped = all(s is not None for s in shapes)
+    groups = [_group(trace, i) for i in starts]
+    out = []
+    for k, i in enumerate(starts):
+        group, group_end = groups[k]
+        same_next = k + 1 < len(starts) and groups[k + 1][0] == group
+        end = float(trace.ts[starts[k + 1]]) if same_next else group_end
+        first_in_group = k == 0 or groups[k - 1][0] != group
+        if shaped:
+            batch, seq = shapes[k]
+            phase, tokens = ("decode" if seq == 1 else "prefill"), (batch or 1) * seq
+            if batch is None and seq > 1:
+                phase = "unknown"  # one flat token list (a serving engine's batch): any mix
+        else:
+            batch = tokens = None
+            phase = "prefill" if first_in_group else "decode"
+        out.append(PassSpec(f"forward {k + 1}", phase, i, float(trace.ts[i]), end, tokens, batch))
+    return out, shaped
+
+
+def _ids_shape(dims_json: str | None) -> tuple[int | None, int] | None:
+    """(batch, tokens) of the input ids of an `aten::embedding` call; batch is None for
+    1-D ids, a serving engine's requests flattened into one token list."""
+    if not dims_json:
+        return None
+    try:
+        ids = json.loads(dims_json)[1]
+    except (ValueError, IndexError, TypeError):
+        return None
+    if not isinstance(ids, list) or not ids or not all(isinstance(d, int) for d in ids):
+        return None
+    return (int(np.prod(ids[:-1])) if len(ids) > 1 else None), ids[-1]
+
+
+def _group(trace: Trace, i: int) -> tuple[int, float]:
+    """The innermost enclosing annotation or step of event `i` (its index, its end);
+    (-1, end of the trace's host activity) when nothing encloses it."""
+    parent = trace.parent
+    p = int(parent[i])
+    while p >= 0:
+        if trace.cat[p] == int(Cat.USER_ANNOTATION):
+            return p, float(trace.end[p])
+        p = int(parent[p])
+    for s in trace.steps:
+        if s.start <= trace.ts[i] < s.end:
+            return s.index, s.end
+    return -1, trace.end_time
