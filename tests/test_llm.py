@@ -240,3 +240,125 @@ def test_html_report_has_the_llm_section_only_for_generations():
     page = render_html(kinetoscope.explain(corpus(SGLANG)))
     assert "<h2>LLM phases</h2>" in page and "execute_32_context_0" in page
     assert "LLM phases" not in render_html(kinetoscope.explain(corpus("gpu/alexnet_train.json.gz")))
+
+
+# ---- engine model-runner ranges: piecewise CUDA graphs --------------------------
+
+EXECUTE_MODEL = "vllm/v1/worker/gpu_model_runner.py(3380): execute_model"
+
+
+def _vllm_piecewise_trace(tmp_path, prefill_kernel_us=200.0, name="vllm.json", pid=100):
+    """A vLLM engine window without step annotations (the shape of a `vllm bench latency`
+    profile with with_stack): ten `execute_model` Python ranges 25 ms apart. The first,
+    the prompt, runs eagerly (a 40-token flat `aten::embedding`, 100 launched kernels of
+    `prefill_kernel_us`); each later one replays 81 piecewise CUDA-graph pieces (one
+    `cudaGraphLaunch` each, 2 kernels of 100 us per piece: 16.2 ms of device work) and
+    records no embedding, which the graph holds."""
+    events, corr = [], 0
+    for k in range(10):
+        t0 = 1000.0 + 25_000.0 * k
+        events.append(op(EXECUTE_MODEL, t0, 5000, cat="python_function", pid=pid))
+        cursor = t0 + 100
+        if k == 0:
+            dims = {"Input Dims": [[1000, 64], [40]], "Input type": ["c10::BFloat16", "long"]}
+            events.append(op("aten::embedding", t0 + 10, 20, pid=pid, **dims))
+            events.append(op("aten::linear", t0 + 40, 20, pid=pid))
+        for j in range(100 if k == 0 else 81):
+            corr += 1
+            ts = t0 + 50 + 45 * j
+            name_ = "cudaLaunchKernel" if k == 0 else "cudaGraphLaunch"
+            events.append(launch(ts, 10, corr, name=name_, pid=pid))
+            for _ in range(1 if k == 0 else 2):
+                cursor = max(cursor, ts + 5)
+                dur = prefill_kernel_us if k == 0 else 100.0
+                events.append(kernel(f"piece{j}", cursor, dur, corr))
+                cursor += dur
+    return write_trace(tmp_path / name, events)
+
+
+def test_piecewise_graph_decodes_are_one_pass_per_execute_model(tmp_path):
+    """81 graph launches under one execute_model are one decode pass, not 81 passes; the
+    prefill is the first and longest step (20 ms of device work vs 16.2 ms each later)."""
+    view = llm_view(kinetoscope.load(_vllm_piecewise_trace(tmp_path)))
+    assert view is not None and (view.source, view.engine) == ("engine ranges", "vLLM")
+    assert [p.phase for p in view.passes] == ["prefill"] + ["decode"] * 9
+    assert [p.graph_launches for p in view.passes] == [0] + [81] * 9
+    assert [p.kernels for p in view.passes] == [100] + [162] * 9
+    assert view.passes[0].tokens == 40 and view.passes[1].tokens is None
+    assert [round(p.device_busy_us) for p in view.passes] == [20_000] + [16_200] * 9
+    assert "order and device time" in view.phase_from and "20.0 ms" in view.phase_from
+    assert view.ttft_us == pytest.approx(view.passes[0].dur)
+    assert view.tpot_us == pytest.approx(sum(p.dur for p in view.passes[1:]) / 9)
+    totals = view.totals()
+    assert (totals["decode"].passes, totals["decode"].graph_launches) == (9, 9 * 81)
+    assert totals["prefill"].tokens == 40 and totals["decode"].tokens is None
+
+
+def test_engine_steps_of_one_kind_stay_unknown(tmp_path):
+    """When the first step is no longer than the later ones (10 ms vs 16.2 ms: a window
+    that starts mid-generation), order says nothing: the phases stay unknown."""
+    trace = kinetoscope.load(_vllm_piecewise_trace(tmp_path, prefill_kernel_us=100.0))
+    view = llm_view(trace)
+    assert [p.phase for p in view.passes] == ["unknown"] * 10
+    assert view.ttft_us is None and view.tpot_us is None
+    assert "not longer than every later one" in view.phase_from
+
+
+def test_engine_passes_render_in_every_format(tmp_path):
+    """The text, Markdown, JSON and HTML reports all carry the per-phase table, TTFT and
+    TPOT; without ProfilerStep the passes are the steps."""
+    from kinetoscope.report.html import render_html
+    from kinetoscope.report.markdown import render_markdown
+    from kinetoscope.report.text import render_text
+
+    report = kinetoscope.explain(_vllm_piecewise_trace(tmp_path))
+    assert report.llm["phase_totals"]["decode"]["graph_launches"] == 729
+    assert report.llm["has_profiler_steps"] is False
+    assert report.to_dict()["llm"]["tpot_us"] == pytest.approx(report.llm["tpot_us"])
+    text = render_text(report)
+    assert "1 prefill, 9 decode (from vLLM engine ranges)" in text
+    assert "time per output token" in text and "each pass below is one step" in text
+    md = render_markdown(report)
+    assert "## LLM phases" in md and "| decode | 9 | - |" in md
+    pytest.importorskip("jinja2")
+    page = render_html(report)
+    assert "time per output token" in page and '<td class="name">decode</td>' in page
+
+
+@needs_transformers
+def test_tiny_gpt2_generate_recorded_here_is_prefill_then_decodes(tmp_path):
+    """A random 1-layer GPT-2 (no download) generates 4 tokens for 2 prompts of 5 tokens,
+    recorded with shapes: GPT-2 embeds tokens (wte) and positions (wpe) back to back, one
+    forward; the prompt's ids are [2, 5] (10 tokens), each later forward's [2, 1]. The
+    DynamicCache appends keys and values with one cat each per pass: [2 batch, 2 heads,
+    T, 16] fp32 = 2 x 256 x T bytes for T = 5, 6, 7, 8."""
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(
+        n_layer=1, n_embd=32, n_head=2, vocab_size=100, n_positions=64,
+        bos_token_id=0, eos_token_id=None,
+    )  # fmt: skip
+    model = transformers.GPT2LMHeadModel(config).eval()
+    ids = torch.randint(1, 100, (2, 5))
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    profiling = torch.profiler.profile(activities=activities, record_shapes=True)
+    with profiling as prof, torch.no_grad():
+        out = model.generate(
+            ids, attention_mask=torch.ones_like(ids), max_new_tokens=4, min_new_tokens=4,
+            do_sample=False, pad_token_id=0,
+        )  # fmt: skip
+    assert out.shape == (2, 9)
+    path = tmp_path / "gpt2_generate.json"
+    prof.export_chrome_trace(str(path))
+    view = llm_view(kinetoscope.load(path))
+    assert view is not None and view.source == "shapes"
+    assert [p.phase for p in view.passes] == ["prefill", "decode", "decode", "decode"]
+    assert [p.tokens for p in view.passes] == [10, 2, 2, 2]
+    assert [p.batch for p in view.passes] == [2, 2, 2, 2]
+    assert [p.kv_appends for p in view.passes] == [2, 2, 2, 2]
+    assert [p.kv_append_bytes for p in view.passes] == [2 * 256 * t for t in (5, 6, 7, 8)]
+    assert view.ttft_us == view.passes[0].dur and view.tpot_us > 0
+    totals = view.totals()
+    assert (totals["prefill"].tokens, totals["decode"].tokens) == (10, 6)
