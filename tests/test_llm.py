@@ -362,3 +362,42 @@ def test_tiny_gpt2_generate_recorded_here_is_prefill_then_decodes(tmp_path):
     assert view.ttft_us == view.passes[0].dur and view.tpot_us > 0
     totals = view.totals()
     assert (totals["prefill"].tokens, totals["decode"].tokens) == (10, 6)
+
+
+# ---- diff: per-phase time, TTFT and TPOT change ---------------------------------
+
+
+def test_diff_compares_phases_ttft_and_tpot(tmp_path):
+    """A: the prompt's 100 kernels of 200 us (20 ms); B: of 300 us (30 ms), the same 9
+    graph-replayed decodes. The diff's LLM section says TTFT grew and decode did not."""
+    from kinetoscope.compare.diff import diff_runs
+    from kinetoscope.compare.render import to_json, to_markdown, to_text
+    from kinetoscope.compare.runs import load_run
+
+    a = _vllm_piecewise_trace(tmp_path, 200.0, "a.json")
+    b = _vllm_piecewise_trace(tmp_path, 300.0, "b.json")
+    d = diff_runs(load_run(a), load_run(b))
+    by_phase = {row["phase"]: row for row in d.llm["phases"]}
+    assert set(by_phase) == {"prefill", "decode"}
+    assert by_phase["prefill"]["a"]["device_per_pass_us"] == pytest.approx(20_000)
+    assert by_phase["prefill"]["b"]["device_per_pass_us"] == pytest.approx(30_000)
+    assert by_phase["decode"]["a"]["device_per_pass_us"] == pytest.approx(16_200)
+    assert by_phase["decode"]["b"]["device_per_pass_us"] == pytest.approx(16_200)
+    assert d.llm["ttft_us"]["b"] > d.llm["ttft_us"]["a"] + 9_000
+    assert d.llm["tpot_us"]["a"] == pytest.approx(d.llm["tpot_us"]["b"])
+    text = to_text(d, width=160)
+    assert "LLM phases (A -> B)" in text and "time to first token" in text
+    assert "time per output token" in text and "(+0%)" in text
+    assert "## LLM phases (A -> B)" in to_markdown(d)
+    assert '"tpot_us"' in to_json(d)
+
+
+def test_diff_of_training_runs_has_no_llm_section():
+    from kinetoscope.compare.diff import diff_runs
+    from kinetoscope.compare.render import to_text
+    from kinetoscope.compare.runs import load_run
+
+    d = diff_runs(
+        load_run(corpus("gpu/compare_base.json.gz")), load_run(corpus("gpu/compare_test.json.gz"))
+    )
+    assert d.llm == {} and "LLM phases" not in to_text(d)
