@@ -5,6 +5,7 @@ built in code. Every expectation below was read from the trace before running th
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import pytest
 
@@ -247,7 +248,9 @@ def test_html_report_has_the_llm_section_only_for_generations():
 EXECUTE_MODEL = "vllm/v1/worker/gpu_model_runner.py(3380): execute_model"
 
 
-def _vllm_piecewise_trace(tmp_path, prefill_kernel_us=200.0, name="vllm.json", pid=100):
+def _vllm_piecewise_trace(
+    tmp_path, prefill_kernel_us=200.0, name="vllm.json", decode_kernel_us=100.0, rank=None
+):
     """A vLLM engine window without step annotations (the shape of a `vllm bench latency`
     profile with with_stack): ten `execute_model` Python ranges 25 ms apart. The first,
     the prompt, runs eagerly (a 40-token flat `aten::embedding`, 100 launched kernels of
@@ -257,23 +260,24 @@ def _vllm_piecewise_trace(tmp_path, prefill_kernel_us=200.0, name="vllm.json", p
     events, corr = [], 0
     for k in range(10):
         t0 = 1000.0 + 25_000.0 * k
-        events.append(op(EXECUTE_MODEL, t0, 5000, cat="python_function", pid=pid))
+        events.append(op(EXECUTE_MODEL, t0, 5000, cat="python_function"))
         cursor = t0 + 100
         if k == 0:
             dims = {"Input Dims": [[1000, 64], [40]], "Input type": ["c10::BFloat16", "long"]}
-            events.append(op("aten::embedding", t0 + 10, 20, pid=pid, **dims))
-            events.append(op("aten::linear", t0 + 40, 20, pid=pid))
+            events.append(op("aten::embedding", t0 + 10, 20, **dims))
+            events.append(op("aten::linear", t0 + 40, 20))
         for j in range(100 if k == 0 else 81):
             corr += 1
             ts = t0 + 50 + 45 * j
             name_ = "cudaLaunchKernel" if k == 0 else "cudaGraphLaunch"
-            events.append(launch(ts, 10, corr, name=name_, pid=pid))
+            events.append(launch(ts, 10, corr, name=name_))
             for _ in range(1 if k == 0 else 2):
                 cursor = max(cursor, ts + 5)
-                dur = prefill_kernel_us if k == 0 else 100.0
+                dur = prefill_kernel_us if k == 0 else decode_kernel_us
                 events.append(kernel(f"piece{j}", cursor, dur, corr))
                 cursor += dur
-    return write_trace(tmp_path / name, events)
+    top = {} if rank is None else {"distributedInfo": {"rank": rank, "world_size": 4}}
+    return write_trace(tmp_path / name, events, **top)
 
 
 def test_piecewise_graph_decodes_are_one_pass_per_execute_model(tmp_path):
@@ -401,3 +405,38 @@ def test_diff_of_training_runs_has_no_llm_section():
         load_run(corpus("gpu/compare_base.json.gz")), load_run(corpus("gpu/compare_test.json.gz"))
     )
     assert d.llm == {} and "LLM phases" not in to_text(d)
+
+
+# ---- tensor parallel: passes lined up across ranks -------------------------------
+
+
+def test_tensor_parallel_ranks_line_up_passes(tmp_path):
+    """4 ranks of one engine, each 1 prefill + 9 decodes; rank 2's decode kernels take
+    110 us instead of 100 (17.8 ms of device work per decode instead of 16.2 ms): every
+    decode pass is slowest on rank 2, by 1.62 ms."""
+    from kinetoscope.multirank import explain_ranks
+
+    folder = tmp_path / "tp"
+    folder.mkdir()
+    for r in range(4):
+        _vllm_piecewise_trace(folder, 300.0, f"rank{r}.json", 110.0 if r == 2 else 100.0, r)
+    doc = json.loads(explain_ranks([folder], jobs=1, config={}, fmt="json"))
+    aligned = doc["llm_passes"]
+    assert aligned["ranks"] == [0, 1, 2, 3] and aligned["aligned"] == 10
+    assert aligned["phases_disagree"] == []
+    assert [p["phase"] for p in aligned["passes"]] == ["prefill"] + ["decode"] * 9
+    decodes = aligned["passes"][1:]
+    assert all(p["slowest_rank"] == 2 for p in decodes)
+    assert all(p["spread_us"] == pytest.approx(81 * 2 * 10) for p in decodes)
+    assert all(p["graph_launches"] == {str(r): 81 for r in range(4)} for p in decodes)
+    text = explain_ranks([folder], jobs=1, config={}, fmt="text")
+    assert "LLM passes across ranks" in text and "rank 2 is the slowest in 9 of them" in text
+
+
+def test_training_ranks_have_no_llm_passes():
+    from kinetoscope.rank_llm import align_passes
+    from kinetoscope.rank_summary import summarize_rank
+
+    path = corpus("multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json.gz")
+    summary = summarize_rank(str(path))
+    assert summary.llm_passes == [] and align_passes({0: summary}) is None
