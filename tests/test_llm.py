@@ -256,7 +256,8 @@ def _vllm_piecewise_trace(
     the prompt, runs eagerly (a 40-token flat `aten::embedding`, 100 launched kernels of
     `prefill_kernel_us`); each later one replays 81 piecewise CUDA-graph pieces (one
     `cudaGraphLaunch` each, 2 kernels of 100 us per piece: 16.2 ms of device work) and
-    records no embedding, which the graph holds."""
+    records no embedding, which the graph holds, but vLLM's eager attention op on a
+    query of 8 tokens (8 decode requests)."""
     events, corr = [], 0
     for k in range(10):
         t0 = 1000.0 + 25_000.0 * k
@@ -266,6 +267,9 @@ def _vllm_piecewise_trace(
             dims = {"Input Dims": [[1000, 64], [40]], "Input type": ["c10::BFloat16", "long"]}
             events.append(op("aten::embedding", t0 + 10, 20, **dims))
             events.append(op("aten::linear", t0 + 40, 20))
+        if k:  # vLLM's eager attention between the pieces: query [8 tokens, 64 heads, 64]
+            dims = {"Input Dims": [[8, 64, 64], [8, 8, 64], [8, 8, 64], [8, 64, 64]]}
+            events.append(op("vllm::unified_attention_with_output", t0 + 60, 20, **dims))
         for j in range(100 if k == 0 else 81):
             corr += 1
             ts = t0 + 50 + 45 * j
@@ -288,14 +292,14 @@ def test_piecewise_graph_decodes_are_one_pass_per_execute_model(tmp_path):
     assert [p.phase for p in view.passes] == ["prefill"] + ["decode"] * 9
     assert [p.graph_launches for p in view.passes] == [0] + [81] * 9
     assert [p.kernels for p in view.passes] == [100] + [162] * 9
-    assert view.passes[0].tokens == 40 and view.passes[1].tokens is None
+    assert [p.tokens for p in view.passes] == [40] + [8] * 9
     assert [round(p.device_busy_us) for p in view.passes] == [20_000] + [16_200] * 9
     assert "order and device time" in view.phase_from and "20.0 ms" in view.phase_from
     assert view.ttft_us == pytest.approx(view.passes[0].dur)
     assert view.tpot_us == pytest.approx(sum(p.dur for p in view.passes[1:]) / 9)
     totals = view.totals()
     assert (totals["decode"].passes, totals["decode"].graph_launches) == (9, 9 * 81)
-    assert totals["prefill"].tokens == 40 and totals["decode"].tokens is None
+    assert totals["prefill"].tokens == 40 and totals["decode"].tokens == 72
 
 
 def test_engine_steps_of_one_kind_stay_unknown(tmp_path):
@@ -323,7 +327,7 @@ def test_engine_passes_render_in_every_format(tmp_path):
     assert "1 prefill, 9 decode (from vLLM engine ranges)" in text
     assert "time per output token" in text and "each pass below is one step" in text
     md = render_markdown(report)
-    assert "## LLM phases" in md and "| decode | 9 | - |" in md
+    assert "## LLM phases" in md and "| decode | 9 | 72 |" in md
     pytest.importorskip("jinja2")
     page = render_html(report)
     assert "time per output token" in page and '<td class="name">decode</td>' in page

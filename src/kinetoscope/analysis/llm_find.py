@@ -15,7 +15,8 @@ In this order (the first that finds anything wins):
    such range, so graph launches are grouped by the range that encloses them, never
    counted one pass each. A range records no phase: it comes from the input ids'
    shape when an `aten::embedding` ran eagerly inside it, else from the passes'
-   order and device time (`analysis.llm`).
+   order and device time (`analysis.llm`). Tokens come from those ids, else from
+   vLLM's eager attention op between graph pieces (its query's first dimension).
 3. model forwards (plain `model.generate()`): every forward of a language model
    starts by embedding its input ids (`aten::embedding`, whose second input is
    `[batch, tokens]`); with record_shapes the token count names the phase
@@ -50,6 +51,10 @@ ENGINE_RANGES = (
     (re.compile(r"sglang/srt/model_executor/model_runner\.py\(\d+\): forward$"), "SGLang"),
     (re.compile(r"text_generation_server/models/\w+\.py\(\d+\): generate_token$"), "TGI"),
 )
+#: vLLM's attention op, run eagerly between piecewise graph pieces: its first input is the
+#: query, [tokens, heads, head size], the step's flattened tokens (padded to the captured
+#: graph's size when graphs replay).
+ATTENTION_TOKEN_OPS = frozenset({"vllm::unified_attention", "vllm::unified_attention_with_output"})
 #: Ops whose presence between two embeddings says a new forward began (GPT-2 embeds
 #: tokens and positions back to back: one forward, two embeddings).
 MATMUL_OPS = frozenset({"aten::linear", "aten::mm", "aten::addmm", "aten::matmul", "aten::bmm"})
@@ -114,7 +119,8 @@ def engine_ranges(trace: Trace) -> tuple[list[PassSpec], str | None]:
             continue  # nested inside (or overlapping) the previous range: the same step
         kept.append(i)
     engine = found[int(trace.name_id[kept[0]])] if kept else None
-    embeddings = _embedding_starts(trace)
+    embeddings = _ops_named(trace, frozenset({"aten::embedding"}))
+    attention = _ops_named(trace, ATTENTION_TOKEN_OPS)
     out = []
     for k, i in enumerate(kept):
         start, end = float(trace.ts[i]), float(trace.end[i])
@@ -126,25 +132,37 @@ def engine_ranges(trace: Trace) -> tuple[list[PassSpec], str | None]:
             tokens = (batch or 1) * seq
             if batch is not None:  # [batch, tokens]: one new token per sequence is a decode
                 phase = "decode" if seq == 1 else "prefill"
+        else:
+            lo, hi = np.searchsorted(trace.ts[attention], [start, end])
+            tokens = _query_tokens(trace.input_dims.get(int(attention[lo]))) if hi > lo else None
         label = f"{engine} step {k + 1}"
         out.append(PassSpec(label, phase, i, start, end, tokens, batch))
     return out, engine
 
 
-def _embedding_starts(trace: Trace) -> np.ndarray:
-    """Host `aten::embedding` calls, by start time."""
-    emb_id = trace.name_index.get("aten::embedding")
-    if emb_id is None:
-        return np.zeros(0, dtype=np.int64)
-    emb = np.flatnonzero(
-        trace.mask(Cat.CPU_OP) & (trace.lane_kind == 1) & (trace.name_id == emb_id)
+def _ops_named(trace: Trace, names: frozenset[str]) -> np.ndarray:
+    """Host ops with one of `names`, by start time."""
+    ids = trace.name_ids_matching(lambda n: n in names)
+    ops = np.flatnonzero(
+        trace.mask(Cat.CPU_OP) & (trace.lane_kind == 1) & np.isin(trace.name_id, ids)
     )
-    return emb[np.argsort(trace.ts[emb], kind="stable")]
+    return ops[np.argsort(trace.ts[ops], kind="stable")]
+
+
+def _query_tokens(dims_json: str | None) -> int | None:
+    """Tokens of an attention op's query `[tokens, heads, head size]`."""
+    try:
+        query = json.loads(dims_json or "null")[0]
+    except (ValueError, IndexError, TypeError):
+        return None
+    if isinstance(query, list) and len(query) == 3 and all(isinstance(d, int) for d in query):
+        return query[0]
+    return None
 
 
 def forwards(trace: Trace) -> tuple[list[PassSpec], bool]:
     """Model forwards from `aten::embedding`; whether token counts came from shapes."""
-    emb = _embedding_starts(trace)
+    emb = _ops_named(trace, frozenset({"aten::embedding"}))
     if not len(emb):
         return [], False
     host = trace.mask(Cat.CPU_OP) & (trace.lane_kind == 1)
