@@ -444,3 +444,73 @@ def test_training_ranks_have_no_llm_passes():
     path = corpus("multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json.gz")
     summary = summarize_rank(str(path))
     assert summary.llm_passes == [] and align_passes({0: summary}) is None
+
+
+# ---- torch.compile'd generate(): forwards from the compiled frame's calls -------------
+
+
+def _compiled_generate_trace(tmp_path, choose="aten::argmax", graphs=False):
+    """The shape of `profile transformer --mode generate --compile` on the CPU (Inductor
+    fuses the embedding away: no aten::embedding): one step, one `generate` annotation,
+    three calls of compiled frame 0 (`Torch-Compiled Region: 0/0`, then its recompiles
+    0/1 and 0/2 for the decode shapes), each followed on the host by the token choice
+    (`choose`) and the input_ids cat. With `graphs`, each call replays its forward as
+    one CUDA graph (20 kernels of 5 us)."""
+    events = [
+        op("ProfilerStep#1", 0, 10_000, cat="user_annotation"),
+        op("generate", 10, 9_900, cat="user_annotation"),
+    ]
+    corr = 0
+    for k in range(3):
+        t0 = 100 + 3000 * k
+        events.append(op(f"Torch-Compiled Region: 0/{k}", t0, 2000))
+        events.append(op("aten::mm", t0 + 50, 1000 if k == 0 else 300))
+        if graphs:
+            corr += 1
+            events.append(launch(t0 + 1500, 10, corr, name="cudaGraphLaunch"))
+            events += [kernel(f"k{j}", t0 + 1520 + 10 * j, 5, corr) for j in range(20)]
+        if choose:
+            events.append(op(choose, t0 + 2100, 10))
+        events.append(op("aten::cat", t0 + 2200, 10))
+    return kinetoscope.load(write_trace(tmp_path / "compiled.json", events))
+
+
+@pytest.mark.parametrize("choose", ["aten::argmax", "aten::multinomial"])
+def test_compiled_generate_forwards_are_the_compiled_frame_calls(tmp_path, choose):
+    view = llm_view(_compiled_generate_trace(tmp_path, choose))
+    assert view is not None and view.source == "order"
+    assert [p.phase for p in view.passes] == ["prefill", "decode", "decode"]
+    assert [p.label for p in view.passes] == [
+        f"forward {k + 1} (Torch-Compiled Region: 0/{k})" for k in range(3)
+    ]
+    assert "Torch-Compiled Region" in view.phase_from
+
+
+def test_compiled_graph_replays_belong_to_their_forward(tmp_path):
+    """torch.compile mode reduce-overhead: one cudaGraphLaunch inside each compiled call,
+    so each pass has 1 replay and its 20 kernels (the older code found no pass at all:
+    no aten::embedding is recorded)."""
+    trace = _compiled_generate_trace(tmp_path, graphs=True)
+    view = llm_view(trace)
+    assert [(p.graph_launches, p.kernels) for p in view.passes] == [(1, 20)] * 3
+    assert _fired(trace) == set()  # graph-replayed decode: not called launch-bound
+
+
+def test_compiled_loop_without_token_choice_is_no_generation(tmp_path):
+    """A diffusion denoising loop or any repeated compiled call: no token is chosen
+    between the calls, so they are not decode passes."""
+    assert llm_view(_compiled_generate_trace(tmp_path, choose=None)) is None
+
+
+def test_backward_means_training_not_generation(tmp_path):
+    """Two embedding forwards in one step with a backward: gradient accumulation."""
+    events = [op("ProfilerStep#1", 0, 10_000, cat="user_annotation")]
+    for k in range(2):
+        t0 = 100 + 4000 * k
+        events.append(op("aten::embedding", t0, 10))
+        events.append(op("aten::linear", t0 + 20, 1000))
+        events.append(op("autograd::engine::evaluate_function: MmBackward0", t0 + 2000, 500))
+    trace = kinetoscope.load(write_trace(tmp_path / "accum.json", events))
+    assert llm_view(trace) is None
+    without = [e for e in events if not e["name"].startswith("autograd")]
+    assert llm_view(kinetoscope.load(write_trace(tmp_path / "fwd.json", without))) is not None

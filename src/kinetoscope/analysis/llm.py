@@ -35,6 +35,8 @@ from .stats import Spread
 
 #: transformers' KV-cache module, as it appears in with_stack Python frames.
 CACHE_FRAME = "transformers/cache_utils.py"
+#: autograd's per-node backward ops: `autograd::engine::evaluate_function: MmBackward0`
+BACKWARD_PREFIX = "autograd::engine::evaluate_function"
 PHASES = ("prefill", "chunked prefill", "decode", "mixed", "unknown")
 
 
@@ -52,7 +54,7 @@ class PhaseTotals:
 
 @dataclass(frozen=True)
 class LlmView:
-    #: "annotations", "engine ranges", "shapes" or "order"
+    #: "annotations", "engine ranges", "shapes", "shapes and order" or "order"
     source: str
     #: how the phases were read, in words (say what a phase was inferred from)
     phase_from: str
@@ -116,20 +118,30 @@ def _view_cached(trace: Trace) -> LlmView | None:
         passes = [costs.measure(s) for s in specs]
         passes, phase_from = _engine_phases(passes, engine)
         return LlmView("engine ranges", phase_from, passes, engine)
-    specs, shaped = forwards(trace)
+    specs, shaped, compiled = forwards(trace)
     if not specs:
         return None
     costs = Costs(trace)
     passes = [costs.measure(s) for s in specs]
     if not _generates(trace, passes):
         return None  # a plain forward (an encoder such as BERT): no generation to read
-    if shaped:
-        return LlmView("shapes", "input ids' shape [batch, tokens] (1 token: decode)", passes)
-    phase_from = (
-        "order (no input shapes): the first forward in each step or annotation is the "
-        "prompt, as generate() always runs it first; the later ones decode"
+    where = (
+        "calls of the compiled forward (Torch-Compiled Region), a token chosen between each two; "
+        if compiled
+        else ""
     )
-    return LlmView("order", phase_from, passes)
+    if shaped == len(passes):
+        return LlmView(
+            "shapes", where + "input ids' shape [batch, tokens] (1 token: decode)", passes
+        )
+    order = (
+        "order: the first forward in each step or annotation is the prompt, as generate() "
+        "always runs it first; the later ones decode"
+    )
+    if shaped:
+        phase_from = f"{where}input ids' shape where recorded, else {order}"
+        return LlmView("shapes and order", phase_from, passes)
+    return LlmView("order", f"{where}{order} (no input shapes)", passes)
 
 
 def _engine_phases(passes: list[Pass], engine: str | None) -> tuple[list[Pass], str]:
@@ -168,7 +180,11 @@ def _generates(trace: Trace, passes: list[Pass]) -> bool:
     """Whether forwards belong to a generation: only incremental decoding runs a forward
     on one new token per sequence (without shapes: a second forward in the same step or
     annotation), and only a generation keeps a KV cache (cache ops in the passes, or
-    transformers' cache module in the recorded Python stacks)."""
+    transformers' cache module in the recorded Python stacks). A generation never runs
+    backward: a trace with autograd's backward is training (two forwards in one step are
+    gradient accumulation, not a decode)."""
+    if any(n.startswith(BACKWARD_PREFIX) for n in trace.names):
+        return False
     if any(p.phase == "decode" for p in passes):
         return True
     if any(p.kv_appends or p.kv_writes for p in passes):

@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 
 import numpy as np
 
 from ..trace import Cat, Trace
+from .compile import REGION_RE
 from .llm_passes import PassSpec
 
 SERVING_RE = re.compile(
@@ -55,6 +57,8 @@ ENGINE_RANGES = (
 #: query, [tokens, heads, head size], the step's flattened tokens (padded to the captured
 #: graph's size when graphs replay).
 ATTENTION_TOKEN_OPS = frozenset({"vllm::unified_attention", "vllm::unified_attention_with_output"})
+#: Ops that choose the next token from a forward's logits (greedy, sampling, beam search).
+TOKEN_CHOICE_OPS = frozenset({"aten::argmax", "aten::multinomial", "aten::topk"})
 #: Ops whose presence between two embeddings says a new forward began (GPT-2 embeds
 #: tokens and positions back to back: one forward, two embeddings).
 MATMUL_OPS = frozenset({"aten::linear", "aten::mm", "aten::addmm", "aten::matmul", "aten::bmm"})
@@ -160,25 +164,24 @@ def _query_tokens(dims_json: str | None) -> int | None:
     return None
 
 
-def forwards(trace: Trace) -> tuple[list[PassSpec], bool]:
-    """Model forwards from `aten::embedding`; whether token counts came from shapes."""
-    emb = _ops_named(trace, frozenset({"aten::embedding"}))
-    if not len(emb):
-        return [], False
-    host = trace.mask(Cat.CPU_OP) & (trace.lane_kind == 1)
-    mm_ids = trace.name_ids_matching(lambda n: n in MATMUL_OPS)
-    mm_ts = np.sort(trace.ts[np.flatnonzero(host & np.isin(trace.name_id, mm_ids))])
-    if not len(mm_ts):
-        return [], False  # embeddings without matrix products: not a transformer
-    starts: list[int] = []
-    for i in emb.tolist():
-        if starts:
-            between = np.searchsorted(mm_ts, [trace.ts[starts[-1]], trace.ts[i]])
-            if between[1] == between[0]:
-                continue  # a second embedding of the same forward (positions)
-        starts.append(i)
-    shapes = [_ids_shape(trace.input_dims.get(i)) for i in starts]
-    shaped = all(s is not None for s in shapes)
+def forwards(trace: Trace) -> tuple[list[PassSpec], int, bool]:
+    """Model forwards from `aten::embedding` and from compiled forwards (see
+    `compiled_forwards`); how many carry their input ids' shape, and whether compiled
+    regions were used. A pass with a shape takes its phase from it, one without from
+    its order in its step or annotation."""
+    starts = _embedding_forwards(trace)
+    regions = compiled_forwards(trace)
+    if len(regions):
+        inside = np.zeros(len(starts), dtype=bool)
+        for r in regions.tolist():
+            ts = trace.ts[starts] if starts else np.zeros(0)
+            inside |= (ts >= trace.ts[r]) & (ts < trace.end[r])
+        kept = [i for i, drop in zip(starts, inside.tolist(), strict=True) if not drop]
+        starts = sorted(kept + regions.tolist(), key=lambda i: (trace.ts[i], i))
+    if not starts:
+        return [], 0, False
+    region_set = set(regions.tolist())
+    shapes = [None if i in region_set else _ids_shape(trace.input_dims.get(i)) for i in starts]
     groups = [_group(trace, i) for i in starts]
     out = []
     for k, i in enumerate(starts):
@@ -186,16 +189,83 @@ def forwards(trace: Trace) -> tuple[list[PassSpec], bool]:
         same_next = k + 1 < len(starts) and groups[k + 1][0] == group
         end = float(trace.ts[starts[k + 1]]) if same_next else group_end
         first_in_group = k == 0 or groups[k - 1][0] != group
-        if shaped:
+        batch = tokens = None
+        if shapes[k] is not None:
             batch, seq = shapes[k]
             phase, tokens = ("decode" if seq == 1 else "prefill"), (batch or 1) * seq
             if batch is None and seq > 1:
                 phase = "unknown"  # one flat token list (a serving engine's batch): any mix
         else:
-            batch = tokens = None
             phase = "prefill" if first_in_group else "decode"
-        out.append(PassSpec(f"forward {k + 1}", phase, i, float(trace.ts[i]), end, tokens, batch))
-    return out, shaped
+        label = f"forward {k + 1}" + (f" ({trace.name(i)})" if i in region_set else "")
+        out.append(PassSpec(label, phase, i, float(trace.ts[i]), end, tokens, batch))
+    return out, sum(s is not None for s in shapes), bool(region_set)
+
+
+def _embedding_forwards(trace: Trace) -> list[int]:
+    """The first `aten::embedding` of each eager forward: a second one with no matrix
+    product since the first is the same forward (GPT-2 embeds tokens, then positions)."""
+    emb = _ops_named(trace, frozenset({"aten::embedding"}))
+    if not len(emb):
+        return []
+    host = trace.mask(Cat.CPU_OP) & (trace.lane_kind == 1)
+    mm_ids = trace.name_ids_matching(lambda n: n in MATMUL_OPS)
+    mm_ts = np.sort(trace.ts[np.flatnonzero(host & np.isin(trace.name_id, mm_ids))])
+    if not len(mm_ts):
+        return []  # embeddings without matrix products: not a transformer
+    starts: list[int] = []
+    for i in emb.tolist():
+        if starts:
+            between = np.searchsorted(mm_ts, [trace.ts[starts[-1]], trace.ts[i]])
+            if between[1] == between[0]:
+                continue  # a second embedding of the same forward (positions)
+        starts.append(i)
+    return starts
+
+
+def compiled_forwards(trace: Trace) -> np.ndarray:
+    """Forwards of a torch.compile'd model: its calls of one compiled frame.
+
+    Compiled code hides the forward's ops (Inductor fuses the embedding into its own
+    kernels; a CUDA graph replays the whole forward from one launch), but Dynamo marks
+    every call of a compiled frame with a `Torch-Compiled Region: K/M` range (frame K,
+    its M-th compilation). A forward with graph breaks calls several frames in turn,
+    each once, so the frame called most often (the first compiled, on a tie) starts
+    each forward, and a graph replayed inside it belongs to that forward. Generation
+    is told from any other loop over a compiled model (diffusion steps, training) by
+    what happens between two calls: the next token is chosen from the logits
+    (`aten::argmax` greedy, `aten::multinomial` sampling, `aten::topk` beam search) on
+    the host, outside the compiled code; every pair of successive calls in a step or
+    annotation must have one between them, and at least one pair must exist."""
+    region_ids = {
+        i: int(m[1]) for i, n in enumerate(trace.names) if (m := REGION_RE.match(n)) and m[1]
+    }
+    if not region_ids:
+        return np.zeros(0, dtype=np.int64)
+    host = (trace.lane_kind == 1) & ~trace.is_instant
+    idx = np.flatnonzero(host & np.isin(trace.name_id, list(region_ids)))
+    idx = idx[np.argsort(trace.ts[idx], kind="stable")]
+    top: list[int] = []
+    for i in idx.tolist():
+        if not top or trace.ts[i] >= trace.end[top[-1]]:
+            top.append(i)  # regions nested in another are part of its call
+    frames = Counter(region_ids[int(trace.name_id[i])] for i in top)
+    frame = min(frames, key=lambda f: (-frames[f], f))
+    calls = np.array([i for i in top if region_ids[int(trace.name_id[i])] == frame])
+    choices = _ops_named(trace, TOKEN_CHOICE_OPS)
+    choice_ts = trace.ts[choices]
+    starts, ends = trace.ts[np.array(top)], trace.end[np.array(top)]
+    outside = choice_ts[np.searchsorted(ends, choice_ts, side="right") >= np.searchsorted(
+        starts, choice_ts, side="right")]  # fmt: skip
+    pairs = 0
+    for a, b in zip(calls[:-1].tolist(), calls[1:].tolist(), strict=True):
+        if _group(trace, a)[0] != _group(trace, b)[0]:
+            continue
+        pairs += 1
+        lo, hi = np.searchsorted(outside, [trace.end[a], trace.ts[b]])
+        if hi == lo:
+            return np.zeros(0, dtype=np.int64)  # two calls with no token chosen between
+    return calls if pairs else np.zeros(0, dtype=np.int64)
 
 
 def _ids_shape(dims_json: str | None) -> tuple[int | None, int] | None:
