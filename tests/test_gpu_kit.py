@@ -188,6 +188,23 @@ def test_generate_splits_prefill_and_decode(gpu, out, results):
     assert fired == {"llm-decode-overhead"}
 
 
+def test_compiled_generate_passes_are_the_compiled_calls(gpu, out, results):
+    """With --compile, Inductor fuses the embedding into its kernels: the forwards are the
+    calls of the compiled frame (Torch-Compiled Region), 1 prefill + 7 decodes a step."""
+    trace_path = _profile(
+        out, "transformer", "--mode", "generate", "--layers", "2", "--hidden", "128",
+        "--seq", "32", "--new-tokens", "8", "--compile", "--warmup", "2",
+    )  # fmt: skip
+    view = llm_view(kinetoscope.load(trace_path))
+    assert view is not None, "no LLM passes in the compiled generate() trace"
+    results.append(
+        {"check": "compiled generate()", "run": "--compile, warm",
+         "result": f"{view.source}: {[p.phase for p in view.passes][:8]}..., TTFT "
+         f"{view.ttft_us:.0f} us, TPOT {view.tpot_us:.0f} us"}
+    )  # fmt: skip
+    assert [p.phase for p in view.passes] == (["prefill"] + ["decode"] * 7) * 3
+
+
 # ---- tune: the GPU knobs' trials run and take effect -----------------------------------
 
 
