@@ -249,8 +249,9 @@ EXECUTE_MODEL = "vllm/v1/worker/gpu_model_runner.py(3380): execute_model"
 
 
 def _vllm_piecewise_trace(
-    tmp_path, prefill_kernel_us=200.0, name="vllm.json", decode_kernel_us=100.0, rank=None
-):
+    tmp_path, prefill_kernel_us=200.0, name="vllm.json", decode_kernel_us=100.0, rank=None,
+    frame=(EXECUTE_MODEL, "python_function"),
+):  # fmt: skip
     """A vLLM engine window without step annotations (the shape of a `vllm bench latency`
     profile with with_stack): ten `execute_model` Python ranges 25 ms apart. The first,
     the prompt, runs eagerly (a 40-token flat `aten::embedding`, 100 launched kernels of
@@ -261,7 +262,7 @@ def _vllm_piecewise_trace(
     events, corr = [], 0
     for k in range(10):
         t0 = 1000.0 + 25_000.0 * k
-        events.append(op(EXECUTE_MODEL, t0, 5000, cat="python_function"))
+        events.append(op(frame[0], t0, 5000, cat=frame[1]))
         cursor = t0 + 100
         if k == 0:
             dims = {"Input Dims": [[1000, 64], [40]], "Input type": ["c10::BFloat16", "long"]}
@@ -300,6 +301,24 @@ def test_piecewise_graph_decodes_are_one_pass_per_execute_model(tmp_path):
     totals = view.totals()
     assert (totals["decode"].passes, totals["decode"].graph_launches) == (9, 9 * 81)
     assert totals["prefill"].tokens == 40 and totals["decode"].tokens == 72
+
+
+@pytest.mark.parametrize(
+    ("frame", "engine"),
+    [
+        (("gpu_model_runner: forward", "user_annotation"), "vLLM"),
+        (("vllm/worker/model_runner.py(1650): execute_model", "python_function"), "vLLM"),
+        (("sglang/srt/model_executor/model_runner.py(3123): forward", "python_function"), "SGLang"),
+        (("text_generation_server/models/flash_causal_lm.py(1800): generate_token",
+          "python_function"), "TGI"),
+    ],
+)  # fmt: skip
+def test_each_engine_range_is_one_pass(tmp_path, frame, engine):
+    """vLLM's custom-scope annotation and v0 runner, SGLang's model runner, TGI's
+    generate_token: each range one pass, the same 1 prefill + 9 decodes."""
+    view = llm_view(kinetoscope.load(_vllm_piecewise_trace(tmp_path, frame=frame)))
+    assert (view.source, view.engine) == ("engine ranges", engine)
+    assert [p.phase for p in view.passes] == ["prefill"] + ["decode"] * 9
 
 
 def test_engine_steps_of_one_kind_stay_unknown(tmp_path):
