@@ -533,3 +533,25 @@ def test_backward_means_training_not_generation(tmp_path):
     assert llm_view(trace) is None
     without = [e for e in events if not e["name"].startswith("autograd")]
     assert llm_view(kinetoscope.load(write_trace(tmp_path / "fwd.json", without))) is not None
+
+
+@pytest.mark.parametrize(
+    ("name", "phase", "tokens", "batch"),
+    [
+        # 1 prefill request whose 512 queries attend to 2048 keys: 1536 were cached by
+        # earlier chunks (or a prefix-cache hit)
+        ("execute_512_context_1(sq512sk2048sqsq262144sqsk1048576)_generation_0(sq0sk0sqsq0sqsk0)",
+         "chunked prefill", 512, 1),
+        # the whole prompt at once: queries = keys
+        ("execute_512_context_1(sq512sk512sqsq262144sqsk262144)_generation_0(sq0sk0sqsq0sqsk0)",
+         "prefill", 512, 1),
+        # the older form: 300 x 900 = 270000 query x key positions for 300 queries
+        ("execute_context_1(300_270000)_generation_0(0)", "chunked prefill", 300, 1),
+        ("execute_context_1(300_90000)_generation_2(2)", "mixed", 302, 3),
+    ],
+)  # fmt: skip
+def test_annotation_phase_names_chunked_prefill(tmp_path, name, phase, tokens, batch):
+    events = [op(name, 0, 1000, cat="user_annotation"), op("aten::linear", 10, 500)]
+    view = llm_view(kinetoscope.load(write_trace(tmp_path / "chunk.json", events)))
+    (step,) = view.passes
+    assert (step.phase, step.tokens, step.batch) == (phase, tokens, batch)
