@@ -67,6 +67,19 @@ def change(a: float | None, b: float | None) -> str:
     return f"{fmt_us(a)} -> {fmt_us(b)}{pct}"
 
 
+def llm_sentence(llm: dict[str, Any]) -> str:
+    """One sentence for the diff's conclusion: TTFT and TPOT where both runs have them."""
+    if not llm:
+        return ""
+    parts = [
+        f"{words} {change(pair['a'], pair['b'])}"
+        for words, pair in (("time to first token", llm["ttft_us"]),
+                            ("time per output token", llm["tpot_us"]))
+        if pair["a"] is not None and pair["b"] is not None
+    ]  # fmt: skip
+    return f"Generation: {', '.join(parts)}." if parts else ""
+
+
 HEADERS = ["phase", "passes A", "passes B", "per pass", "host per pass", "device per pass"]
 
 
