@@ -11,7 +11,10 @@ a fresh interpreter, so torch.compile really compiles inside its window:
 - "dataloader_slow": DataLoader(num_workers=0) over a dataset that sleeps 5 ms per
   item (batch 4: ~20 ms of data wait per step against well under 1 ms of compute);
 - "compile_window": the first call of a torch.compile'd function inside the
-  window (wait=0, warmup=0), so Dynamo and Inductor run in step #0.
+  window (wait=0, warmup=0), so Dynamo and Inductor run in step #0;
+- "gpt2_generate": a random 1-layer GPT-2 (no download) generating 4 tokens for 2
+  prompts of 5 per step, with shapes: 1 prefill + 3 decode passes a step, the
+  DynamicCache grown by torch.cat.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-NAMES = ("adam_unfused", "grad_accum", "dataloader_slow", "compile_window")
+NAMES = ("adam_unfused", "grad_accum", "dataloader_slow", "compile_window", "gpt2_generate")
 
 SCRIPT = r"""
 import sys
@@ -36,10 +39,11 @@ torch.manual_seed(0)
 torch.set_num_threads(1)
 
 
-def record(name, body, steps=3, wait=1, warmup=1):
+def record(name, body, steps=3, wait=1, warmup=1, shapes=False):
     # repeat=1: one cycle, so a later partial cycle cannot overwrite the file
     with profile(
         activities=[ProfilerActivity.CPU],
+        record_shapes=shapes,
         schedule=schedule(wait=wait, warmup=warmup, active=steps, repeat=1),
         on_trace_ready=lambda p: p.export_chrome_trace(f"{out}/{name}.json"),
     ) as prof:
@@ -108,6 +112,26 @@ def fn(a, b):
 
 a, b = torch.randn(32, 32), torch.randn(32, 32)
 record("compile_window", lambda: fn(a, b), steps=3, wait=0, warmup=0)
+
+import transformers  # the llm extra (installed by the README's and .ci/run's install line)
+
+config = transformers.GPT2Config(
+    n_layer=1, n_embd=32, n_head=2, vocab_size=100, n_positions=64, bos_token_id=0,
+    eos_token_id=None,
+)
+gpt2 = transformers.GPT2LMHeadModel(config).eval()
+prompt = torch.randint(1, 100, (2, 5))
+
+
+def generate_step():
+    with torch.no_grad():
+        gpt2.generate(
+            prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=4,
+            min_new_tokens=4, do_sample=False, pad_token_id=0,
+        )
+
+
+record("gpt2_generate", generate_step, shapes=True)
 """
 
 

@@ -16,6 +16,7 @@ from .rank_compare import (
     rank_ranges,
     stragglers,
 )
+from .rank_llm import align_passes, render_lines
 from .rank_summary import RankSummary
 
 
@@ -29,6 +30,7 @@ class MultiRankReport:
         self.findings = merged_findings(ranks)
         self.median_step = median(s.step_us for s in ranks.values())
         self.median_wait = median(self.waits.values()) if self.waits else 0.0
+        self.llm_passes = align_passes(ranks)  # rank_llm.py: None without LLM passes
 
     def straggler_text(self) -> str:
         if not self.matched:
@@ -92,6 +94,7 @@ class MultiRankReport:
                 "min_wait_share": MIN_WAIT_SHARE,
             },
             "findings": self.findings,
+            "llm_passes": self.llm_passes,
         }
 
     def render(self, markdown: bool) -> str:
@@ -126,6 +129,7 @@ class MultiRankReport:
             "",
             self.straggler_text(),
             "",
+            *(render_lines(self.llm_passes, markdown) if self.llm_passes else []),
             f"{h}Findings (merged across ranks)",
         ]
         for f in self.findings:

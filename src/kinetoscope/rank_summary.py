@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .analysis.intervals import merge, union_length
+from .analysis.llm import llm_view
 from .analysis.streams import stream_report
 from .errors import TraceError
 from .trace import Trace, load
@@ -42,6 +43,8 @@ class RankSummary:
     error: str | None = None
     #: median over steps of communication no compute overlapped (analysis.streams)
     exposed_us: float = 0.0
+    #: LLM passes (analysis.llm), (phase, start us, dur us, device busy us, graph launches)
+    llm_passes: list[tuple[str, float, float, float, int]] = field(default_factory=list)
 
     @property
     def step_us(self) -> float:
@@ -123,4 +126,15 @@ def summarize_rank(path: str, config: dict | None = None) -> RankSummary:
         findings=[f.to_dict() for f in outcome.findings],
         not_checked=[s.to_dict() for s in outcome.not_checked],
         exposed_us=median([s.exposed_us for s in stream_report(trace).steps] or [0.0]),
+        llm_passes=_llm_passes(trace),
     )
+
+
+def _llm_passes(trace: Trace) -> list[tuple[str, float, float, float, int]]:
+    view = llm_view(trace)
+    if view is None:
+        return []
+    return [
+        (p.phase, trace.rel(p.start), p.dur, p.device_busy_us, p.graph_launches)
+        for p in view.passes
+    ]

@@ -265,6 +265,7 @@ def diff_runs(run_a: Run, run_b: Run) -> TraceDiff:
     """Compare two runs; `conclusion` holds the plain-words summary."""
     from ..analysis.attention import backend_change
     from .conclusion import conclude
+    from .llm_diff import llm_diff, llm_sentence
 
     stats_a, stats_b = step_stats(run_a.trace), step_stats(run_b.trace)
     a, b = side(run_a, stats_a), side(run_b, stats_b)
@@ -288,7 +289,10 @@ def diff_runs(run_a: Run, run_b: Run) -> TraceDiff:
             kernels.comparable,
         ),
     )
+    result.llm = llm_diff(run_a.trace, run_b.trace)  # owned by compare/llm_diff.py
     result.conclusion = conclude(result)
+    if generation := llm_sentence(result.llm):  # owned by compare/llm_diff.py
+        result.conclusion = f"{result.conclusion} {generation}"
     if attention := backend_change(run_a.trace, run_b.trace):  # owned by analysis/attention.py
         result.conclusion = f"{attention} {result.conclusion}"
     return result

@@ -122,6 +122,8 @@ class TraceDiff:
     #: device work by type in each run, and what appeared or vanished
     types: list[TypeChange] = field(default_factory=list)
     conclusion: str = ""
+    #: both runs' LLM passes per phase, TTFT and TPOT (compare/llm_diff.py); {} without
+    llm: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -14,6 +14,8 @@ from ..jsontext import dumps
 from ..own_files import signature
 from ..units import fmt_us
 from .diff_model import Run, TraceDiff
+from .llm_diff import HEADERS as LLM_HEADERS
+from .llm_diff import llm_lines
 
 #: Rows per table in text/markdown/html; json carries every row.
 ROW_LIMIT = 25
@@ -266,8 +268,17 @@ def sections(d: TraceDiff, limit: int = ROW_LIMIT) -> list[Section]:
         _types(d),
         _kernels(d, limit),
         _ops(d, limit),
+        *_llm(d),
         _findings(d),
     ]
+
+
+def _llm(d: TraceDiff) -> list[Section]:
+    """Per-phase time, TTFT and TPOT of both runs (compare/llm_diff.py); none without LLM."""
+    if not d.llm:
+        return []
+    text, rows = llm_lines(d.llm)
+    return [Section("LLM phases (A -> B)", text=text, headers=LLM_HEADERS, rows=rows)]
 
 
 def _more_line(sec: Section) -> str:

@@ -12,6 +12,7 @@ import re
 
 from ..rules.base import Evidence
 from ..units import fmt_pct, fmt_us
+from . import llm_render
 from .console import inert
 from .evidence import evidence_line
 from .model import Report
@@ -56,6 +57,7 @@ def render_markdown(report: Report) -> str:
     ]
     out += _kernel_types(report)
     out += _streams(report)
+    out += _llm(report)
     out += ["## Findings", ""]
     if not report.findings:
         out += ["No rule fired.", ""]
@@ -138,6 +140,26 @@ def _streams(report: Report) -> list[str]:
             f"| {_escape(s['label'])} | {s['device']} | {s['events']} | {fmt_us(s['busy_us'])} | "
             f"{fmt_us(s['communication_us'])} |"
         )
+    return out + [""]
+
+
+def _llm(report: Report) -> list[str]:
+    """Passes of a generation (report.llm_render lays out the same cells as the text)."""
+    llm = report.llm
+    if not llm:
+        return []
+    out = ["## LLM phases", "", _escape("; ".join(llm_render.summary(llm))) + ".", ""]
+    out += [_escape(llm_render.phases_from(llm)), ""]
+    out += _table(llm_render.PHASE_COLUMNS, llm_render.phase_rows(llm), left=1)
+    out += _table(llm_render.PASS_COLUMNS, [llm_render.pass_row(p) for p in llm["passes"]], left=2)
+    return out
+
+
+def _table(columns: tuple[str, ...], rows: list[list[str]], left: int) -> list[str]:
+    """A Markdown table whose first `left` columns are text (left-aligned, escaped)."""
+    out = ["| " + " | ".join(columns) + " |"]
+    out.append("|" + "|".join("---" if k < left else "---:" for k in range(len(columns))) + "|")
+    out += ["| " + " | ".join(_escape(c) for c in row) + " |" for row in rows]
     return out + [""]
 
 

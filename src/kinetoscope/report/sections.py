@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis.kernel_types import kernel_types
-from ..analysis.llm import llm_view
+from ..analysis.llm import PHASES, llm_view
 from ..analysis.quality import trace_quality
 from ..analysis.streams import stream_report
 from ..trace import Trace
@@ -71,19 +71,33 @@ def streams_section(trace: Trace) -> dict[str, Any]:
     }
 
 
-PHASES = ("prefill", "decode", "mixed", "unknown")
-
-
 def llm_section(trace: Trace) -> dict[str, Any]:
-    """Prefill/decode passes (analysis.llm); empty when the trace holds no generation."""
+    """Passes of a generation (analysis.llm): phases, per-phase totals, time to first
+    token, time per output token; empty when the trace holds no generation."""
     view = llm_view(trace)
     if view is None:
         return {}
     latency = view.decode_latency
+    totals = view.totals()
     return {
         "source": view.source,
+        "phase_from": view.phase_from,
+        "engine": view.engine,
+        "has_profiler_steps": bool(trace.steps),
         "ttft_us": view.ttft_us,
+        "tpot_us": view.tpot_us,
         "phases": {phase: len(view.phase(phase)) for phase in PHASES},
+        "phase_totals": {
+            phase: {
+                "passes": t.passes,
+                "tokens": t.tokens,
+                "wall_us": t.wall_us,
+                "host_us": t.host_us,
+                "device_busy_us": t.device_busy_us,
+                "graph_launches": t.graph_launches,
+            }
+            for phase, t in totals.items()
+        },
         "decode_latency_us": (
             {"median": latency.median, "mean": latency.mean, "p90": latency.p90}
             if latency is not None
@@ -95,6 +109,7 @@ def llm_section(trace: Trace) -> dict[str, Any]:
                 "phase": p.phase,
                 "start_us": trace.rel(p.start),
                 "dur_us": p.dur,
+                "host_us": p.host_us,
                 "tokens": p.tokens,
                 "batch": p.batch,
                 "device_busy_us": p.device_busy_us,

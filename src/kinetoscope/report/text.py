@@ -17,6 +17,7 @@ from rich.text import Text
 
 from ..rules.base import Evidence, Finding
 from ..units import fmt_us
+from . import llm_render
 from .console import inert
 from .evidence import evidence_line
 from .model import Report
@@ -142,36 +143,26 @@ def _kernel_types(report: Report) -> Group:
 
 
 def _llm(report: Report) -> Group:
-    """Prefill and decode passes: time to first token, per-token latency, cache traffic."""
+    """Passes of a generation: per-phase totals, TTFT, TPOT, then one row per pass."""
     llm = report.llm
-    counts = ", ".join(f"{n} {phase}" for phase, n in llm["phases"].items() if n)
-    head = [f"{counts} (from {llm['source']})"]
-    if llm["ttft_us"] is not None:
-        head.append(f"time to first token {fmt_us(llm['ttft_us'])}")
-    if llm["decode_latency_us"]:
-        lat = llm["decode_latency_us"]
-        head.append(f"per-token decode {fmt_us(lat['median'])} median, p90 {fmt_us(lat['p90'])}")
+    phases = Table(box=None, pad_edge=False, header_style="dim", padding=(0, 1))
+    for name in llm_render.PHASE_COLUMNS:
+        phases.add_column(name, justify="left" if name == "phase" else "right")
+    for row in llm_render.phase_rows(llm):
+        phases.add_row(*row)
     table = Table(box=None, pad_edge=False, header_style="dim", padding=(0, 1))
-    for name in ("pass", "phase", "tokens", "duration", "device busy", "kernels", "KV cache"):
+    for name in llm_render.PASS_COLUMNS:
         table.add_column(name, justify="left" if name in ("pass", "phase") else "right")
     for p in llm["passes"][:MAX_STEP_ROWS]:
-        cache = []
-        if p["kv_appends"]:
-            cache.append(f"{p['kv_appends']} cat")
-        if p["kv_writes"]:
-            cache.append(f"{p['kv_writes']} writes")
-        if p["dtod_copies"]:
-            cache.append(f"{p['dtod_copies']} DtoD")
-        table.add_row(
-            Text(inert(p["label"][:40])),
-            p["phase"],
-            "-" if p["tokens"] is None else str(p["tokens"]),
-            fmt_us(p["dur_us"]),
-            fmt_us(p["device_busy_us"]),
-            str(p["kernels"]),
-            ", ".join(cache) or "-",
-        )
-    parts: list = [Text("LLM phases", style="bold"), Text("; ".join(head), style="dim"), table]
+        label, *cells = llm_render.pass_row(p)
+        table.add_row(Text(inert(label[:32])), *cells)
+    parts: list = [
+        Text("LLM phases", style="bold"),
+        Text("; ".join(llm_render.summary(llm)), style="dim"),
+        Text(inert(llm_render.phases_from(llm)), style="dim"),
+        phases,
+        table,
+    ]
     if len(llm["passes"]) > MAX_STEP_ROWS:
         more = len(llm["passes"]) - MAX_STEP_ROWS
         parts.append(Text(f"... {more} more passes (see --format json)"))

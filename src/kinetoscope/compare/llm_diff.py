@@ -1,0 +1,111 @@
+"""The LLM comparison of a diff: per-phase time, time to first token, time per output token.
+
+Two runs of one generation (say eager and graph-replayed decode, or two engine
+versions) differ per phase: a change can cut the decode loop and leave the prefill
+alone. Runs can also hold different pass counts (more new tokens, another prompt
+batch), so each phase is compared per pass (mean wall, host and device time of
+one pass) beside its totals. Empty when neither run holds a generation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..analysis.llm import LlmView, llm_view
+from ..trace import Trace
+from ..units import fmt_us
+
+
+def llm_diff(trace_a: Trace, trace_b: Trace) -> dict[str, Any]:
+    """Both runs' LLM figures side by side (JSON-ready); {} when neither has passes."""
+    va, vb = llm_view(trace_a), llm_view(trace_b)
+    if va is None and vb is None:
+        return {}
+    ta = va.totals() if va else {}
+    tb = vb.totals() if vb else {}
+    phases = []
+    for phase in [p for p in ta if p in tb] + [p for p in (*ta, *tb) if (p in ta) != (p in tb)]:
+        row: dict[str, Any] = {"phase": phase}
+        for key, totals in (("a", ta), ("b", tb)):
+            t = totals.get(phase)
+            row[key] = (
+                {
+                    "passes": t.passes,
+                    "tokens": t.tokens,
+                    "wall_us": t.wall_us,
+                    "per_pass_us": t.wall_us / t.passes,
+                    "host_per_pass_us": t.host_us / t.passes,
+                    "device_per_pass_us": t.device_busy_us / t.passes,
+                    "graph_launches": t.graph_launches,
+                }
+                if t
+                else None
+            )
+        phases.append(row)
+    return {
+        "a": _side(va),
+        "b": _side(vb),
+        "phases": phases,
+        "ttft_us": {"a": va.ttft_us if va else None, "b": vb.ttft_us if vb else None},
+        "tpot_us": {"a": va.tpot_us if va else None, "b": vb.tpot_us if vb else None},
+    }
+
+
+def _side(view: LlmView | None) -> dict[str, Any] | None:
+    if view is None:
+        return None
+    return {"source": view.source, "phase_from": view.phase_from, "engine": view.engine}
+
+
+def change(a: float | None, b: float | None) -> str:
+    """`a -> b (+x%)`, or what is missing on either side."""
+    if a is None and b is None:
+        return "-"
+    if a is None or b is None:
+        return f"{'-' if a is None else fmt_us(a)} -> {'-' if b is None else fmt_us(b)}"
+    pct = f" ({(b - a) / a * 100:+.0f}%)" if a > 0 else ""
+    return f"{fmt_us(a)} -> {fmt_us(b)}{pct}"
+
+
+def llm_sentence(llm: dict[str, Any]) -> str:
+    """One sentence for the diff's conclusion: TTFT and TPOT where both runs have them."""
+    if not llm:
+        return ""
+    parts = [
+        f"{words} {change(pair['a'], pair['b'])}"
+        for words, pair in (("time to first token", llm["ttft_us"]),
+                            ("time per output token", llm["tpot_us"]))
+        if pair["a"] is not None and pair["b"] is not None
+    ]  # fmt: skip
+    return f"Generation: {', '.join(parts)}." if parts else ""
+
+
+HEADERS = ["phase", "passes A", "passes B", "per pass", "host per pass", "device per pass"]
+
+
+def llm_lines(llm: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The diff section's text lines and its per-phase rows."""
+    text = []
+    for side in ("a", "b"):
+        s = llm[side]
+        where = f"{s['engine'] + ' ' if s['engine'] else ''}{s['source']}" if s else None
+        text.append(f"{side.upper()}: " + (f"passes from {where}" if s else "no generation"))
+    ttft, tpot = llm["ttft_us"], llm["tpot_us"]
+    if ttft["a"] is not None or ttft["b"] is not None:
+        text.append(f"time to first token {change(ttft['a'], ttft['b'])}")
+    if tpot["a"] is not None or tpot["b"] is not None:
+        text.append(f"time per output token {change(tpot['a'], tpot['b'])}")
+    rows = []
+    for row in llm["phases"]:
+        a, b = row["a"] or {}, row["b"] or {}
+        rows.append(
+            [
+                row["phase"],
+                str(a.get("passes", 0)),
+                str(b.get("passes", 0)),
+                change(a.get("per_pass_us"), b.get("per_pass_us")),
+                change(a.get("host_per_pass_us"), b.get("host_per_pass_us")),
+                change(a.get("device_per_pass_us"), b.get("device_per_pass_us")),
+            ]
+        )
+    return text, rows

@@ -1,0 +1,91 @@
+"""The LLM section's lines and table cells, shared by the text and Markdown reports.
+
+Both lay out the same numbers from `Report.llm` (report.sections.llm_section): a
+summary line (phases, what they were read from, time to first token, time per
+output token), one row per phase (passes, tokens, wall, host and device time,
+graph replays: `graphs`, the cudaGraphLaunch / hipGraphLaunch calls) and one row
+per pass. Cells are plain strings; each renderer
+escapes trace-provided text (labels) its own way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..units import fmt_us
+
+PHASE_COLUMNS = ("phase", "passes", "tokens", "wall", "host", "device busy", "graphs")
+PASS_COLUMNS = (
+    "pass",
+    "phase",
+    "tokens",
+    "duration",
+    "host",
+    "device busy",
+    "kernels",
+    "graphs",
+    "KV cache",
+)
+
+
+def summary(llm: dict[str, Any]) -> list[str]:
+    """Counts per phase and where they came from, TTFT, TPOT and the decode spread."""
+    counts = ", ".join(f"{n} {phase}" for phase, n in llm["phases"].items() if n)
+    engine = f" {llm['engine']}" if llm.get("engine") else ""
+    parts = [f"{counts} (from{engine} {llm['source']})"]
+    if llm["ttft_us"] is not None:
+        parts.append(f"time to first token {fmt_us(llm['ttft_us'])}")
+    if llm.get("tpot_us") is not None:
+        lat = llm["decode_latency_us"]
+        parts.append(
+            f"time per output token {fmt_us(llm['tpot_us'])} mean "
+            f"(median {fmt_us(lat['median'])}, p90 {fmt_us(lat['p90'])})"
+        )
+    return parts
+
+
+def phases_from(llm: dict[str, Any]) -> str:
+    """What the phases were read from; and, without ProfilerStep, that passes are steps."""
+    line = f"Phases from {llm['phase_from']}."
+    if not llm.get("has_profiler_steps", True):
+        line += " The trace has no ProfilerStep: each pass below is one step of the window."
+    return line
+
+
+def phase_rows(llm: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for phase, t in llm.get("phase_totals", {}).items():
+        rows.append(
+            [
+                phase,
+                str(t["passes"]),
+                "-" if t["tokens"] is None else str(t["tokens"]),
+                fmt_us(t["wall_us"]),
+                fmt_us(t["host_us"]),
+                fmt_us(t["device_busy_us"]),
+                str(t["graph_launches"]),
+            ]
+        )
+    return rows
+
+
+def pass_row(p: dict[str, Any]) -> list[str]:
+    """One pass's cells, the label first (unescaped, for the renderer to escape)."""
+    cache = []
+    if p["kv_appends"]:
+        cache.append(f"{p['kv_appends']} cat")
+    if p["kv_writes"]:
+        cache.append(f"{p['kv_writes']} writes")
+    if p["dtod_copies"]:
+        cache.append(f"{p['dtod_copies']} DtoD")
+    return [
+        p["label"],
+        p["phase"],
+        "-" if p["tokens"] is None else str(p["tokens"]),
+        fmt_us(p["dur_us"]),
+        fmt_us(p["host_us"]),
+        fmt_us(p["device_busy_us"]),
+        str(p["kernels"]),
+        str(p["graph_launches"]),
+        ", ".join(cache) or "-",
+    ]
