@@ -11,7 +11,11 @@ a fresh interpreter, so torch.compile really compiles inside its window:
 - "dataloader_slow": DataLoader(num_workers=0) over a dataset that sleeps 5 ms per
   item (batch 4: ~20 ms of data wait per step against well under 1 ms of compute);
 - "compile_window": the first call of a torch.compile'd function inside the
-  window (wait=0, warmup=0), so Dynamo and Inductor run in step #0.
+  window (wait=0, warmup=0), so Dynamo and Inductor run in step #0;
+- "matmul_1024" / "matmul_16": `matmul_add`'s step (`torch.add(torch.matmul(x, w), b)`
+  inside `record_function("matmul_add")`, fp32, one thread) at 1024 (2.1 GFLOP a step:
+  tens of ms inside the BLAS call of aten::mm) and at 16 (8 kFLOP: a few us of math
+  against the Python, dispatcher and profiler step around it).
 """
 
 from __future__ import annotations
@@ -22,7 +26,14 @@ from pathlib import Path
 
 import pytest
 
-NAMES = ("adam_unfused", "grad_accum", "dataloader_slow", "compile_window")
+NAMES = (
+    "adam_unfused",
+    "grad_accum",
+    "dataloader_slow",
+    "compile_window",
+    "matmul_1024",
+    "matmul_16",
+)
 
 SCRIPT = r"""
 import sys
@@ -108,6 +119,20 @@ def fn(a, b):
 
 a, b = torch.randn(32, 32), torch.randn(32, 32)
 record("compile_window", lambda: fn(a, b), steps=3, wait=0, warmup=0)
+
+
+def matmul_add(n):
+    x, w, bias = torch.randn(n, n), torch.randn(n, n), torch.randn(n)
+
+    def step():
+        with torch.profiler.record_function("matmul_add"):
+            torch.add(torch.matmul(x, w), bias)
+
+    return step
+
+
+for n in (1024, 16):
+    record(f"matmul_{n}", matmul_add(n), warmup=3)
 """
 
 

@@ -1,12 +1,15 @@
 """Regime rules judged on device busy vs host time: overhead-bound, compute-bound, mixed,
 host-only. The verdict itself (which regime, for all regime rules) is `rules.verdict.classify`;
-the wait and compile regimes are in `rules.regime_waits`.
+the wait and compile regimes are in `rules.regime_waits`. On a CPU run (no device work) the
+same rules judge the CPU's compute share of the window (`RegimeCall.on_cpu`) and speak of
+ops and math libraries, never of kernels, launches or a device.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.cpu_compute import math_ops
 from ..analysis.steps import host_activity_mask, step_stats
 from ..analysis.table import window_key_averages
 from ..analysis.window import (
@@ -26,6 +29,22 @@ __all__ = ["REGIMES", "classify"]
 
 
 def _numbers(call: RegimeCall) -> list[Evidence]:
+    if call.on_cpu:
+        return [
+            Evidence("window (the profiled steps)", value=call.window_us, unit="us"),
+            Evidence(
+                "CPU compute in the window: self time of the ops that run the math "
+                "(GEMM, convolution, attention, reductions, elementwise loops)",
+                value=call.compute_us,
+                unit="us",
+            ),
+            Evidence(
+                f"CPU compute / window = {fmt_pct(call.ratio)} (overhead-bound below "
+                f"{fmt_pct(call.overhead_max_ratio, 0)}, compute-bound from "
+                f"{fmt_pct(call.compute_min_ratio, 0)})",
+                value=call.ratio,
+            ),
+        ]
     return [
         Evidence("host time in the active window", value=call.host_time_us, unit="us"),
         Evidence("device busy time in the active window", value=call.device_busy_us, unit="us"),
@@ -61,12 +80,61 @@ def _step_anchor(trace: Trace, lowest: bool = True) -> list[Evidence]:
 
 
 def _measured(call: RegimeCall, **extra) -> dict:
+    if call.on_cpu:
+        return {
+            "window_us": round(call.window_us, 3),
+            "compute_us": round(call.compute_us, 3),
+            "compute_share": round(call.ratio, 5),
+            **extra,
+        }
     return {
         "host_time_us": round(call.host_time_us, 3),
         "device_busy_us": round(call.device_busy_us, 3),
         "device_to_host_ratio": round(call.ratio, 5),
         **extra,
     }
+
+
+def _top_math_ops(trace: Trace, limit: int = 3) -> list[Evidence]:
+    """The ops owning the most CPU compute (self time of the math ops in the window)."""
+    ops = math_ops(trace)
+    ops = ops[in_window(trace, trace.ts[ops])]
+    whole = float(trace.self_time[ops].sum())
+    return [
+        Evidence(
+            f"self CPU time {fmt_us(total)} ({fmt_pct(total / whole if whole > 0 else 0.0)} "
+            "of the compute)",
+            name=name,
+            value=total,
+            unit="us",
+        )
+        for name, total in time_by_name(trace, ops, trace.self_time[ops])[:limit]
+    ]
+
+
+def _cpu_overhead(call: RegimeCall, evidence: list[Evidence]) -> Finding:
+    return Finding(
+        id="overhead-bound",
+        severity="warn",
+        title=(
+            f"Overhead-bound: the CPU computes {fmt_us(call.compute_us)} of a "
+            f"{fmt_us(call.window_us)} window ({fmt_pct(call.ratio)} < "
+            f"{fmt_pct(call.overhead_max_ratio, 0)})"
+        ),
+        explanation=(
+            "Most of each step goes to Python, the dispatcher and the framework code around "
+            "the ops, not to the arithmetic inside them: each op does too little work to pay "
+            "for its call."
+        ),
+        suggestion=(
+            "Give each op more work (larger batch or shapes, batched ops instead of Python "
+            "loops over small tensors), fuse operations (torch.compile), or move the loop's "
+            "bookkeeping out of the step."
+        ),
+        impact_us=max(call.window_us - call.compute_us, 0.0) / call.step_count,
+        evidence=evidence,
+        measured=_measured(call, threshold=call.overhead_max_ratio),
+    )
 
 
 def _mean_kernel_vs_launch(trace: Trace) -> Evidence | None:
@@ -110,6 +178,8 @@ def overhead_bound(ctx) -> list[Finding]:
     call = classify(ctx.trace, ctx.config)
     if call.regime != "overhead-bound":
         return []
+    if call.on_cpu:
+        return [_cpu_overhead(call, _numbers(call) + _top_math_ops(ctx.trace))]
     evidence = _numbers(call)
     table = ctx.analysis(window_key_averages)
     evidence.append(
@@ -166,6 +236,32 @@ def compute_bound(ctx) -> list[Finding]:
     call = classify(ctx.trace, ctx.config)
     if call.regime != "compute-bound":
         return []
+    if call.on_cpu:
+        return [
+            Finding(
+                id="compute-bound",
+                severity="info",
+                title=(
+                    f"Compute-bound: the CPU computes {fmt_us(call.compute_us)} of a "
+                    f"{fmt_us(call.window_us)} window ({fmt_pct(call.ratio)} >= "
+                    f"{fmt_pct(call.compute_min_ratio, 0)})"
+                ),
+                explanation=(
+                    "The step's time is spent inside the math libraries (BLAS, oneDNN, "
+                    "vectorized loops), not in Python or the dispatcher around them. This is "
+                    "the regime to aim for; the time now goes to the arithmetic itself."
+                ),
+                suggestion=(
+                    "Look at the hot ops' achieved FLOP/s, the intra-op threads "
+                    "(torch.get_num_threads(), one per physical core), lower precision where "
+                    "the CPU has it (bf16 with AMX or AVX512-BF16), fusing memory-bound ops "
+                    "(torch.compile), or a GPU for the big products."
+                ),
+                impact_us=0.0,
+                evidence=_numbers(call) + _top_math_ops(ctx.trace) + peak_evidence(ctx),
+                measured=_measured(call, threshold=call.compute_min_ratio),
+            )
+        ]
     return [
         Finding(
             id="compute-bound",
@@ -199,6 +295,34 @@ def mixed(ctx) -> list[Finding]:
     call = classify(ctx.trace, ctx.config)
     if call.regime != "mixed":
         return []
+    if call.on_cpu:
+        rest = max(call.window_us - call.compute_us, 0.0)
+        return [
+            Finding(
+                id="mixed",
+                severity="info",
+                title=(
+                    f"Mixed: the CPU computes {fmt_us(call.compute_us)} of a "
+                    f"{fmt_us(call.window_us)} window ({fmt_pct(call.ratio)})"
+                ),
+                explanation=(
+                    "Neither side dominates: the ops' arithmetic takes a good part of the step, "
+                    f"and Python, the dispatcher and framework code the rest ({fmt_us(rest)})."
+                ),
+                suggestion=(
+                    "Look at the ops with the most self time outside the math (dispatch-chain, "
+                    "call-count) and at the Python between ops; larger ops or torch.compile "
+                    "shift the balance toward compute."
+                ),
+                impact_us=rest / call.step_count,
+                evidence=_numbers(call) + _top_math_ops(ctx.trace),
+                measured=_measured(
+                    call,
+                    overhead_threshold=call.overhead_max_ratio,
+                    compute_threshold=call.compute_min_ratio,
+                ),
+            )
+        ]
     idle = max(call.window_us - call.device_busy_us, 0.0)
     return [
         Finding(
@@ -230,7 +354,7 @@ def mixed(ctx) -> list[Finding]:
     ]
 
 
-@rule("host-only", "regime", "no device activity was recorded")
+@rule("host-only", "regime", "no device activity and no op arithmetic was recorded")
 def host_only(ctx) -> list[Finding]:
     call = classify(ctx.trace, ctx.config)
     if call.regime != "host-only":
@@ -262,8 +386,9 @@ def host_only(ctx) -> list[Finding]:
             severity="info",
             title=f"Host-only: no device activity ({fmt_us(call.host_time_us)} of host time)",
             explanation=(
-                "The trace has no GPU lane: either the program ran on the CPU, or the "
-                "profiler was not asked to record the device. Only CPU costs can be judged."
+                "The trace has no GPU lane and none of its ops ran arithmetic of their own "
+                "(only annotations, Python or framework calls were recorded), so neither a "
+                "device nor the CPU's compute share can be judged."
             ),
             suggestion=(
                 "Start with the CPU ops that own the most self time. To see the device, "
