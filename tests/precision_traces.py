@@ -131,8 +131,10 @@ def matmul_add(n):
     return step
 
 
-for n in (1024, 16):
-    record(f"matmul_{n}", matmul_add(n), warmup=3)
+record("matmul_1024", matmul_add(1024), warmup=3)
+# 10 warm-up and 10 recorded steps: a few us per step, so one cold or preempted step
+# would otherwise weigh on the window's share
+record("matmul_16", matmul_add(16), steps=10, warmup=10)
 """
 
 
