@@ -116,3 +116,25 @@ def test_whole_window_account_counts_the_final_synchronize():
     assert m["sync_share"] == pytest.approx(11870.7 / m["window_us"], rel=1e-3)
     assert m["sync_share"] > 0.85
     assert kinetoscope.explain(trace).verdict.regime == "compute-bound"
+
+
+def test_a_pageable_upload_that_waited_for_its_stream_is_a_wait(tmp_path):
+    # a host-to-device copy from pageable memory may have to wait for its stream: called
+    # while the GEMM queued before it runs, it returns 4 us after its own copy (which ran
+    # right after the GEMM): 596 us waiting. A call as long, made after the GEMM ended and
+    # returning 4 us after its own copy too, began with the device idle: no wait
+    def trace_with(call_ts, copy_ts):
+        events = [
+            op("ProfilerStep#0", 0, 2000, cat="user_annotation"),
+            launch(5, 10, correlation=1),
+            kernel("volta_sgemm_128x64_nn", 20, 600, correlation=1),
+            launch(call_ts, copy_ts + 6 - call_ts, correlation=2, name="cudaMemcpyAsync"),
+            _copy("Memcpy HtoD (Pageable -> Device)", copy_ts, 2, correlation=2),
+        ]
+        return kinetoscope.load(write_trace(tmp_path / f"t{call_ts}.json", events))
+
+    waited = trace_with(30, 620)
+    assert [waited.name(i) for i in blocking_calls(waited)] == ["cudaMemcpyAsync"]
+    idle = trace_with(700, 1290)
+    assert idle.dur[idle.name_id == idle.name_index["cudaMemcpyAsync"]][0] == 596.0
+    assert blocking_calls(idle).tolist() == []

@@ -17,15 +17,14 @@ Three kinds of evidence say so, from the API's contract to the trace's timing:
    copies into a pageable host buffer, then synchronizes the stream;
 3. the timing shows it: the call lasted much longer than a launch
    (`LONG_FACTOR` x the trace's median launch call), the device was still
-   working on work queued before the call began, and the call returned within
-   `WAKE_US` of the moment the last of that work (on the stream the call
-   enqueued to, or on any stream for a call that enqueued nothing) finished.
-   A slow launch returns while work queued before it is still running (a full
-   launch queue), or long after the device went idle (lazy module loading,
-   whose own kernel then runs right at the call's end: the call's own work is
-   not "queued before it"), so it is not counted. This catches blocking calls of any name:
-   a pageable host-to-device copy that had to wait for its stream, an
-   implicitly synchronizing `cudaFree`.
+   working on work queued before the call when it began, and the call returned
+   within `WAKE_US` of the moment the last work queued before it or by it (on
+   the stream it enqueued to, or on any stream for a call that enqueued
+   nothing) finished. A slow launch returns while that work still runs (its
+   own kernel, behind a full launch queue), or began while the device was idle
+   (lazy module loading, however long), so it is not counted. This catches
+   blocking calls of any name: a pageable host-to-device copy that had to wait
+   for its stream, an implicitly synchronizing `cudaFree`.
 
 Wait time is the call's whole duration: from its start the thread can do
 nothing else until the device lets it go.
@@ -122,8 +121,10 @@ def _waited_by_timing(trace: Trace, calls: np.ndarray) -> np.ndarray:
         start, end = float(trace.ts[c]), float(trace.end[c])
         for lane in own_lanes.get(c, streams.keys()):
             queued, last_end = streams[lane]
-            k = int(np.searchsorted(queued, start, side="left"))  # queued before the call
-            if k and start < last_end[k - 1] and abs(end - last_end[k - 1]) <= WAKE_US:
+            before = int(np.searchsorted(queued, start, side="left"))  # queued before it
+            upto = int(np.searchsorted(queued, start, side="right"))  # ... and by it
+            busy = before and start < last_end[before - 1]
+            if busy and abs(end - last_end[upto - 1]) <= WAKE_US:
                 out.append(c)
                 break
     return np.array(out, dtype=np.int64)
