@@ -18,11 +18,12 @@ Three kinds of evidence say so, from the API's contract to the trace's timing:
 3. the timing shows it: the call lasted much longer than a launch
    (`LONG_FACTOR` x the trace's median launch call), the device was still
    working on work queued before the call when it began, and the call returned
-   within `WAKE_US` of the moment the last work queued before it or by it (on
-   the stream it enqueued to, or on any stream for a call that enqueued
+   within `WAKE_US` after the moment the last work queued before it or by it
+   (on the stream it enqueued to, or on any stream for a call that enqueued
    nothing) finished. A slow launch returns while that work still runs (its
-   own kernel, behind a full launch queue), or began while the device was idle
-   (lazy module loading, however long), so it is not counted. This catches
+   own kernel, which it enqueues only at its end after lazy module loading, or
+   behind a full launch queue), or began while the device was idle, so it is
+   not counted. This catches
    blocking calls of any name: a pageable host-to-device copy that had to wait
    for its stream, an implicitly synchronizing `cudaFree`.
 
@@ -50,6 +51,10 @@ LONG_FLOOR_US = 20.0
 #: (python bench/..., see docs/accuracy.md); calls that merely ran while the device
 #: worked (cudaMalloc, launches behind a full queue) end tens to hundreds of us off.
 WAKE_US = 20.0
+#: How far device timestamps may sit after the host's for one instant (us): a call that
+#: waited returned after the work ended; work ending later ran after the call let go
+#: (a lazily loaded kernel launched at the end of its slow launch call).
+CLOCK_US = 2.0
 
 _SYNC_RE = re.compile(r"Synchronize")
 _SYNC_COPY_RE = re.compile(r"[Mm]emcpy(?!.*Async)")
@@ -124,7 +129,7 @@ def _waited_by_timing(trace: Trace, calls: np.ndarray) -> np.ndarray:
             before = int(np.searchsorted(queued, start, side="left"))  # queued before it
             upto = int(np.searchsorted(queued, start, side="right"))  # ... and by it
             busy = before and start < last_end[before - 1]
-            if busy and abs(end - last_end[upto - 1]) <= WAKE_US:
+            if busy and -CLOCK_US <= end - last_end[upto - 1] <= WAKE_US:
                 out.append(c)
                 break
     return np.array(out, dtype=np.int64)
