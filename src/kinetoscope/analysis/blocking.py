@@ -47,9 +47,9 @@ LONG_FLOOR_US = 20.0
 #: How long after the device's last queued work ends a blocked thread returns (us): a
 #: spinning or yielding thread sees completion within microseconds, and CUPTI aligns the
 #: device timestamps to the host clock to within a few. The corpus's synchronize calls
-#: and pageable device-to-host copies return 3-16 us after the work they waited for
-#: (python bench/..., see docs/accuracy.md); calls that merely ran while the device
-#: worked (cudaMalloc, launches behind a full queue) end tens to hundreds of us off.
+#: return 4-14 us after the work they waited for (`python bench/host_account.py --gaps`,
+#: docs/accuracy.md); calls that merely ran while the device worked (cudaMalloc,
+#: launches behind a full queue) end tens to hundreds of us off.
 WAKE_US = 20.0
 #: How far device timestamps may sit after the host's for one instant (us): a call that
 #: waited returned after the work ended; work ending later ran after the call let go
