@@ -61,3 +61,31 @@ def test_cpu_advice_fits_the_device(precision_traces, name):  # noqa: F811
     # the "Not checked" list names the GPU activities to record: that is no advice to act on
     advice = result.output.split("\nNot checked")[0]
     assert not DEVICE_ADVICE.search(advice), DEVICE_ADVICE.search(advice)
+
+
+def test_compute_intervals_are_the_math_ops_self_time(tmp_path):
+    """On one thread the compute intervals add up to the math ops' self time: a linear
+    layer's addmm seeds its output with copy_ (both are math, neither counted twice) and
+    its resolve_conj children are cut out; linear's and matmul's own glue is not math."""
+    torch = pytest.importorskip("torch")
+    from kinetoscope.analysis.cpu_compute import compute_intervals
+    from kinetoscope.analysis.intervals import union_length
+
+    from .torch_traces import profile_steps
+
+    lin = torch.nn.Linear(256, 256)
+    x, w = torch.randn(64, 256), torch.randn(256, 256)
+
+    def step(_):
+        lin(x).relu()
+        torch.matmul(x, w).sum()
+
+    trace = profile_steps(tmp_path / "lin.json", step, steps=3, warmup=1)
+    ops = math_ops(trace)
+    names = {trace.name(i) for i in ops.tolist()}
+    assert {"aten::addmm", "aten::mm"} <= names
+    assert not names & {"aten::linear", "aten::matmul", "aten::resolve_conj", "aten::t"}
+    # equal up to float64's resolution of absolute microsecond timestamps (~1e-3 us each)
+    assert union_length(*compute_intervals(trace)) == pytest.approx(
+        float(trace.self_time[ops].sum()), abs=0.01 * len(ops)
+    )
