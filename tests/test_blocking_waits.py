@@ -138,3 +138,29 @@ def test_a_pageable_upload_that_waited_for_its_stream_is_a_wait(tmp_path):
     idle = trace_with(700, 1290)
     assert idle.dur[idle.name_id == idle.name_index["cudaMemcpyAsync"]][0] == 596.0
     assert blocking_calls(idle).tolist() == []
+
+
+@pytest.mark.parametrize(
+    ("name", "blocking"),
+    [
+        ("cudaDeviceSynchronize", True),
+        ("cudaStreamSynchronize", True),
+        ("cuEventSynchronize", True),
+        ("hipStreamSynchronize", True),
+        ("cudaMemcpy", True),
+        ("cudaMemcpyToSymbol", True),
+        ("cuMemcpyDtoH_v2", True),
+        ("hipMemcpy", True),
+        ("hipMemcpyWithStream", True),
+        ("cudaMemcpyAsync", False),  # blocking only into pageable memory: by its copy
+        ("cudaMemcpy2DAsync", False),
+        ("cuMemcpyHtoDAsync_v2", False),
+        ("hipMemcpyAsync", False),
+        ("cudaStreamWaitEvent", False),  # the device waits, the host returns at once
+        ("cudaLaunchKernel", False),
+    ],
+)
+def test_blocking_by_contract(name, blocking):
+    from kinetoscope.analysis.blocking import named_blocking
+
+    assert named_blocking(name) == blocking
