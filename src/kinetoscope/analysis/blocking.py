@@ -118,9 +118,11 @@ def _waited_by_timing(trace: Trace, calls: np.ndarray) -> np.ndarray:
         queued = trace.ts[trace.launch_of[mine]]
         order = np.argsort(queued, kind="stable")
         streams[lane] = (queued[order], np.maximum.accumulate(trace.end[mine][order]))
+    # the streams each candidate enqueued to (only the candidates' own work is looked at)
+    own = np.isin(launcher, calls)
     own_lanes: dict[int, set[int]] = {}
-    for w, c in zip(work.tolist(), launcher.tolist(), strict=True):
-        own_lanes.setdefault(c, set()).add(int(trace.lane[w]))
+    for c, lane in zip(launcher[own].tolist(), trace.lane[work[own]].tolist(), strict=True):
+        own_lanes.setdefault(c, set()).add(lane)
     out = []
     for c in calls.tolist():
         start, end = float(trace.ts[c]), float(trace.end[c])

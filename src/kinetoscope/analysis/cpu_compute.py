@@ -76,7 +76,7 @@ NO_MATH_OPS = METADATA_OPS | frozenset(
 )
 #: Namespaces of framework bookkeeping, not tensor math (the autograd engine's node calls,
 #: the profiler's own ranges, collectives that wait on peers).
-FRAMEWORK_NAMESPACES = ("autograd::", "torch::autograd::", "profiler::", "c10d::", "nccl:")
+FRAMEWORK_NAMESPACES = ("autograd::", "torch::autograd::", "profiler::", "c10d::")
 
 
 def is_data_op(name: str) -> bool:
