@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..analysis.cpu_compute import math_ops
 from ..analysis.steps import host_activity_mask, step_stats
 from ..analysis.table import window_key_averages
 from ..analysis.window import (
@@ -22,6 +21,7 @@ from ..trace import Trace
 from ..units import fmt_pct, fmt_us
 from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, rule
+from .regime_cpu import cpu_compute_bound, cpu_mixed, cpu_overhead_bound
 from .roofline import peak_evidence
 from .verdict import DEFAULTS, REGIMES, RegimeCall, classify
 
@@ -29,22 +29,6 @@ __all__ = ["REGIMES", "classify"]
 
 
 def _numbers(call: RegimeCall) -> list[Evidence]:
-    if call.on_cpu:
-        return [
-            Evidence("window (the profiled steps)", value=call.window_us, unit="us"),
-            Evidence(
-                "CPU compute in the window: self time of the ops that run the math "
-                "(GEMM, convolution, attention, reductions, elementwise loops)",
-                value=call.compute_us,
-                unit="us",
-            ),
-            Evidence(
-                f"CPU compute / window = {fmt_pct(call.ratio)} (overhead-bound below "
-                f"{fmt_pct(call.overhead_max_ratio, 0)}, compute-bound from "
-                f"{fmt_pct(call.compute_min_ratio, 0)})",
-                value=call.ratio,
-            ),
-        ]
     return [
         Evidence("host time in the active window", value=call.host_time_us, unit="us"),
         Evidence("device busy time in the active window", value=call.device_busy_us, unit="us"),
@@ -80,61 +64,12 @@ def _step_anchor(trace: Trace, lowest: bool = True) -> list[Evidence]:
 
 
 def _measured(call: RegimeCall, **extra) -> dict:
-    if call.on_cpu:
-        return {
-            "window_us": round(call.window_us, 3),
-            "compute_us": round(call.compute_us, 3),
-            "compute_share": round(call.ratio, 5),
-            **extra,
-        }
     return {
         "host_time_us": round(call.host_time_us, 3),
         "device_busy_us": round(call.device_busy_us, 3),
         "device_to_host_ratio": round(call.ratio, 5),
         **extra,
     }
-
-
-def _top_math_ops(trace: Trace, limit: int = 3) -> list[Evidence]:
-    """The ops owning the most CPU compute (self time of the math ops in the window)."""
-    ops = math_ops(trace)
-    ops = ops[in_window(trace, trace.ts[ops])]
-    whole = float(trace.self_time[ops].sum())
-    return [
-        Evidence(
-            f"self CPU time {fmt_us(total)} ({fmt_pct(total / whole if whole > 0 else 0.0)} "
-            "of the compute)",
-            name=name,
-            value=total,
-            unit="us",
-        )
-        for name, total in time_by_name(trace, ops, trace.self_time[ops])[:limit]
-    ]
-
-
-def _cpu_overhead(call: RegimeCall, evidence: list[Evidence]) -> Finding:
-    return Finding(
-        id="overhead-bound",
-        severity="warn",
-        title=(
-            f"Overhead-bound: the CPU computes {fmt_us(call.compute_us)} of a "
-            f"{fmt_us(call.window_us)} window ({fmt_pct(call.ratio)} < "
-            f"{fmt_pct(call.overhead_max_ratio, 0)})"
-        ),
-        explanation=(
-            "Most of each step goes to Python, the dispatcher and the framework code around "
-            "the ops, not to the arithmetic inside them: each op does too little work to pay "
-            "for its call."
-        ),
-        suggestion=(
-            "Give each op more work (larger batch or shapes, batched ops instead of Python "
-            "loops over small tensors), fuse operations (torch.compile), or move the loop's "
-            "bookkeeping out of the step."
-        ),
-        impact_us=max(call.window_us - call.compute_us, 0.0) / call.step_count,
-        evidence=evidence,
-        measured=_measured(call, threshold=call.overhead_max_ratio),
-    )
 
 
 def _mean_kernel_vs_launch(trace: Trace) -> Evidence | None:
@@ -179,7 +114,7 @@ def overhead_bound(ctx) -> list[Finding]:
     if call.regime != "overhead-bound":
         return []
     if call.on_cpu:
-        return [_cpu_overhead(call, _numbers(call) + _top_math_ops(ctx.trace))]
+        return [cpu_overhead_bound(ctx, call)]
     evidence = _numbers(call)
     table = ctx.analysis(window_key_averages)
     evidence.append(
@@ -237,31 +172,7 @@ def compute_bound(ctx) -> list[Finding]:
     if call.regime != "compute-bound":
         return []
     if call.on_cpu:
-        return [
-            Finding(
-                id="compute-bound",
-                severity="info",
-                title=(
-                    f"Compute-bound: the CPU computes {fmt_us(call.compute_us)} of a "
-                    f"{fmt_us(call.window_us)} window ({fmt_pct(call.ratio)} >= "
-                    f"{fmt_pct(call.compute_min_ratio, 0)})"
-                ),
-                explanation=(
-                    "The step's time is spent inside the math libraries (BLAS, oneDNN, "
-                    "vectorized loops), not in Python or the dispatcher around them. This is "
-                    "the regime to aim for; the time now goes to the arithmetic itself."
-                ),
-                suggestion=(
-                    "Look at the hot ops' achieved FLOP/s, the intra-op threads "
-                    "(torch.get_num_threads(), one per physical core), lower precision where "
-                    "the CPU has it (bf16 with AMX or AVX512-BF16), fusing memory-bound ops "
-                    "(torch.compile), or a GPU for the big products."
-                ),
-                impact_us=0.0,
-                evidence=_numbers(call) + _top_math_ops(ctx.trace) + peak_evidence(ctx),
-                measured=_measured(call, threshold=call.compute_min_ratio),
-            )
-        ]
+        return [cpu_compute_bound(ctx, call)]
     return [
         Finding(
             id="compute-bound",
@@ -296,33 +207,7 @@ def mixed(ctx) -> list[Finding]:
     if call.regime != "mixed":
         return []
     if call.on_cpu:
-        rest = max(call.window_us - call.compute_us, 0.0)
-        return [
-            Finding(
-                id="mixed",
-                severity="info",
-                title=(
-                    f"Mixed: the CPU computes {fmt_us(call.compute_us)} of a "
-                    f"{fmt_us(call.window_us)} window ({fmt_pct(call.ratio)})"
-                ),
-                explanation=(
-                    "Neither side dominates: the ops' arithmetic takes a good part of the step, "
-                    f"and Python, the dispatcher and framework code the rest ({fmt_us(rest)})."
-                ),
-                suggestion=(
-                    "Look at the ops with the most self time outside the math (dispatch-chain, "
-                    "call-count) and at the Python between ops; larger ops or torch.compile "
-                    "shift the balance toward compute."
-                ),
-                impact_us=rest / call.step_count,
-                evidence=_numbers(call) + _top_math_ops(ctx.trace),
-                measured=_measured(
-                    call,
-                    overhead_threshold=call.overhead_max_ratio,
-                    compute_threshold=call.compute_min_ratio,
-                ),
-            )
-        ]
+        return [cpu_mixed(ctx, call)]
     idle = max(call.window_us - call.device_busy_us, 0.0)
     return [
         Finding(
