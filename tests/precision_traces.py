@@ -15,6 +15,10 @@ a fresh interpreter, so torch.compile really compiles inside its window:
 - "gpt2_generate": a random 1-layer GPT-2 (no download) generating 4 tokens for 2
   prompts of 5 per step, with shapes: 1 prefill + 3 decode passes a step, the
   DynamicCache grown by torch.cat.
+- "matmul_1024" / "matmul_16": `matmul_add`'s step (`torch.add(torch.matmul(x, w), b)`
+  inside `record_function("matmul_add")`, fp32, one thread) at 1024 (2.1 GFLOP a step:
+  tens of ms inside the BLAS call of aten::mm) and at 16 (8 kFLOP: a few us of math
+  against the Python, dispatcher and profiler step around it).
 """
 
 from __future__ import annotations
@@ -25,7 +29,15 @@ from pathlib import Path
 
 import pytest
 
-NAMES = ("adam_unfused", "grad_accum", "dataloader_slow", "compile_window", "gpt2_generate")
+NAMES = (
+    "adam_unfused",
+    "grad_accum",
+    "dataloader_slow",
+    "compile_window",
+    "gpt2_generate",
+    "matmul_1024",
+    "matmul_16",
+)
 
 SCRIPT = r"""
 import sys
@@ -132,6 +144,21 @@ def generate_step():
 
 
 record("gpt2_generate", generate_step, shapes=True)
+
+def matmul_add(n):
+    x, w, bias = torch.randn(n, n), torch.randn(n, n), torch.randn(n)
+
+    def step():
+        with torch.profiler.record_function("matmul_add"):
+            torch.add(torch.matmul(x, w), bias)
+
+    return step
+
+
+record("matmul_1024", matmul_add(1024), warmup=3)
+# 10 warm-up and 10 recorded steps: a few us per step, so one cold or preempted step
+# would otherwise weigh on the window's share
+record("matmul_16", matmul_add(16), steps=10, warmup=10)
 """
 
 

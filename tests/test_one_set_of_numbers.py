@@ -27,6 +27,7 @@ from kinetoscope.units import fmt_pct, fmt_us
 
 from .capture_helpers import run_cli
 from .conftest import CORPUS, corpus, corpus_files
+from .precision_traces import precision_traces  # noqa: F401 - fixture
 
 EVERY_TRACE = [str(p.relative_to(CORPUS)) for p in corpus_files()]
 
@@ -252,3 +253,80 @@ def test_versions_and_run_settings_show_in_every_format(cpu_matmul, tmp_path):
             "schedule wait 1, warmup 1, active 3, repeat 1",
         ):
             assert phrase in shown, (fmt, phrase)
+
+
+def _flat_text(*args: str) -> str:
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return " ".join(result.stdout.split())  # the renderer wraps lines
+
+
+def test_cpu_compute_share_is_one_number(precision_traces, tmp_path):  # noqa: F811
+    """A CPU run's compute share: explain's text and JSON, its verdict's number, summary,
+    check, the HTML report and a sweep row print the same figure."""
+    from kinetoscope.compare.sweep import measure
+    from kinetoscope.compare.sweep_table import table_rows
+    from kinetoscope.trace import load
+    from kinetoscope.units import fmt_pct, fmt_share
+
+    path = str(precision_traces["matmul_1024"])
+    explain = _json("explain", path, "--format", "json")
+    m = explain["metrics"]
+    share = m["compute_share"]
+    assert share >= 0.8 and explain["verdict"]["regime"] == "compute-bound"
+    assert explain["verdict"]["ratio"] == pytest.approx(share)
+    assert explain["verdict"]["decomposition"]["compute_share"] == pytest.approx(share)
+    text = _flat_text("explain", path)
+    assert f"compute {fmt_pct(share)}" in text and f"= {fmt_pct(share)} of the" in text
+    assert _json("summary", path, "--format", "json")["metrics"]["compute_share"] == (
+        pytest.approx(share, abs=1e-4)
+    )
+    outcomes = run_check(
+        path,
+        [f"compute_share >= {share - 1e-4}", f"compute_share <= {share + 1e-4}"],
+    )
+    assert all(o.passed for o in outcomes), [o.line() for o in outcomes]
+    point = measure(load(path), 1024.0)
+    # the JSON rounds to 4 decimals; the sweep row holds the unrounded figure
+    assert point.compute_share == pytest.approx(share, abs=1e-4)
+    assert point.compute_us == pytest.approx(m["compute_us"], abs=1e-3)
+    assert point.regime == "compute-bound"
+    headers, rows = table_rows("size", [point])
+    assert rows[0][headers.index("compute %")] == fmt_pct(share)
+    assert rows[0][headers.index("compute/step")] == fmt_us(m["compute_us"], 1)
+    pytest.importorskip("jinja2")
+    out = tmp_path / "r.html"
+    CliRunner().invoke(app, ["explain", path, "--format", "html", "-o", str(out)])
+    html = out.read_text()
+    assert '<span class="part compute"' in html
+    assert f'title="compute {fmt_share(share)}"' in html
+
+
+def test_sync_wait_from_blocking_copies_is_one_number(tmp_path):
+    """dlrm rank 0: a 880 us cudaMemcpyAsync into pageable memory (under aten::to) and a
+    1,078 us cudaStreamSynchronize in its one step: both are sync wait, in the text and
+    JSON decomposition, the step row, host-sync's blocked time and check."""
+    from kinetoscope.analysis.syncs import sync_sites
+    from kinetoscope.trace import load
+
+    path = str(corpus("multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json.gz"))
+    trace = load(path)
+    copies = [
+        c
+        for s in sync_sites(trace)
+        for c in s.calls
+        if trace.name(c) == "cudaMemcpyAsync" and trace.dur[c] == 880.0
+    ]
+    assert len(copies) == 1  # the pageable device-to-host copy is a wait
+    explain = _json("explain", path, "--format", "json")
+    m = explain["metrics"]
+    [step] = explain["steps"]
+    assert step["sync_wait_us"] == pytest.approx(m["sync_wait_us"])
+    assert m["sync_wait_us"] >= 880.0 + 1078.0
+    assert m["sync_share"] == pytest.approx(m["sync_wait_us"] / m["window_us"], abs=1e-4)
+    assert f"sync wait {100 * m['sync_share']:.1f}%" in _flat_text("explain", path)
+    host_sync = next(f for f in explain["findings"] if f["id"] == "host-sync")
+    assert host_sync["measured"]["blocked_us"] == pytest.approx(m["sync_wait_us"], abs=0.1)
+    share = round(m["sync_share"], 4)
+    outcomes = run_check(path, [f"sync_share >= {share - 1e-3}", f"sync_share <= {share + 1e-3}"])
+    assert all(o.passed for o in outcomes), [o.line() for o in outcomes]

@@ -65,14 +65,17 @@ def test_dataloader_not_checked_without_dataloader():
 def test_host_sync_fires_on_item_inside_step():
     trace = kinetoscope.load(corpus("gpu/cuda_event_sync.json.gz"))
     sites = sync_sites(trace)
-    # aten::item (45 us) -> _local_scalar_dense -> cudaStreamSynchronize (6 us) is one
-    # site; the host was blocked for the synchronize call's 6 us
-    item = [s for s in sites if trace.name(s.index) == "aten::item"]
-    assert len(item) == 1 and item[0].wait_us == 6.0 and item[0].step == 100
-    assert item[0].call == "cudaStreamSynchronize"
+    # `if tensor:` in step 100: aten::is_nonzero -> aten::item -> _local_scalar_dense ->
+    # cudaMemcpyAsync (29 us, its copy is "Memcpy DtoH (Device -> Pageable)": CUDA returns
+    # only once it completed) + cudaStreamSynchronize (6 us) is one site, named by the op
+    # the user wrote; the host was blocked in both calls, 35 us
+    item = [s for s in sites if trace.name(s.index) == "aten::is_nonzero"]
+    assert len(item) == 1 and item[0].wait_us == 35.0 and item[0].step == 100
+    assert item[0].kind == "scalar read" and item[0].call == "cudaStreamSynchronize"
+    assert [trace.name(c) for c in item[0].calls] == ["cudaMemcpyAsync", "cudaStreamSynchronize"]
     found, _ = findings(trace, "host-sync")
     assert len(found) == 1
-    assert any(e.name == "aten::item" for e in found[0].evidence)
+    assert any(e.name == "aten::is_nonzero" for e in found[0].evidence)
 
 
 @pytest.mark.parametrize(
@@ -280,13 +283,20 @@ def test_idle_breakdown_per_step(tmp_path):
     assert [e.step for e in f.evidence if e.step is not None] == [0, 1]
 
 
-def test_host_sync_ignores_item_without_a_blocking_call():
-    # sampled_rank0's aten::item (27 us) -> _local_scalar_dense holds no runtime call:
-    # nothing in the trace shows the host waiting on the device
+def test_host_sync_counts_the_pageable_copy_behind_item():
+    # sampled_rank0's aten::item -> _local_scalar_dense holds one runtime call, a
+    # cudaMemcpyAsync whose copy is "Memcpy DtoH (Device -> Pageable)": a copy into pageable
+    # memory returns only once complete, so the host waited there (17 us and 16 us in step
+    # 551); the 777 us .to() copy of step 552 is the longest wait
     trace = kinetoscope.load(corpus("gpu/sampled_rank0.json.gz"))
-    assert "aten::item" in trace.names
-    assert sync_sites(trace) == []
-    assert findings(trace, "host-sync")[0] == []
+    sites = sync_sites(trace)
+    items = [s for s in sites if trace.name(s.index) == "aten::item"]
+    assert [s.wait_us for s in items if s.step == 551] == [17.0, 16.0]
+    assert all(s.call == "cudaMemcpyAsync" and s.kind == "scalar read" for s in items)
+    longest = max(sites, key=lambda s: s.wait_us)
+    assert trace.name(longest.index) == "aten::to" and longest.wait_us == 777.0
+    assert longest.kind == "blocking op" and longest.step == 552
+    assert findings(trace, "host-sync")[0]
 
 
 def test_cpu_item_in_adam_is_not_a_sync(tmp_path):

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+import kinetoscope
 from kinetoscope.compare.sweep import (
     SweepPoint,
     check_fixed,
@@ -56,12 +57,22 @@ def test_sweep_table_follows_physics(matmul_sweep):
     data = json.loads((out / "sweeps" / "matmul_add_size.json").read_text())
     points = data["points"][1:]
     assert [p["value"] for p in points] == list(SIZES)
-    assert all(p["error"] is None and p["regime"] == "host-only" for p in points), points
+    assert all(p["error"] is None for p in points), points
     # FLOPs per step come from the recorded aten::mm shapes: 2 * n^3
     assert [p["flops"] for p in points] == [2.0 * n**3 for n in SIZES]
-    # the GEMM does 512x then 64x more work along this sweep: its time must grow
+    # the GEMM does 512x then 64x more work along this sweep: its time must grow, and at
+    # 512 (268 MFLOP a step against tens of us of Python and dispatch) the CPU computes
     compute = [p["compute_us"] for p in points]
     assert compute[0] < compute[1] < compute[2], compute
+    assert points[-1]["regime"] == "compute-bound"
+    # every figure of a row is explain's own on the same trace
+    for p in points:
+        report = kinetoscope.explain(p["trace"])
+        m = report.metrics
+        assert p["regime"] == report.verdict.regime
+        for key in ("compute_us", "dispatch_us", "other_us", "compute_share"):
+            assert p[key] == m[key], key
+        assert p["step_us"] == m["step_time_us"] and p["host_us"] == m["host_time_per_step_us"]
     assert all(p["tflops"] > 0 for p in points)
     # one trace per value, written by `kinetoscope profile`
     assert all(os.path.exists(p["trace"]) for p in points)

@@ -1,36 +1,19 @@
-"""Time in compute ops and the FLOPs they do, per step, from op names and recorded shapes.
+"""The FLOPs of matrix products, from recorded shapes, per product and per step.
 
-On a host-only trace the device analog is the share of step time spent inside
-the ops that do the arithmetic (self time of leaf ops such as `aten::mm`)
-against the framework dispatch around them. FLOPs of matrix products come from
-`Input Dims` (record_shapes=True): 2*M*N*K per product, times the batch.
+FLOPs of matrix products come from `Input Dims` (record_shapes=True): 2*M*N*K
+per product, times the batch. (The time the math takes on a CPU run is
+`analysis.cpu_compute`'s, read through `analysis.stats`.)
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..trace import Cat, Trace
 from .steps import windows
 
-#: Leaf ops whose self time is arithmetic rather than dispatch.
-COMPUTE_OPS = frozenset(
-    {
-        "aten::mm",
-        "aten::addmm",
-        "aten::bmm",
-        "aten::baddbmm",
-        "aten::addbmm",
-        "aten::mv",
-        "aten::addmv",
-        "aten::dot",
-        "aten::mkldnn_convolution",
-        "aten::_scaled_dot_product_flash_attention_for_cpu",
-    }
-)
 #: Matrix products: which inputs are the (batched) left and right operands.
 MATMUL_OPERANDS = {
     "aten::mm": (0, 1),
@@ -38,14 +21,6 @@ MATMUL_OPERANDS = {
     "aten::addmm": (1, 2),
     "aten::baddbmm": (1, 2),
 }
-
-
-@dataclass(frozen=True)
-class ComputeStep:
-    compute_us: float  # self time of COMPUTE_OPS in the step
-    flops: float  # of the matrix products whose shapes were recorded
-    shaped: int  # matrix products with usable shapes
-    products: int  # matrix products in the step
 
 
 def matmul_flops(name: str, dims_json: str | None) -> float | None:
@@ -64,23 +39,16 @@ def matmul_flops(name: str, dims_json: str | None) -> float | None:
     return 2.0 * batch * left[-2] * left[-1] * right[-1]
 
 
-def compute_steps(trace: Trace) -> list[ComputeStep]:
-    """Per step (or the whole trace without steps): compute-op self time and FLOPs."""
-    ids = trace.name_ids_matching(lambda n: n in COMPUTE_OPS)
+def matmul_flops_per_step(trace: Trace) -> list[float]:
+    """Per step (or the whole trace without steps): FLOPs of the matrix products whose
+    shapes were recorded."""
+    ids = trace.name_ids_matching(lambda n: n in MATMUL_OPERANDS)
     idx = np.flatnonzero(
         trace.mask(Cat.CPU_OP) & (trace.lane_kind == 1) & np.isin(trace.name_id, ids)
     )
     out = []
     for _, _, start, end in windows(trace):
         inside = idx[(trace.ts[idx] >= start) & (trace.ts[idx] < end)]
-        flops, shaped, products = 0.0, 0, 0
-        for i in inside.tolist():
-            name = trace.name(i)
-            if name in MATMUL_OPERANDS:
-                products += 1
-                f = matmul_flops(name, trace.input_dims.get(i))
-                if f is not None:
-                    flops += f
-                    shaped += 1
-        out.append(ComputeStep(float(trace.self_time[inside].sum()), flops, shaped, products))
+        flops = (matmul_flops(trace.name(i), trace.input_dims.get(i)) for i in inside.tolist())
+        out.append(sum(f for f in flops if f is not None))
     return out

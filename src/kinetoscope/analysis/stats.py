@@ -12,7 +12,10 @@ Ratios are defined once: `device_busy_ratio` = device busy / window time (the
 device work *attributed* to the steps, see `analysis.steps`; above 100% when
 the device lags behind the host), `host_busy_ratio` = host busy / window time,
 `device_to_host_ratio` = device busy / host busy time (the regime's number;
-over the window time when no host time was recorded).
+over the window time when no host time was recorded). On a trace without
+device work the regime's number is `compute_share` instead: the share of the
+window spent inside the math ops' self time (`analysis.cpu_compute`), the CPU
+run's analog of a busy device.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ PER_STEP = (
     ("syncs_per_step", "syncs"),
     ("data_wait_us", "data_wait_us"),
     ("sync_wait_us", "sync_wait_us"),
+    ("compute_us", "compute_us"),
     ("dispatch_us", "dispatch_us"),
     ("other_us", "other_us"),
 )
@@ -51,6 +55,7 @@ PER_STEP = (
 SHARES = (
     ("data_share", "data_wait_us"),
     ("sync_share", "sync_wait_us"),
+    ("compute_share", "compute_us"),
     ("dispatch_share", "dispatch_us"),
     ("other_share", "other_us"),
     ("dispatch_exposed_share", "dispatch_exposed_us"),
@@ -201,10 +206,26 @@ def _ratio(part: float, whole: float) -> float:
     return part / whole if whole > 0 else 0.0
 
 
+#: The share key of each host-time part, in `PARTS` order.
+PART_SHARES = ("data_share", "sync_share", "compute_share", "dispatch_share", "other_share")
+
+
+def decomposition_parts(metrics: dict[str, float]) -> list[tuple[str, str]]:
+    """(share key, words) of the host-time parts a report shows: compute only where it was
+    measured (a trace without device work), and there dispatch has no launches in it."""
+    cpu = metrics.get("compute_share", 0.0) > 0
+    out = []
+    for key, (_, words) in zip(PART_SHARES, PARTS, strict=True):
+        if key == "compute_share" and not cpu:
+            continue
+        out.append((key, "dispatch" if cpu and key == "dispatch_share" else words))
+    return out
+
+
 def decomposition_text(metrics: dict[str, float]) -> str:
-    """`data wait 39.4%, sync wait 0.1%, dispatch + launch 52.8%, Python/other 7.7%`:
-    the host-time parts as shares of the window, as every renderer words them."""
-    keys = ("data_share", "sync_share", "dispatch_share", "other_share")
+    """`data wait 39.4%, sync wait 0.1%, dispatch + launch 52.8%, Python/other 7.7%`
+    (`..., compute 97.0%, dispatch 2.4%, ...` on a CPU run): the host-time parts as shares
+    of the window, as every renderer words them."""
     return ", ".join(
-        f"{words} {100 * metrics[key]:.1f}%" for key, (_, words) in zip(keys, PARTS, strict=True)
+        f"{words} {100 * metrics.get(key, 0.0):.1f}%" for key, words in decomposition_parts(metrics)
     )

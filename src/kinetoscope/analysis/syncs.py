@@ -1,22 +1,22 @@
-"""Real host-device syncs: runtime calls during which the host thread blocks on the device.
+"""Sync sites: where in the program the host blocked on the device.
 
-A sync is a host call that does not return until device work has completed:
-`cudaDeviceSynchronize`, `cudaStreamSynchronize`, `cudaEventSynchronize`, a
-synchronous `cudaMemcpy` (the driver and HIP equivalents too). Not syncs:
-`cudaStreamWaitEvent` (the *device* waits, the host returns at once),
-`cudaMemcpyAsync` (what a `non_blocking` copy is; a blocking `.cpu()` shows up
-through the `cudaStreamSynchronize` PyTorch issues right after it), and
-`aten::item` / `aten::_local_scalar_dense` by themselves: `.item()` on a CPU
-tensor (Adam's step counter without `capturable=True`) runs no runtime call
-and never waits for a device. A scalar read is a sync site only when it
-contains a blocking call, and then it names the site (the op the user wrote).
+The blocking calls themselves are found in `analysis.blocking` (synchronize
+calls, synchronous copies, copies into pageable host memory, and any call
+whose timing shows it waited). A site is the op the user wrote that holds
+them: the outermost op of the chain of aten ops enclosing the call
+(`aten::item` -> `aten::_local_scalar_dense` -> `cudaMemcpyAsync` (device to
+pageable) + `cudaStreamSynchronize` is one site, `aten::item`; `.cpu()` is
+`aten::to` -> `_to_copy` -> `copy_` -> the copy; a boolean mask is
+`aten::index` -> `aten::nonzero` -> the copy of the count), else the call
+itself (`torch.cuda.synchronize()`). The time blocked is the summed duration of
+the blocking calls inside it. `.item()` on a CPU tensor (Adam's step counter
+without `capturable=True`) runs no runtime call and is no site.
 
-Sites are grouped by their outermost scalar op (`aten::item` ->
-`_local_scalar_dense` -> `cudaMemcpyAsync` + `cudaStreamSynchronize` is one
-site); the time blocked is the summed duration of the blocking calls inside
-it. The profiler's own flush at the end of the window (a device synchronize
-after the last step, or after the last host op when the trace has no steps) is
-not a site.
+The profiler's own flush at the end of the window (a device synchronize
+after the last step, or after the last host op when the trace has no steps)
+is not a site: no line of the program is there to change. The host still
+waited in it, and the whole-window host-time account (`analysis.hosttime`)
+counts that wait.
 """
 
 from __future__ import annotations
@@ -27,9 +27,11 @@ from functools import lru_cache
 import numpy as np
 
 from ..trace import Cat, Trace
+from .blocking import blocking_calls
 from .stepmap import step_of
 
-#: Host runtime/driver calls that block the calling thread until the device is done.
+#: The named blocking calls of the CUDA and HIP APIs (what `analysis.blocking` matches by
+#: name: synchronize calls and copies without `Async`), for readers that need a name list.
 BLOCKING_CALLS = frozenset(
     {
         "cudaDeviceSynchronize",
@@ -48,28 +50,23 @@ BLOCKING_CALLS = frozenset(
         "hipMemcpyWithStream",
     }
 )
-SCALAR_OPS = frozenset({"aten::item", "aten::_local_scalar_dense"})
+#: Scalar reads: `.item()`, `bool(tensor)` / `if tensor:`.
+SCALAR_OPS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::is_nonzero"})
 DEVICE_SYNC_NAMES = frozenset({"cudaDeviceSynchronize", "hipDeviceSynchronize", "cuCtxSynchronize"})
 
 
 @dataclass(frozen=True)
 class SyncSite:
-    index: int  # the site: outermost scalar op holding the blocking calls, else the call
-    kind: str  # "scalar read" (.item() and friends) or "sync call"
+    index: int  # the site: outermost aten op holding the blocking calls, else the call
+    #: "scalar read" (.item(), bool(tensor)), "blocking op" (.cpu(), nonzero, x[mask], ...),
+    #: "sync call" (a synchronize), "blocking copy" (a bare copy), "waiting call" (other)
+    kind: str
     call: str  # the (last) blocking call, e.g. cudaStreamSynchronize
     calls: tuple[int, ...]  # event indices of the blocking calls in the site
     context: int  # innermost enclosing op that is not itself part of the site (-1 if none)
     frame: int  # innermost enclosing python_function event (-1 without with_stack)
     step: int | None
     wait_us: float  # host time blocked: summed duration of the blocking calls
-
-
-def blocking_calls(trace: Trace) -> np.ndarray:
-    """Host runtime/driver calls that block on the device, in time order."""
-    ids = trace.name_ids_matching(lambda n: n in BLOCKING_CALLS)
-    mask = np.isin(trace.name_id, ids) & trace.mask(Cat.RUNTIME, Cat.DRIVER)
-    idx = np.flatnonzero(mask & trace.host_tree_mask)
-    return idx[np.argsort(trace.ts[idx], kind="stable")]
 
 
 def sync_sites(trace: Trace) -> list[SyncSite]:
@@ -79,15 +76,13 @@ def sync_sites(trace: Trace) -> list[SyncSite]:
 @lru_cache(maxsize=8)
 def _sync_sites_cached(trace: Trace) -> list[SyncSite]:
     """Blocking sites inside steps (or, without steps, before the final flush)."""
-    scalar = set(trace.name_ids_matching(lambda n: n in SCALAR_OPS).tolist())
-    parent = trace.parent
+    aten = set(trace.name_ids_matching(lambda n: n.startswith("aten::")).tolist())
+    parent, op = trace.parent, int(Cat.CPU_OP)
     groups: dict[int, list[int]] = {}
     for call in blocking_calls(trace).tolist():
         root, p = call, int(parent[call])
-        while p >= 0:
-            if int(trace.name_id[p]) in scalar:
-                root = p
-            p = int(parent[p])
+        while p >= 0 and int(trace.cat[p]) == op and int(trace.name_id[p]) in aten:
+            root, p = p, int(parent[p])
         groups.setdefault(root, []).append(call)
     last_host_op = _last_op_start_per_lane(trace)
     sites = []
@@ -106,7 +101,7 @@ def _sync_sites_cached(trace: Trace) -> list[SyncSite]:
         sites.append(
             SyncSite(
                 index=root,
-                kind="sync call" if root in calls else "scalar read",
+                kind=_kind(trace, root, calls),
                 call=trace.name(calls[-1]),
                 calls=tuple(calls),
                 context=_enclosing(trace, root, (Cat.CPU_OP, Cat.USER_ANNOTATION)),
@@ -116,6 +111,15 @@ def _sync_sites_cached(trace: Trace) -> list[SyncSite]:
             )
         )
     return sites
+
+
+def _kind(trace: Trace, root: int, calls: list[int]) -> str:
+    name = trace.name(root)
+    if root not in calls:
+        return "scalar read" if name in SCALAR_OPS else "blocking op"
+    if "Synchronize" in name:
+        return "sync call"
+    return "blocking copy" if "emcpy" in name else "waiting call"
 
 
 def _enclosing(trace: Trace, index: int, cats: tuple[Cat, ...]) -> int:

@@ -28,6 +28,8 @@ from ..analysis.stats import TraceStats
 PARTS = (
     ("step_time_us", "dur", "step time"),
     ("device_busy_per_step_us", "device_busy_us", "device busy"),
+    # a CPU run's math-op self time (analysis.cpu_compute), shown only where either run has it
+    ("compute_us", "compute_us", "compute"),
     ("dispatch_us", "dispatch_us", "dispatch + launch"),
     ("data_wait_us", "data_wait_us", "data wait"),
     ("sync_wait_us", "sync_wait_us", "sync wait"),
@@ -80,7 +82,10 @@ def decompose(a: TraceStats, b: TraceStats) -> list[Component]:
     """Each part's median in A and B, the change, the noise, and what the change is."""
     out = []
     step_us = a.spreads["step_time_us"].median
+    cpu = any(s.compute_us > 0 for run in (a, b) for s in run.steps)
     for key, attr, words in PARTS:
+        if key == "compute_us" and not cpu:
+            continue
         med_a, med_b = a.spreads[key].median, b.spreads[key].median
         spreads = [spread([getattr(s, attr) for s in run.steps]) for run in (a, b)]
         known = [s for s in spreads if s is not None]

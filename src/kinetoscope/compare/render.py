@@ -105,7 +105,8 @@ _STATUS_WORDS = {
 def _decomposition(d: TraceDiff) -> Section:
     sec = Section("Where the step time goes (median per step; change vs step-to-step noise)")
     sec.text.append(
-        "Data wait, sync wait, dispatch + launch and Python/other add up to the step; "
+        "Data wait, sync wait, (on a CPU run) compute, dispatch + launch and Python/other "
+        "add up to the step; "
         "device busy runs under them. Noise: the larger of the two runs' max(IQR, p90 - median)."
     )
     sec.headers = ["part", "A", "B", "change", "noise", "reads as"]

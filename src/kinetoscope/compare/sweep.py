@@ -2,11 +2,15 @@
 
 Each value runs `kinetoscope profile` in its own subprocess (a crash or an
 out-of-memory at one size ends that point, not the sweep). Each trace is then
-measured per step: host and device busy time, busy ratio, regime, achieved
-TFLOP/s from the recorded matmul shapes. The crossover is the value where the
-work overtakes the overhead: device time exceeds host time on a GPU run (the
-overhead-bound to compute-bound turn); on a host-only run, compute-op time
-(self time of aten::mm and friends) exceeds the framework dispatch around it.
+read through `explain`: its step time, host and device busy time, busy ratio,
+regime, and on a CPU run its compute, dispatch and Python/other parts and
+compute share, are the report's own figures (`analysis.stats`), so a sweep row
+and `explain` on the same trace print the same numbers. Only what explain does
+not report per step is added: the step's matmul FLOPs from the recorded shapes,
+and the achieved TFLOP/s they give over the busy time. The crossover is the
+value where the work overtakes the overhead: device time exceeds host time on a
+GPU run (the overhead-bound to compute-bound turn); on a CPU run, the compute
+part exceeds dispatch and Python/other together.
 """
 
 from __future__ import annotations
@@ -20,9 +24,8 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from ..analysis.compute_ops import compute_steps
+from ..analysis.compute_ops import matmul_flops_per_step
 from ..analysis.roofline import CLASSES, Roofline, roofline
-from ..analysis.steps import step_stats
 from ..api import explain
 from ..errors import KinetoscopeError, UsageError
 from ..own_files import signature
@@ -41,8 +44,13 @@ class SweepPoint:
     device_us: float | None = None  # device busy per step
     busy_ratio: float | None = None
     regime: str | None = None
-    compute_us: float | None = None  # self time of compute ops per step
-    dispatch_us: float | None = None  # step time outside compute ops (dispatch, Python)
+    #: explain's host-time parts per step (medians): compute (math-op self time, CPU runs
+    #: only), dispatch (+ launch), Python/other
+    compute_us: float | None = None
+    dispatch_us: float | None = None
+    other_us: float | None = None
+    #: explain's compute share of the window (CPU runs): its verdict's number
+    compute_share: float | None = None
     flops: float | None = None  # per step, from matmul shapes
     tflops: float | None = None
     #: GEMMs' achieved FLOP/s / the device's datasheet peak (analysis.roofline), where known
@@ -56,11 +64,9 @@ class SweepPoint:
         return self.error is None
 
     @property
-    def compute_share(self) -> float | None:
-        """Share of the step spent inside compute ops (the host analog of device busy)."""
-        if self.compute_us is None or not self.step_us:
-            return None
-        return self.compute_us / self.step_us
+    def overhead_us(self) -> float:
+        """A CPU run's time per step outside the math: dispatch plus Python/other."""
+        return (self.dispatch_us or 0.0) + (self.other_us or 0.0)
 
 
 @dataclass
@@ -85,28 +91,26 @@ def parse_vary(text: str) -> tuple[str, list[float]]:
 
 
 def measure(trace: Trace, value: float) -> SweepPoint:
-    """Per-step medians of one trace of the sweep."""
-    stats = step_stats(trace)
+    """One trace of the sweep, in explain's figures (per-step medians, window shares)."""
     report = explain(trace)
+    m = report.metrics
     roof = roofline(trace)
-    compute = compute_steps(trace)
-    host = median(s.host_busy_us for s in stats)
-    device = median(s.device_busy_us for s in stats)
-    compute_us = median(c.compute_us for c in compute)
-    flops = median(c.flops for c in compute)
+    flops = median(matmul_flops_per_step(trace))
     has_device = trace.has_device
-    busy = device if has_device else compute_us
+    busy = m["device_busy_per_step_us"] if has_device else m["compute_us"]
     return SweepPoint(
         value=value,
         trace=trace.path,
         has_device=has_device,
-        step_us=median(s.dur for s in stats),
-        host_us=host,
-        device_us=device,
-        busy_ratio=float(report.metrics.get("device_busy_ratio", 0.0)),
+        step_us=m["step_time_us"],
+        host_us=m["host_time_per_step_us"],
+        device_us=m["device_busy_per_step_us"],
+        busy_ratio=m["device_busy_ratio"],
         regime=report.verdict.regime,
-        compute_us=compute_us,
-        dispatch_us=max(median(s.dur for s in stats) - compute_us, 0.0),
+        compute_us=m["compute_us"],
+        dispatch_us=m["dispatch_us"],
+        other_us=m["other_us"],
+        compute_share=m["compute_share"],
         flops=flops or None,
         tflops=flops / busy * 1e-6 if flops and busy > 0 else None,
         share_of_peak=_gemm_share_of_peak(roof),
@@ -137,13 +141,15 @@ def curves(points: list[SweepPoint]) -> tuple[str, list[tuple[float, float, floa
     ok = [p for p in points if p.ok]
     if any(p.has_device for p in ok):
         return "device", [(p.value, p.device_us, p.host_us) for p in ok]
-    return "host", [(p.value, p.compute_us, p.dispatch_us) for p in ok]
+    return "host", [(p.value, p.compute_us, p.overhead_us) for p in ok]
 
 
 def crossover(points: list[SweepPoint]) -> Crossover:
     """Where work overtakes overhead, interpolated on log scales between two points."""
     mode, rows = curves(points)
-    work, over = ("device time", "host time") if mode == "device" else ("compute", "dispatch")
+    work, over = (
+        ("device time", "host time") if mode == "device" else ("compute", "dispatch + Python")
+    )
     if not rows:
         return Crossover(mode, None, "no successful run")
     if rows[0][1] >= rows[0][2]:
@@ -166,7 +172,7 @@ def sweep_dict(
         "workload": workload,
         "parameter": param,
         "crossover": asdict(cross),
-        "points": [{**asdict(p), "compute_share": p.compute_share} for p in points],
+        "points": [asdict(p) for p in points],
     }
 
 

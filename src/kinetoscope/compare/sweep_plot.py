@@ -26,7 +26,7 @@ def sweep_figure(plt, points: list[SweepPoint], cross: Crossover, title: str, pa
     labels = (
         ("device busy / step", "host busy / step")
         if mode == "device"
-        else ("compute ops (self time) / step", "rest of the step (dispatch, other ops) / step")
+        else ("compute (math-op self time) / step", "dispatch + Python/other / step")
     )
     rates, shares = rate_series(points)
     panels = 2 if rates or shares else 1

@@ -1,7 +1,8 @@
 """The sweep table: one row per value, columns chosen by what the runs recorded.
 
-GPU runs show host vs device time per step and the busy ratio; host-only runs
-show the host analog, compute-op time vs the dispatch around it.
+GPU runs show host vs device time per step and the busy ratio; CPU runs show
+explain's host-time parts per step (compute, dispatch, Python/other) and its
+compute share of the window, the number its verdict is judged on.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ def table_rows(param: str, points: list[SweepPoint]) -> tuple[list[str], list[li
     if mode == "device":
         headers = [param, "step", "host/step", "device/step", "busy ratio", "regime", "TFLOP/s"]
     else:
-        headers = [param, "step", "host/step", "compute/step", "dispatch/step", "compute %"]
+        headers = [param, "step", "host/step", "compute/step", "dispatch/step"]
+        headers += ["Python/other/step", "compute %"]
         headers += ["regime", "TFLOP/s"]
     if peak:
         headers.append("GEMM % of peak")
@@ -40,7 +42,8 @@ def table_rows(param: str, points: list[SweepPoint]) -> tuple[list[str], list[li
         if mode == "device":
             row += [fmt_us(p.device_us, 1), fmt_pct(p.busy_ratio)]
         else:
-            row += [fmt_us(p.compute_us, 1), fmt_us(p.dispatch_us, 1), fmt_pct(p.compute_share)]
+            row += [fmt_us(p.compute_us, 1), fmt_us(p.dispatch_us, 1), fmt_us(p.other_us, 1)]
+            row.append(fmt_pct(p.compute_share) if p.compute_share is not None else "-")
         row += [p.regime or "-", _tflops(p)]
         if peak:
             row.append(fmt_pct(p.share_of_peak) if p.share_of_peak is not None else "-")

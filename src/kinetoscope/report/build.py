@@ -15,7 +15,13 @@ from functools import partial
 import numpy as np
 
 from ..analysis.intervals import merge
-from ..analysis.stats import OUTLIER_FACTOR, STATISTIC, TraceStats, trace_stats
+from ..analysis.stats import (
+    OUTLIER_FACTOR,
+    STATISTIC,
+    TraceStats,
+    decomposition_parts,
+    trace_stats,
+)
 from ..analysis.steps import host_activity_mask
 from ..analysis.window import in_window, window_device_work
 from ..rules.engine import load_rules, run_rules
@@ -82,10 +88,7 @@ def build_report(
             device_busy_us=call.device_busy_us,
             ratio=call.ratio,
             device=call.device,
-            decomposition={
-                k: call.shares[k]
-                for k in ("data_share", "sync_share", "dispatch_share", "other_share")
-            },
+            decomposition={k: call.shares[k] for k, _ in decomposition_parts(call.shares)},
         ),
         steps=steps,
         metrics=metrics,
@@ -123,6 +126,7 @@ def _step_rows(trace: Trace, stats: TraceStats) -> list[StepRow]:
                 dispatch_us=s.dispatch_us,
                 other_us=s.other_us,
                 outlier=outlier,
+                compute_us=s.compute_us,
             )
         )
     return rows

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import PurePath
 from typing import Any
 
-from ..analysis.hosttime import PARTS
+from ..analysis.stats import decomposition_parts
 from ..errors import UsageError
 from ..rules.base import SEVERITY_ORDER
 from ..units import fmt_pct, fmt_us
@@ -51,6 +51,7 @@ SECTIONS = [
 DECOMPOSITION = (
     ("data_share", "data_wait_us", "data"),
     ("sync_share", "sync_wait_us", "sync"),
+    ("compute_share", "compute_us", "compute"),
     ("dispatch_share", "dispatch_us", "dispatch"),
     ("other_share", "other_us", "other"),
 )
@@ -123,15 +124,16 @@ def decomposition(report: Report) -> list[dict[str, Any]]:
     if not shares:
         return []
     per_step = report.statistics.get("per_step", {}) if report.trace.window.get("steps") else {}
-    words = dict(PARTS)
+    words = dict(decomposition_parts(shares))
     return [
         {
-            "words": words[figure],
+            "words": words[key],
             "share": shares.get(key, 0.0),
             "per_step_us": per_step.get(figure, {}).get("mean"),
             "css": css,
         }
         for key, figure, css in DECOMPOSITION
+        if key in words
     ]
 
 

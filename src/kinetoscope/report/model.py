@@ -48,7 +48,8 @@ class Verdict:
     #: device busy time / host time, the number compared to the regime thresholds
     ratio: float
     device: str | None
-    #: host time split into window shares: data_share, sync_share, dispatch_share, other_share
+    #: host time split into window shares: data_share, sync_share, (compute_share on a
+    #: trace without device work), dispatch_share, other_share
     decomposition: dict[str, float] = field(default_factory=dict)
 
 
@@ -69,6 +70,8 @@ class StepRow:
     other_us: float
     #: why the step stands out (e.g. "2.4x the median"), None for ordinary steps
     outlier: str | None = None
+    #: math-op self time on a trace without device work (analysis.cpu_compute), else 0
+    compute_us: float = 0.0
 
 
 @dataclass

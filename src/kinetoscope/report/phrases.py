@@ -6,9 +6,16 @@ from ..units import fmt_us
 from .model import Report, StepRow
 
 
+def no_device(report: Report) -> bool:
+    """No device work was recorded: a host-only trace, or a CPU run judged on its compute
+    share (the only traces with a compute part in the decomposition)."""
+    verdict = report.verdict
+    return verdict.regime == "host-only" or verdict.decomposition.get("compute_share", 0) > 0
+
+
 def device_cell(report: Report, row: StepRow) -> str:
     """A step's device busy time as a table cell: `-` where no device lane was recorded."""
-    return "-" if report.verdict.regime == "host-only" else fmt_us(row.device_busy_us)
+    return "-" if no_device(report) else fmt_us(row.device_busy_us)
 
 
 def step_counts(report: Report) -> str:
@@ -26,6 +33,6 @@ def steps_line(report: Report) -> str:
         f"median step {fmt_us(m['step_time_us'])}, {m['kernels_per_step']:g} kernels and "
         f"{m['launches_per_step']:g} launches per step"
     )
-    if report.verdict.regime != "host-only":
+    if not no_device(report):
         line += f"; device busy {m['device_busy_ratio'] * 100:.1f}% of the window"
     return line

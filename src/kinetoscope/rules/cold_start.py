@@ -189,8 +189,12 @@ def _first_step(ctx) -> list[Finding]:
             ),
             explanation=(
                 "The first profiled step pays one-time costs (workspace allocation, library "
-                "heuristics such as cuBLAS picking an algorithm, lazy module loading, "
-                "allocator growth). They will not recur, but they inflate every average "
+                + (
+                    "heuristics such as cuBLAS picking an algorithm, lazy module loading, "
+                    if trace.has_device
+                    else "setup such as the BLAS or oneDNN picking a kernel for a shape, "
+                )
+                + "allocator growth). They will not recur, but they inflate every average "
                 "taken over this window."
             ),
             suggestion=warmup_advice(trace),

@@ -241,8 +241,13 @@ def addmm_epilogue(ctx) -> list[Finding]:
                     "A matrix multiply followed by adding a bias runs as two ops: a GEMM, then "
                     "an elementwise add that reads and writes the whole output again. aten::addmm "
                     "(what nn.Linear and torch.addmm call) does both in one GEMM: the bias is "
-                    "added in the kernel's epilogue, often after a device-to-device copy that "
-                    "seeds the output with the bias."
+                    "added in the GEMM's epilogue"
+                    + (
+                        ", often after a device-to-device copy that seeds the output with the bias."
+                        if trace.has_device
+                        else " (on a CPU, the output is seeded with the bias, then the BLAS "
+                        "call accumulates into it)."
+                    )
                 ),
                 suggestion=(
                     "Write torch.addmm(b, x, w) or use nn.Linear / F.linear(x, w.T, b) instead of "

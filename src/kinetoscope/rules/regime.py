@@ -1,6 +1,8 @@
 """Regime rules judged on device busy vs host time: overhead-bound, compute-bound, mixed,
 host-only. The verdict itself (which regime, for all regime rules) is `rules.verdict.classify`;
-the wait and compile regimes are in `rules.regime_waits`.
+the wait and compile regimes are in `rules.regime_waits`. On a CPU run (no device work) the
+same rules judge the CPU's compute share of the window (`RegimeCall.on_cpu`) and speak of
+ops and math libraries, never of kernels, launches or a device.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ..trace import Trace
 from ..units import fmt_pct, fmt_us
 from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, rule
+from .regime_cpu import cpu_compute_bound, cpu_mixed, cpu_overhead_bound
 from .roofline import peak_evidence
 from .verdict import DEFAULTS, REGIMES, RegimeCall, classify
 
@@ -110,6 +113,8 @@ def overhead_bound(ctx) -> list[Finding]:
     call = classify(ctx.trace, ctx.config)
     if call.regime != "overhead-bound":
         return []
+    if call.on_cpu:
+        return [cpu_overhead_bound(ctx, call)]
     evidence = _numbers(call)
     table = ctx.analysis(window_key_averages)
     evidence.append(
@@ -166,6 +171,8 @@ def compute_bound(ctx) -> list[Finding]:
     call = classify(ctx.trace, ctx.config)
     if call.regime != "compute-bound":
         return []
+    if call.on_cpu:
+        return [cpu_compute_bound(ctx, call)]
     return [
         Finding(
             id="compute-bound",
@@ -199,6 +206,8 @@ def mixed(ctx) -> list[Finding]:
     call = classify(ctx.trace, ctx.config)
     if call.regime != "mixed":
         return []
+    if call.on_cpu:
+        return [cpu_mixed(ctx, call)]
     idle = max(call.window_us - call.device_busy_us, 0.0)
     return [
         Finding(
@@ -230,7 +239,7 @@ def mixed(ctx) -> list[Finding]:
     ]
 
 
-@rule("host-only", "regime", "no device activity was recorded")
+@rule("host-only", "regime", "no device activity and no op arithmetic was recorded")
 def host_only(ctx) -> list[Finding]:
     call = classify(ctx.trace, ctx.config)
     if call.regime != "host-only":
@@ -262,8 +271,9 @@ def host_only(ctx) -> list[Finding]:
             severity="info",
             title=f"Host-only: no device activity ({fmt_us(call.host_time_us)} of host time)",
             explanation=(
-                "The trace has no GPU lane: either the program ran on the CPU, or the "
-                "profiler was not asked to record the device. Only CPU costs can be judged."
+                "The trace has no GPU lane and none of its ops ran arithmetic of their own "
+                "(only annotations, Python or framework calls were recorded), so neither a "
+                "device nor the CPU's compute share can be judged."
             ),
             suggestion=(
                 "Start with the CPU ops that own the most self time. To see the device, "

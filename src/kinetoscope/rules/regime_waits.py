@@ -24,7 +24,11 @@ def _decomposition(call: RegimeCall) -> list[Evidence]:
             "window)",
             value=call.shares["data_share"] + call.shares["sync_share"],
             unit="share waiting",
-        ),
+        )
+    ]
+    if call.device_busy_us <= 0:
+        return out  # no device: nothing idled, the parts above are the whole story
+    out += [
         Evidence(
             "dispatch + launch while the device idled: "
             f"{fmt_pct(call.shares['dispatch_exposed_share'])} of the window; Python/other "
@@ -32,15 +36,12 @@ def _decomposition(call: RegimeCall) -> list[Evidence]:
             value=call.shares["dispatch_exposed_share"],
             unit="share",
         ),
+        Evidence(
+            f"device busy {fmt_pct(call.device_window_ratio)} of the window",
+            value=call.device_window_ratio,
+            unit="share",
+        ),
     ]
-    if call.device_busy_us > 0:
-        out.append(
-            Evidence(
-                f"device busy {fmt_pct(call.device_window_ratio)} of the window",
-                value=call.device_window_ratio,
-                unit="share",
-            )
-        )
     return out
 
 
@@ -84,13 +85,18 @@ def data_bound(ctx) -> list[Finding]:
         "Data-bound: waiting for the next batch takes {share} of the step",
         explanation=(
             "Most of each step is spent inside DataLoader.__next__: the model waits for "
-            "its input. Until that wait is gone, the device and dispatch numbers describe "
+            "its input. Until that wait is gone, the compute and dispatch numbers describe "
             "a starved loop, not the model."
         ),
         suggestion=(
             "Load in background workers (DataLoader num_workers > 0, persistent_workers=True, "
-            "prefetch_factor), pin_memory=True with .to(device, non_blocking=True), cheaper "
-            "or GPU-side transforms; then profile again for the device verdict."
+            "prefetch_factor), "
+            + (
+                "pin_memory=True with .to(device, non_blocking=True), cheaper or GPU-side "
+                "transforms; then profile again for the device verdict."
+                if trace.has_device
+                else "cheaper or batched transforms; then profile again for the compute verdict."
+            )
         ),
         evidence=evidence,
     )

@@ -52,8 +52,12 @@ def dataloader_bound(ctx) -> list[Finding]:
                 trace,
                 i,
                 f"{w.share:.0%} of the {'step' if w.step is not None else 'window'} in "
-                "DataLoader.__next__, device idle for "
-                f"{fmt_us(w.device_idle_us)} of it",
+                "DataLoader.__next__"
+                + (
+                    f", device idle for {fmt_us(w.device_idle_us)} of it"
+                    if trace.has_device
+                    else f" ({fmt_us(w.wait_us)}, no device: the loop stops while it loads)"
+                ),
                 step=w.step,
                 value=w.share,
                 unit="share",
@@ -75,9 +79,14 @@ def dataloader_bound(ctx) -> list[Finding]:
             ),
             suggestion=(
                 "Load batches in background processes (DataLoader num_workers > 0, with "
-                "persistent_workers=True and a prefetch_factor), pin_memory=True with "
-                ".to(device, non_blocking=True), cache or pre-decode the data, or move "
-                "preprocessing (augmentation, decoding) onto the GPU."
+                "persistent_workers=True and a prefetch_factor), "
+                + (
+                    "pin_memory=True with .to(device, non_blocking=True), cache or pre-decode "
+                    "the data, or move preprocessing (augmentation, decoding) onto the GPU."
+                    if trace.has_device
+                    else "cache or pre-decode the data, or make the per-item work cheaper "
+                    "(batched transforms instead of per-sample Python)."
+                )
             ),
             impact_us=idle / per,
             evidence=evidence,

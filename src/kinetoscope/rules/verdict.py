@@ -16,7 +16,13 @@ line. They are tried in this order:
    bottleneck and the host merely waits for it.
 3. `overhead-bound`, `compute-bound`, `mixed`, `host-only`: device busy
    time over host time in the active window (the series compares Self device
-   total to Self CPU total).
+   total to Self CPU total). On a trace without device work the CPU is the
+   device: the share of the window spent in the math ops' self time
+   (`analysis.cpu_compute`: the GEMM inside `aten::mm`, the loop inside
+   `aten::add`) plays device busy / host time, against the same thresholds;
+   everything else in the step (Python, the dispatcher, composite ops) is the
+   overhead that keeps the math units idle. `host-only` is left for a trace
+   without device work whose ops do no measurable math.
 """
 
 from __future__ import annotations
@@ -57,6 +63,13 @@ class RegimeCall:
     device_window_ratio: float
     #: the wait share a wait regime needs, and compile-window's share (for evidence)
     min_shares: dict[str, float]
+    #: math-op self time in the window on a trace without device work (0 with a device)
+    compute_us: float = 0.0
+
+    @property
+    def on_cpu(self) -> bool:
+        """The CPU's arithmetic plays the device (no device work, some math measured)."""
+        return self.device_busy_us <= 0 and self.compute_us > 0
 
     @property
     def decomposition(self) -> str:
@@ -79,11 +92,19 @@ class RegimeCall:
                 if self.device_busy_us > 0
                 else "no device activity"
             )
+            if self.on_cpu:
+                device = f"CPU compute {fmt_pct(self.ratio)} of the window"
             return f"{self.regime}: {self.decomposition}; {device}"
         if self.regime == "host-only":
             return (
                 f"host-only: {fmt_us(self.host_time_us)} of host time and no device activity "
                 "recorded" + host
+            )
+        if self.on_cpu:
+            return (
+                f"{self.regime}: CPU compute (self time of the ops doing the math) "
+                f"{fmt_us(self.compute_us)} = {fmt_pct(self.ratio)} of the "
+                f"{fmt_us(self.window_us)} window, no device" + host
             )
         return (
             f"{self.regime}: device busy {fmt_us(self.device_busy_us)} = {fmt_pct(self.ratio)} "
@@ -124,7 +145,11 @@ def classify(trace: Trace, config: dict | None = None) -> RegimeCall:
     stats = trace_stats(trace)
     m = stats.metrics()
     host, device, window = m["host_time_us"], m["device_busy_us"], m["window_us"]
-    ratio = m["device_to_host_ratio"]
+    ratio, busy = m["device_to_host_ratio"], m["device_busy_ratio"]
+    compute = m["compute_share"] * window
+    if device <= 0 and compute > 0:
+        # a CPU run: the math units are the device, the rest of the window the overhead
+        ratio = busy = m["compute_share"]
     low = _threshold(config, "overhead-bound", "max_device_ratio")
     high = _threshold(config, "compute-bound", "min_device_ratio")
     shares = stats.shares()
@@ -133,14 +158,14 @@ def classify(trace: Trace, config: dict | None = None) -> RegimeCall:
         "data-bound": _threshold(config, "data-bound", "min_share"),
         "sync-bound": _threshold(config, "sync-bound", "min_share"),
     }
-    device_saturated = m["device_busy_ratio"] >= high
+    device_saturated = busy >= high
     if shares["compile_share"] >= min_shares["compile-window"]:
         regime = "compile-window"
     elif not device_saturated and _dominant_wait(shares, "data_share", min_shares["data-bound"]):
         regime = "data-bound"
     elif not device_saturated and _dominant_wait(shares, "sync_share", min_shares["sync-bound"]):
         regime = "sync-bound"
-    elif not trace.has_device or device <= 0:
+    elif (not trace.has_device or device <= 0) and compute <= 0:
         regime = "host-only"
     elif ratio < low:
         regime = "overhead-bound"
@@ -161,11 +186,18 @@ def classify(trace: Trace, config: dict | None = None) -> RegimeCall:
         shares,
         m["device_busy_ratio"],
         min_shares,
+        compute,
     )
 
 
 def _dominant_wait(shares: dict[str, float], key: str, min_share: float) -> bool:
     """The wait `key` is at least `min_share` of the window and larger than every other
     part, dispatch and Python/other counted only while the device idled."""
-    rivals = ("data_share", "sync_share", "dispatch_exposed_share", "other_exposed_share")
+    rivals = (
+        "data_share",
+        "sync_share",
+        "compute_share",
+        "dispatch_exposed_share",
+        "other_exposed_share",
+    )
     return shares[key] >= min_share and all(shares[key] > shares[r] for r in rivals if r != key)
