@@ -11,7 +11,9 @@ a fresh interpreter, so torch.compile really compiles inside its window:
 - "dataloader_slow": DataLoader(num_workers=0) over a dataset that sleeps 5 ms per
   item (batch 4: ~20 ms of data wait per step against well under 1 ms of compute);
 - "compile_window": the first call of a torch.compile'd function inside the
-  window (wait=0, warmup=0), so Dynamo and Inductor run in step #0.
+  window (wait=0, warmup=0), so Dynamo and Inductor run in step #0;
+- "attention_by_hand": softmax(q @ k^T / sqrt(d)) @ v written out in a module;
+- "classifier_head": matmul with a weight -> softmax -> matmul with a weight (not attention).
 """
 
 from __future__ import annotations
@@ -22,7 +24,14 @@ from pathlib import Path
 
 import pytest
 
-NAMES = ("adam_unfused", "grad_accum", "dataloader_slow", "compile_window")
+NAMES = (
+    "adam_unfused",
+    "grad_accum",
+    "dataloader_slow",
+    "compile_window",
+    "attention_by_hand",
+    "classifier_head",
+)
 
 SCRIPT = r"""
 import sys
@@ -108,6 +117,28 @@ def fn(a, b):
 
 a, b = torch.randn(32, 32), torch.randn(32, 32)
 record("compile_window", lambda: fn(a, b), steps=3, wait=0, warmup=0)
+
+qkv = torch.nn.Linear(32, 96)
+h = torch.randn(2, 16, 32)
+
+
+def attention_by_hand():
+    q, k, v = qkv(h).view(2, 16, 3, 4, 8).permute(2, 0, 3, 1, 4)
+    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) / 8**0.5, -1), v)
+
+
+head_w, prototypes = torch.randn(32, 10), torch.randn(10, 32)
+
+
+def classifier_head():
+    return torch.matmul(torch.softmax(torch.matmul(h, head_w), -1), prototypes)
+
+
+for name, body in (("attention_by_hand", attention_by_hand), ("classifier_head", classifier_head)):
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        for _ in range(3):
+            body()
+    prof.export_chrome_trace(f"{out}/{name}.json")
 """
 
 
