@@ -53,6 +53,9 @@ def _kind_of(text: str) -> str:
     low = text.lower()
     checks = [
         ("collective", r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|sendrecv|alltoall"),
+        # KV-cache stores and page-index builders carry an attention library's name
+        # (`reshape_and_cache_flash_kernel`, `create_flashinfer_kv_indices_triton`) but copy
+        ("copy", r"and_cache|kv_indices|store_kv"),
         ("attention", r"flash|fmha|attn|attention|sdpa|sage_fwd"),
         ("conv", r"conv|winograd|im2col|fprop|dgrad|wgrad|implicit_gemm"),
         ("gemm", r"gemm|gemv|matmul|\bbmm|^bmm|_mm_|dot_kernel|splitk"),
