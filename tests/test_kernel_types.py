@@ -85,11 +85,7 @@ def test_deep_ep_on_a_side_stream_is_exposed_communication_and_rank_overlap(tmp_
     assert kernel_types(trace).share("communication") == pytest.approx(140 / 240)
 
 
-def _corpus():
-    return sorted(p for p in glob.glob(f"{CORPUS}/**/*.json*", recursive=True) if "README" not in p)
-
-
-@pytest.mark.parametrize("path", _corpus(), ids=lambda p: p.rsplit("/", 1)[-1][:50])
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name[:50])
 def test_other_stays_under_ten_percent_of_device_time(path):
     # "other" holds kernels whose name says no kind of work; 10% is the bar. Measured
     # before this change: b200 3.6% (MoE routing/finalize), sampled_rank0 1.6% (FBGEMM FP8
