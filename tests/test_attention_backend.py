@@ -423,3 +423,39 @@ def test_backend_params_validation_and_tags():
         attention.Params(impl="naive", backend="math")
     with pytest.raises(UsageError, match="--backend must be one of"):
         attention.Params(backend="xformers")
+
+
+_LIBRARY_OP = r"""
+import sys
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+# vLLM registers FlashAttention-3 as TORCH_LIBRARY(_vllm_fa3_C) (`torch.ops._vllm_fa3_C.fwd`);
+# the profiler records the op by that name. Stand in for it on the CPU with the same name.
+@torch.library.custom_op("_vllm_fa3_C::fwd", mutates_args=())
+def fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(q @ k.transpose(-2, -1), -1) @ v
+
+
+q = torch.randn(1, 2, 8, 4)
+with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+    for _ in range(2):
+        torch.ops._vllm_fa3_C.fwd(q, q, q)
+prof.export_chrome_trace(sys.argv[1])
+"""
+
+
+def test_a_library_attention_op_names_its_backend(tmp_path):
+    # the op name is the witness (its kernels, on a GPU, are flash::FlashAttnFwdSm90); the
+    # matmul/softmax inside it are the op's own work, not hand-written attention
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+
+    path = tmp_path / "fa3.json"
+    subprocess.run([sys.executable, "-c", _LIBRARY_OP, str(path)], check=True, timeout=300)
+    found = attention_use(load(path))
+    assert found.backends() == ["flash-attn 3"]
+    assert _use(load(path), "flash-attn 3").calls == 2
+    assert found.unfused == []
+    assert _finding(load(path)).severity == "info"

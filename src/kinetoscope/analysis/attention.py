@@ -80,6 +80,7 @@ class BackendUse:
     calls: int = 0
     kernels: int = 0  # kernels launched under the calls (all of them for source "kernel")
     unlinked: int = 0  # this backend's kernels in the window that no recorded call launched
+    unlinked_us: float = 0.0  # their device time (a CUDA-graph replay of the same backend)
     device_us: float = 0.0
     host_us: float = 0.0  # summed duration of the calls (CPU-side)
     kernel_names: Counter = field(default_factory=Counter)
@@ -114,8 +115,10 @@ class AttentionUse:
         return [u.backend for u in self.uses]
 
     def share(self, use: BackendUse) -> float | None:
-        """The backend's share of the window's device time (None without device work)."""
-        return use.device_us / self.device_total_us if self.device_total_us > 0 else None
+        """The backend's share of the window's device time, its graph-replayed kernels
+        included (None without device work)."""
+        us = use.device_us + use.unlinked_us
+        return us / self.device_total_us if self.device_total_us > 0 else None
 
 
 def _call_shape(trace: Trace, index: int) -> CallShape:
@@ -196,6 +199,7 @@ def attention_use(trace: Trace) -> AttentionUse:
         elif family is not None and (family[0], "op") in uses:
             # launched outside a recorded call (a graph replay, a launch outside the window)
             uses[(family[0], "op")].unlinked += 1
+            uses[(family[0], "op")].unlinked_us += float(trace.dur[k])
             continue
         elif family is not None:
             use = uses.setdefault((family[0], "kernel"), BackendUse(family[0], "kernel", first=k))

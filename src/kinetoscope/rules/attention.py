@@ -24,6 +24,14 @@ _FUSED = (
 )  # fmt: skip
 _UNFUSED = ("math", "unfused")
 
+#: How to get a fused backend where SDPA fell back to math.
+_MATH_FIX = (
+    "Use fp16/bf16 (autocast), pass is_causal=True instead of a causal mask, keep the head dim a "
+    "multiple of 8 and <= 256, make q/k/v contiguous in the last dimension, pass "
+    "need_weights=False to nn.MultiheadAttention, and check with "
+    "sdpa_kernel(SDPBackend.FLASH_ATTENTION), which raises with the reason when flash cannot run."
+)
+
 #: What to know or do about each backend once it is named.
 ADVICE = {
     "flash": "FlashAttention-2 through SDPA: the fastest SDPA path on Ampere and newer; on "
@@ -82,7 +90,7 @@ def _count(n: int, noun: str) -> str:
 
 def _describe(found: AttentionUse, use: BackendUse) -> str:
     share = found.share(use)
-    said = f", {share:.1%} of device time" if share is not None and use.device_us else ""
+    said = f", {share:.1%} of device time" if share else ""
     return f"{use.backend} ({_details(use)}{said})"
 
 
@@ -163,7 +171,8 @@ def _math_cost(found: AttentionUse, math: BackendUse) -> tuple[str, float]:
     ratio = math.time_per_call_us / best.time_per_call_us if best.time_per_call_us else 0.0
     saved = max(math.time_per_call_us - best.time_per_call_us, 0.0) * math.calls
     return (
-        f"In this trace a {math.backend} call takes {fmt_us(math.time_per_call_us)} against "
+        f"In this trace {'an' if math.backend[0] in 'aeiou' else 'a'} {math.backend} call takes "
+        f"{fmt_us(math.time_per_call_us)} against "
         f"{fmt_us(best.time_per_call_us)} for a {best.backend} call ({ratio:.2g}x; shapes may "
         "differ between the calls).",
         saved,
@@ -243,13 +252,9 @@ def attention_backend(ctx) -> list[Finding]:
                 "the seq x seq score matrix to memory and reading it back; the fused backends "
                 "do it in one kernel. " + " ".join(parts) + _roofline_sentence(ctx)
             ),
-            suggestion=(
-                (ADVICE["unfused"] + " " if unfused is not None else "")
-                + "Use fp16/bf16 (autocast), pass is_causal=True instead of a causal mask, keep "
-                "the head dim a multiple of 8 and <= 256, make q/k/v contiguous in the last "
-                "dimension, pass need_weights=False to nn.MultiheadAttention, and check with "
-                "sdpa_kernel(SDPBackend.FLASH_ATTENTION), which raises with the reason when "
-                "flash cannot run."
+            suggestion=" ".join(
+                ([ADVICE["unfused"]] if unfused is not None else [])
+                + ([_MATH_FIX] if math is not None else [])
             ),
             impact_us=saved / steps,
             evidence=evidence,
