@@ -37,7 +37,7 @@ class KernelName:
         if self.triton_kind:
             parts.append(self.triton_kind)
         for label, value in (
-            ("arch", self.arch),
+            ("built for", self.arch),  # the kernel's build target, not the GPU
             ("dtype", self.dtype),
             ("mma", self.mma),
             ("tile", self.tile),
