@@ -103,3 +103,19 @@ def test_kv_cache_stores_and_moe_routing_are_typed_by_what_they_do():
     assert kernel_type(store) == "elementwise"  # was "attention" (the word flash)
     assert kernel_type(routing) == kernel_type(finalize) == "reduction"  # were "other"
     assert kernel_type("create_flashinfer_kv_indices_triton") == "elementwise"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        # FlashInfer's decode kernel was "elementwise" (the word cache), FA3 "other"
+        "void flashinfer::BatchDecodeWithPagedKVCacheKernel<(flashinfer::PosEncodingMode)0, "
+        "2u, 4u, 8u, 16u, 1u, 8u>(flashinfer::BatchDecodeParams<__nv_bfloat16>)",
+        "void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<"
+        "flash::CollectiveMainloopFwdSm90<2, cute::tuple<cute::C<1> > > > > >"
+        "(flash::FlashAttnFwdSm90<x>::Params)",
+        "void flash::flash_fwd_splitkv_mla_kernel<Flash_fwd_kernel_traits_mla<576, 64, 64, 8>>(x)",
+    ],
+)
+def test_attention_libraries_kernels_are_attention(name):
+    assert kernel_type(name) == "attention"
