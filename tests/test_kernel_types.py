@@ -39,6 +39,9 @@ COLLECTIVES = [
     "void pplx::dispatchKernel<__nv_bfloat16>(pplx::DispatchParams)",
     "void mori::moe::EpDispatchIntraNodeKernel<__hip_bfloat16>(mori::moe::EpDispatchCombineArgs)",
     "void c10d::symmetric_memory::multimem_all_reduce_kernel<__nv_bfloat16, 16>(void*)",
+    # DeepEP's structure in forks (its namespaces under another library's)
+    "void xen_moe::internode_ll::dispatch<true, 3, 10, 7168>(void*, float*, int*, long*)",
+    "void mori::moe::deepep::internode_ll::combine<__hip_bfloat16>(void*)",
 ]
 
 NOT_COLLECTIVES = [

@@ -72,14 +72,16 @@ TYPE_NOTES = {
 #: (`mscclpp::`), NVSHMEM (`nvshmemi_*`), DeepEP's intranode/internode/low-latency
 #: dispatch, combine and notify kernels (`deep_ep::intranode::dispatch`,
 #: `deep_ep::internode_ll::combine`; not `deep_ep::layout::`, which counts tokens
-#: locally), the MoE all-to-all kernels of pplx-kernels (`pplx::`) and ROCm's mori
-#: (`mori::moe::EpDispatch*`), and the custom all-reduce kernels that do NCCL's job
-#: through peer memory: vLLM's and SGLang's `cross_device_reduce_{1,2}stage`,
+#: locally) and the same structure in its forks (`xen_moe::internode_ll::dispatch`,
+#: `nccl_ep::internode_ll::combine`), the MoE all-to-all kernels of pplx-kernels
+#: (`pplx::`) and ROCm's mori (`mori::moe::EpDispatch*`), and the custom all-reduce
+#: kernels that do NCCL's job through peer memory: vLLM's and SGLang's `cross_device_reduce_{1,2}stage`,
 #: TensorRT-LLM/FlashInfer one-/two-shot and Lamport all-reduce, quick-reduce, symmetric
 #: memory `multimem` all-reduce. Each of these spins on flags written by peer GPUs, so its
 #: duration includes waiting for the other ranks, like an NCCL kernel's.
 _COMMUNICATION = re.compile(
     r"nccl|rccl|msccl|nvshmem|deep_?ep::(?!layout)|\bpplx::|mori::moe::ep|cross_device_reduce"
+    r"|(?:intra|inter)node(?:_ll)?\w*::(?:\w+::)?(?:notify_|cached_notify_)?(?:dispatch|combine)"
     r"|multimem|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|lamport"
     r"|one_?shot_?all|two_?shot_?all|quick_?reduce"
 )
