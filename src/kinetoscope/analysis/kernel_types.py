@@ -75,8 +75,8 @@ TYPE_NOTES = {
 #: locally) and the same structure in its forks (`xen_moe::internode_ll::dispatch`,
 #: `nccl_ep::internode_ll::combine`), the MoE all-to-all kernels of pplx-kernels
 #: (`pplx::`) and ROCm's mori (`mori::moe::EpDispatch*`), and the custom all-reduce
-#: kernels that do NCCL's job through peer memory: vLLM's and SGLang's `cross_device_reduce_{1,2}stage`,
-#: TensorRT-LLM/FlashInfer one-/two-shot and Lamport all-reduce, quick-reduce, symmetric
+#: kernels that do NCCL's job through peer memory: vLLM's and SGLang's
+#: `cross_device_reduce_{1,2}stage`, TensorRT-LLM/FlashInfer one-/two-shot and Lamport all-reduce, quick-reduce, symmetric
 #: memory `multimem` all-reduce. Each of these spins on flags written by peer GPUs, so its
 #: duration includes waiting for the other ranks, like an NCCL kernel's.
 _COMMUNICATION = re.compile(
