@@ -67,8 +67,8 @@ TYPE_NOTES = {
     "other": "kernels whose name says none of the above",
 }
 
-#: Collective and peer-traffic kernels, named by the library or algorithm that moves data
-#: between GPUs: NCCL and RCCL (`ncclDevKernel_*`, `ncclKernel_*`), MSCCL/MSCCL++
+#: Collective and peer-traffic kernels, named by the library or algorithm that moves
+#: data between GPUs: NCCL and RCCL (`ncclDevKernel_*`, `ncclKernel_*`), MSCCL/MSCCL++
 #: (`mscclpp::`), NVSHMEM (`nvshmemi_*`), DeepEP's intranode/internode/low-latency
 #: dispatch, combine and notify kernels (`deep_ep::intranode::dispatch`,
 #: `deep_ep::internode_ll::combine`; not `deep_ep::layout::`, which counts tokens
@@ -76,9 +76,10 @@ TYPE_NOTES = {
 #: `nccl_ep::internode_ll::combine`), the MoE all-to-all kernels of pplx-kernels
 #: (`pplx::`) and ROCm's mori (`mori::moe::EpDispatch*`), and the custom all-reduce
 #: kernels that do NCCL's job through peer memory: vLLM's and SGLang's
-#: `cross_device_reduce_{1,2}stage`, TensorRT-LLM/FlashInfer one-/two-shot and Lamport all-reduce, quick-reduce, symmetric
-#: memory `multimem` all-reduce. Each of these spins on flags written by peer GPUs, so its
-#: duration includes waiting for the other ranks, like an NCCL kernel's.
+#: `cross_device_reduce_{1,2}stage`, TensorRT-LLM/FlashInfer one-/two-shot and
+#: Lamport all-reduce, quick-reduce, symmetric-memory `multimem` all-reduce. Each of
+#: these spins on flags written by peer GPUs, so its duration includes waiting for the
+#: other ranks, like an NCCL kernel's.
 _COMMUNICATION = re.compile(
     r"nccl|rccl|msccl|nvshmem|deep_?ep::(?!layout)|\bpplx::|mori::moe::ep|cross_device_reduce"
     r"|(?:intra|inter)node(?:_ll)?\w*::(?:\w+::)?(?:notify_|cached_notify_)?(?:dispatch|combine)"
