@@ -459,3 +459,15 @@ def test_a_library_attention_op_names_its_backend(tmp_path):
     assert _use(load(path), "flash-attn 3").calls == 2
     assert found.unfused == []
     assert _finding(load(path)).severity == "info"
+
+
+def test_unfused_chains_time_their_score_passes():
+    # switch MoE: each chain's kernels are 2 sgemm (q @ k^T, p @ v) + 10 non-GEMM kernels
+    # (mul, ones/tril/bitwise_not mask, masked_fill, softmax, casts): those are the passes a
+    # fused kernel avoids; the GEMMs are not counted in the saving
+    trace = _corpus_trace("switch_transformer_moe_a100.json.gz")
+    unfused = _use(trace, "unfused")
+    assert unfused.kernels == 120
+    assert 0 < unfused.score_pass_us < unfused.device_us
+    finding = _finding(trace)
+    assert finding.impact_us == pytest.approx(unfused.score_pass_us)  # no steps: one window

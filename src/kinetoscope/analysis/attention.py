@@ -31,6 +31,7 @@ from ..trace import Cat, Trace
 from .ancestry import ancestor_of_kind
 from .attention_kernels import kernel_family, library_op_backend
 from .attention_pattern import UnfusedAttention, find_unfused
+from .kernel_types import kernel_type
 from .window import device_anchor, in_window, window_device_work
 
 __all__ = ["AttentionUse", "BackendUse", "attention_use", "kernel_family", "math_reasons"]
@@ -89,6 +90,9 @@ class BackendUse:
     shapes: list[CallShape] = field(default_factory=list)
     dropout: bool = False  # a dropout op ran under a call
     native_mha: bool = False  # a call was nn.MultiheadAttention's fast path
+    #: hand-written chains: device time of their non-GEMM kernels (scale, mask, softmax,
+    #: dropout, casts: passes over the seq x seq scores that a fused kernel keeps on chip)
+    score_pass_us: float = 0.0
 
     @property
     def kernels_per_call(self) -> float | None:
@@ -208,6 +212,8 @@ def attention_use(trace: Trace) -> AttentionUse:
         use.kernels += 1
         use.device_us += float(trace.dur[k])
         use.kernel_names[name] += 1
+        if use.source == "pattern" and kernel_type(name) != "gemm":
+            use.score_pass_us += float(trace.dur[k])
         if family is not None:
             use.libraries.add(family[1])
     ordered = sorted(uses.values(), key=lambda u: -(u.device_us or u.host_us))

@@ -103,9 +103,9 @@ _REDUCTION = re.compile(
 _CONV_HELPER = re.compile(r"cask_cudnn\w*::compute\w*offsets")
 #: Pointwise work named by what it does to each element: quantization and
 #: dtype conversion, rotary embeddings, layout transforms (NCHW <-> NHWC),
-#: scaling, KV-cache stores, fills, MIOpen's tensor ops.
+#: scaling, KV-cache stores, fills, triangular masks (triu/tril), MIOpen's tensor ops.
 _ELEMENTWISE = re.compile(
-    r"quant|convert|cast|rotary|nchwtonhwc|nhwctonchw|scale|cache|fill|subtensorop|tensorop"
+    r"quant|convert|cast|rotary|nchwtonhwc|nhwctonchw|scale|cache|fill|subtensorop|tensorop|triu|tril"
     r"|activation|gelu|silu|relu|dropout|copy|transpose|permute|gather|scatter|index|cat_?array"
 )
 #: cuDNN's FFT convolution algorithm runs as fft2d_r2c/c2r kernels.

@@ -234,6 +234,14 @@ def attention_backend(ctx) -> list[Finding]:
         saved += more
         if use.kernels:
             parts.append(f"Each {use.backend} call launched {use.kernels_per_call:.3g} kernels.")
+    if unfused is not None and unfused.score_pass_us > 0:
+        parts.append(
+            f"Their non-GEMM kernels (scale, mask, softmax, dropout, casts: each a pass over "
+            f"the scores in memory) take {fmt_us(unfused.score_pass_us / steps)} "
+            f"{'per step' if trace.steps else 'in the window'}: up to that much is saved by a "
+            "fused kernel, which applies them on chip."
+        )
+        saved = max(saved, unfused.score_pass_us)
     if unfused is not None:
         order_only = sum(1 for c in found.unfused if not c.shaped)
         parts.append(
