@@ -111,8 +111,21 @@ class ClassifierHead(torch.nn.Module):
         return torch.matmul(probs, self.prototypes)
 
 
+class EinsumAttention(torch.nn.Module):
+    # the same with einsum: its operands are recorded as one TensorList shape list
+    def forward(self, x):
+        q = x.view(2, 16, 4, 8).transpose(1, 2)
+        p = torch.einsum("bhqd,bhkd->bhqk", q, q).softmax(-1)
+        return torch.einsum("bhqk,bhkd->bhqd", p, q)
+
+
 x = torch.randn(2, 16, 32)
-for name, module in (("hand", HandAttention().train()), ("head", ClassifierHead())):
+modules = (
+    ("hand", HandAttention().train()),
+    ("head", ClassifierHead()),
+    ("einsum", EinsumAttention()),
+)
+for name, module in modules:
     with profile(activities=[ProfilerActivity.CPU], record_shapes=record_shapes) as prof:
         for _ in range(2):
             module(x)
@@ -131,7 +144,7 @@ def cpu_modules(tmp_path_factory):
     for shapes in ("1", "0"):
         out = tmp_path_factory.mktemp(f"modules{shapes}")
         subprocess.run([sys.executable, "-c", _MODULES, str(out), shapes], check=True, timeout=300)
-        for name in ("hand", "head"):
+        for name in ("hand", "head", "einsum"):
             traces[name, shapes == "1"] = load(out / f"{name}.json")
     return traces
 
@@ -153,6 +166,14 @@ def test_hand_written_attention_without_shapes_says_it_is_inferred(cpu_modules):
     assert found.backends() == ["unfused"]
     assert all(c.shaped is None for c in found.unfused)
     assert "op order alone" in _finding(cpu_modules["hand", False]).explanation
+
+
+def test_einsum_attention_is_unfused_with_its_shapes_checked(cpu_modules):
+    # einsum's recorded input dims are [[], [[2, 4, 16, 8], [2, 4, 16, 8]], []]: the tensor
+    # list is read as two operands (this raised TypeError before the TensorList case)
+    found = attention_use(cpu_modules["einsum", True])
+    assert found.backends() == ["unfused"]
+    assert [c.shaped for c in found.unfused] == [True, True]
 
 
 def test_classifier_head_is_not_attention(cpu_modules):

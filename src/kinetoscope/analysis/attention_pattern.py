@@ -66,7 +66,13 @@ def _tensor_dims(trace: Trace, index: int) -> list[list[int]] | None:
         dims = json.loads(raw)
     except ValueError:
         return None
-    out = [[int(d) for d in x] for x in dims if isinstance(x, list) and x]
+    if not isinstance(dims, list):
+        return None
+    out = []
+    for x in dims:  # a TensorList argument (einsum's operands) is a list of shapes
+        for shape in x if x and isinstance(x, list) and isinstance(x[0], list) else [x]:
+            if isinstance(shape, list) and shape and all(isinstance(d, int) for d in shape):
+                out.append(shape)
     return out or None
 
 
