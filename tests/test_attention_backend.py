@@ -155,7 +155,9 @@ def test_hand_written_attention_module_is_unfused(cpu_modules):
     assert found.backends() == ["unfused"]
     assert len(found.unfused) == 2
     chain = found.unfused[0]
-    assert trace.name(chain.scope).startswith("nn.Module: HandAttention") or chain.scope == -1
+    # recorded without with_stack or record_function: the products and the softmax are
+    # siblings at the thread's top level (the scope the finding names)
+    assert chain.scope == -1
     assert chain.shaped is True and chain.dropout
     finding = _finding(trace)
     assert finding.severity == "warn" and "attention written by hand" in finding.title
