@@ -253,6 +253,14 @@ def test_h100_qwen_runs_flash_attention_2_one_kernel_per_call():
     assert finding.severity == "info" and finding.measured["backends"] == ["flash"]
 
 
+def test_flash_attention_2_on_hopper_points_to_fa3_and_cudnn_and_not_on_rocm():
+    # the GPU from deviceProperties: H100 (9.0) runs pytorch_flash (FA2); MI300X runs AOTriton
+    h100 = _finding(_corpus_trace("tracelens_h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"))
+    assert "On Hopper FlashAttention-2 does not use" in h100.explanation
+    mi300 = _finding(_corpus_trace("tracelens_mi300__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"))
+    assert "Hopper" not in mi300.explanation and "AOTriton on ROCm" in mi300.explanation
+
+
 def test_h100_bert_runs_flash():
     trace = _corpus_trace("tracelens_h100__gaunernst_bert-small-uncased__1016001.json.gz")
     flash = _use(trace, "flash")

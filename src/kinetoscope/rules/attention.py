@@ -13,6 +13,7 @@ FlashMLA, paged attention) are named from their ops and kernels.
 from __future__ import annotations
 
 from ..analysis.attention import AttentionUse, BackendUse, attention_use, math_reasons
+from ..analysis.gpu_arch import GpuArch, gpu_arch
 from ..analysis.roofline import roofline
 from ..units import fmt_us
 from .base import Evidence, Finding, rule
@@ -34,9 +35,8 @@ _MATH_FIX = (
 
 #: What to know or do about each backend once it is named.
 ADVICE = {
-    "flash": "FlashAttention-2 through SDPA: the fastest SDPA path on Ampere and newer; on "
-    "Hopper, FlashAttention-3 (flash-attn's hopper build) or cuDNN attention "
-    "(SDPBackend.CUDNN_ATTENTION) use the Hopper tensor-core instructions FA2 does not.",
+    "flash": "SDPA's flash backend (FlashAttention-2 on CUDA, AOTriton on ROCm), its fused "
+    "path for fp16/bf16.",
     "efficient": "memory-efficient (CUTLASS/xFormers) kernels: SDPA picks them when flash cannot "
     "run (fp32, an arbitrary attn_mask, head dim > 256); fp16/bf16 with is_causal usually "
     "gets flash, which is faster.",
@@ -45,8 +45,7 @@ ADVICE = {
     "calculator, which does not model a kernel's opt-in to more than 48 KB of shared memory, so "
     "every kernel using more reads 0% (in the corpus: sm90_xmma GEMMs with 226 KB, 0%; "
     "pytorch_flash with 48 KB, 13%).",
-    "flash-attn 2": "FlashAttention-2 (flash-attn package or vLLM's fork); on Hopper GPUs "
-    "FlashAttention-3 is the faster build of the same algorithm.",
+    "flash-attn 2": "FlashAttention-2 (flash-attn package or vLLM's fork).",
     "flash-attn 3": "FlashAttention-3: the Hopper/Blackwell fused kernel (warp-specialised, "
     "TMA, wgmma); nothing to change in the backend choice.",
     "FlashInfer": "FlashInfer's paged prefill/decode kernels; nothing to change in the backend "
@@ -96,8 +95,29 @@ def _describe(found: AttentionUse, use: BackendUse) -> str:
     return f"{use.backend} ({_details(use)}{said})"
 
 
-def _advice(found: AttentionUse) -> str:
-    return " ".join(f"{u.backend}: {ADVICE[u.backend]}" for u in found.uses if u.backend in ADVICE)
+#: FlashAttention-2 on a GPU whose tensor-core instructions it does not use.
+_HOPPER_NOTE = (
+    " On {arch} FlashAttention-2 does not use the wgmma/TMA instructions; FlashAttention-3 "
+    "(flash-attn's hopper build, vLLM's default there) or cuDNN attention "
+    "(sdpa_kernel(SDPBackend.CUDNN_ATTENTION)) do: compare with `kinetoscope diff`."
+)
+
+
+def _advice(found: AttentionUse, arch: GpuArch | None) -> str:
+    """Each backend's note; the FA2 ones say what a Hopper/Blackwell GPU (from
+    deviceProperties) could use instead."""
+    out = []
+    for use in found.uses:
+        if use.backend not in ADVICE:
+            continue
+        text = f"{use.backend}: {ADVICE[use.backend]}"
+        fa2 = use.backend == "flash-attn 2" or (
+            use.backend == "flash" and "FlashAttention-2 (pytorch_flash)" in use.libraries
+        )
+        if fa2 and arch is not None and arch.name in ("Hopper", "Blackwell"):
+            text += _HOPPER_NOTE.format(arch=arch.name)
+        out.append(text)
+    return " ".join(out)
 
 
 def _roofline_sentence(ctx) -> str:
@@ -205,7 +225,7 @@ def attention_backend(ctx) -> list[Finding]:
                 explanation=(
                     "Each attention call ran as fused kernels (one pass over q, k and v "
                     "instead of separate matmul, softmax and matmul kernels)."
-                    f"{_roofline_sentence(ctx)} {_advice(found)}"
+                    f"{_roofline_sentence(ctx)} {_advice(found, gpu_arch(trace))}"
                 ),
                 suggestion="Nothing to change in the backend choice; compare backends with "
                 "`kinetoscope diff` after switching with torch.nn.attention.sdpa_kernel.",
