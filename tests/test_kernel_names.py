@@ -313,3 +313,11 @@ def test_summary_table_shows_the_function_not_std_enable_if():
     assert done.returncode == 0, done.stderr
     assert "vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>" in done.stdout
     assert "std::enable_if" not in done.stdout
+
+
+def test_hotspot_title_names_the_gemv_not_std_enable_if():
+    # the profiler-table hotspot title cut the name at its first "(": `std::enable_if<!`
+    from kinetoscope.rules.profiler_table import _short
+
+    raw = _corpus_name("gpu/sampled_rank0.json.gz", "gemvx::kernel")
+    assert _short(raw).startswith("internal::gemvx::kernel<")
