@@ -19,6 +19,8 @@ a fresh interpreter, so torch.compile really compiles inside its window:
   inside `record_function("matmul_add")`, fp32, one thread) at 1024 (2.1 GFLOP a step:
   tens of ms inside the BLAS call of aten::mm) and at 16 (8 kFLOP: a few us of math
   against the Python, dispatcher and profiler step around it).
+- "attention_by_hand": softmax(q @ k^T / sqrt(d)) @ v written out in a module;
+- "classifier_head": matmul with a weight -> softmax -> matmul with a weight (not attention).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ NAMES = (
     "gpt2_generate",
     "matmul_1024",
     "matmul_16",
+    "attention_by_hand",
+    "classifier_head",
 )
 
 SCRIPT = r"""
@@ -159,6 +163,27 @@ record("matmul_1024", matmul_add(1024), warmup=3)
 # 10 warm-up and 10 recorded steps: a few us per step, so one cold or preempted step
 # would otherwise weigh on the window's share
 record("matmul_16", matmul_add(16), steps=10, warmup=10)
+qkv = torch.nn.Linear(32, 96)
+h = torch.randn(2, 16, 32)
+
+
+def attention_by_hand():
+    q, k, v = qkv(h).view(2, 16, 3, 4, 8).permute(2, 0, 3, 1, 4)
+    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-2, -1)) / 8**0.5, -1), v)
+
+
+head_w, prototypes = torch.randn(32, 10), torch.randn(10, 32)
+
+
+def classifier_head():
+    return torch.matmul(torch.softmax(torch.matmul(h, head_w), -1), prototypes)
+
+
+for name, body in (("attention_by_hand", attention_by_hand), ("classifier_head", classifier_head)):
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        for _ in range(3):
+            body()
+    prof.export_chrome_trace(f"{out}/{name}.json")
 """
 
 

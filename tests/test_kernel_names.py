@@ -248,3 +248,76 @@ def test_trtllm_gen_gemm():
 def test_more_vendor_names(name, fields):
     k = decode(name)
     assert {f: getattr(k, f) for f in fields} == fields
+
+
+# ---- display: the function name, never the return type ------------------------------------
+
+
+def _corpus_name(trace: str, part: str) -> str:
+    import kinetoscope
+
+    t = kinetoscope.load(corpus(trace))
+    return next(t.names[i] for i in set(t.name_id[t.kernels].tolist()) if part in t.names[i])
+
+
+@pytest.mark.parametrize(
+    ("trace", "part", "shown"),
+    [
+        # cuBLAS GEMV (the CUDA-graph decode kernel): `std::enable_if<!(false), void>::type ...`
+        ("gpu/sampled_rank0.json.gz", "gemvx::kernel", "internal::gemvx::kernel<int, int, float"),
+        # vLLM's RMS norm: a `>` inside the enable_if condition, `(((8)>(0)))`
+        (
+            "gpu/tracelens_b200__eager_trace.json.gz",
+            "fused_add_rms_norm_kernel",
+            "vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>",
+        ),
+        (
+            "gpu/ncompass_train_with_stack_h100nvl.pt.trace.json.gz",
+            "softmax_warp_forward",
+            "(anonymous namespace)::softmax_warp_forward<",
+        ),
+    ],
+)
+def test_display_name_drops_the_return_type_and_parameters(trace, part, shown):
+    from kinetoscope.analysis.cpp_kernel_names import display_name
+
+    raw = _corpus_name(trace, part)
+    assert raw.startswith(("std::enable_if<", "void "))
+    text = display_name(raw, limit=200)
+    assert text.startswith(shown)
+    assert not text.startswith(("std::", "void ")) and not text.endswith(")")
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["Memcpy HtoD (Pinned -> Device)", "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKv", "attn_fwd"],
+)
+def test_display_name_keeps_names_that_are_not_declarations(name):
+    from kinetoscope.analysis.cpp_kernel_names import display_name
+
+    assert display_name(name) == name
+
+
+def test_summary_table_shows_the_function_not_std_enable_if():
+    import subprocess
+    import sys
+
+    b200 = corpus("gpu/tracelens_b200__eager_trace.json.gz")
+    done = subprocess.run(
+        [sys.executable, "-m", "kinetoscope", "summary", str(b200)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**__import__("os").environ, "COLUMNS": "200"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>" in done.stdout
+    assert "std::enable_if" not in done.stdout
+
+
+def test_hotspot_title_names_the_gemv_not_std_enable_if():
+    # the profiler-table hotspot title cut the name at its first "(": `std::enable_if<!`
+    from kinetoscope.rules.profiler_table import _short
+
+    raw = _corpus_name("gpu/sampled_rank0.json.gz", "gemvx::kernel")
+    assert _short(raw).startswith("internal::gemvx::kernel<")

@@ -4,8 +4,9 @@
 Ray cluster: `executors.py`; each worker
 loads its trace, measures it and runs the rules, and sends back only small
 picklable summaries), then compares ranks: step times and the straggler(s),
-the share of device time in collective kernels (NCCL/RCCL), and how much of
-that collective time is overlapped by compute kernels on other streams. The
+the share of device time in collective kernels (NCCL/RCCL, DeepEP, NVSHMEM,
+custom all-reduce: the communication type of `analysis.kernel_types`), and how
+much of that collective time is overlapped by compute kernels on other streams. The
 per-rank findings are merged across ranks ("ranks 0-7: ...").
 
 The rank comes from the trace's `distributedInfo.rank`, else from the file name

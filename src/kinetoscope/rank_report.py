@@ -122,10 +122,11 @@ class MultiRankReport:
         lines += [
             "",
             "step ms: median over the rank's steps (the window without steps); "
-            "coll.: collective (NCCL/RCCL) kernels; coll. share: of device busy time; coll. "
-            "wait: time in collectives waiting for the last rank; overlap: share of collective "
-            "time during which compute kernels ran on other streams; exposed: communication per "
-            "step (median) with no compute beside it; *: straggler",
+            "coll.: collective kernels (NCCL/RCCL, DeepEP, NVSHMEM, custom all-reduce); coll. "
+            "share: of device busy time; coll. wait: time in collectives waiting for the last "
+            "rank; overlap: share of collective time during which compute kernels ran on other "
+            "streams; exposed: communication per step (median) with no compute beside it; "
+            "*: straggler",
             "",
             self.straggler_text(),
             "",

@@ -1,14 +1,13 @@
 """What one worker measures on one rank's trace, and sends back.
 
 `summarize_rank` runs inside a worker process (pool, Dask or Ray): it loads the
-trace, measures step times and collective (NCCL/RCCL) time and overlap, runs the
+trace, measures step times and collective time and overlap, runs the
 rules, and returns a `RankSummary` of numbers and finding dicts, small and
 picklable, so no arrays cross process boundaries.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
@@ -16,12 +15,20 @@ from typing import Any
 import numpy as np
 
 from .analysis.intervals import merge, union_length
+from .analysis.kernel_types import KERNEL_TYPES, type_codes
 from .analysis.llm import llm_view
 from .analysis.streams import stream_report
 from .errors import TraceError
 from .trace import Trace, load
 
-COLLECTIVE_RE = re.compile(r"nccl|rccl", re.IGNORECASE)
+_COMMUNICATION = KERNEL_TYPES.index("communication")
+
+
+def collective_kernels(trace: Trace) -> np.ndarray:
+    """Kernels that move data between ranks, by the classifier kernel types and streams use
+    (NCCL/RCCL, DeepEP, NVSHMEM, custom all-reduce, MoE all-to-all...)."""
+    kernels = trace.kernels
+    return kernels[type_codes(trace, kernels) == _COMMUNICATION]
 
 
 @dataclass
@@ -63,8 +70,7 @@ class RankSummary:
 def collective_overlap(trace: Trace) -> tuple[float, float, float, int]:
     """(collective us, compute us, collective us overlapped by compute on other streams, count)."""
     kernels = trace.kernels
-    names = np.array([bool(COLLECTIVE_RE.search(n)) for n in trace.names] or [False])
-    is_coll = names[trace.name_id[kernels]]
+    is_coll = type_codes(trace, kernels) == _COMMUNICATION
     coll, comp = kernels[is_coll], kernels[~is_coll]
     overlapped = 0.0
     for lane in np.unique(trace.lane[coll]):
@@ -83,8 +89,7 @@ def collective_overlap(trace: Trace) -> tuple[float, float, float, int]:
 
 def collective_sequence(trace: Trace) -> list[tuple[str, float]]:
     """Collective kernels in launch order: the k-th on every rank is the same collective."""
-    coll = [int(i) for i in trace.kernels if COLLECTIVE_RE.search(trace.name(i))]
-    return [(trace.name(i), float(trace.dur[i])) for i in coll]
+    return [(trace.name(i), float(trace.dur[i])) for i in collective_kernels(trace).tolist()]
 
 
 def _intersection(a_s, a_e, b_s, b_e) -> float:

@@ -95,13 +95,15 @@ def test_resnet_types_count_vanished_conv_kernels(resnet_pair):
     d = resnet_pair
     types = {t.type: t for t in d.types}
     # gone kernels (explicit_convolve_sgemm and friends) are convolutions: 7 calls per step,
-    # while cuDNN's other conv kernels rose from 253 to 274 calls per step
+    # while cuDNN's other conv kernels rose from 288 to 301 calls per step (253 -> 274 before
+    # issue 20 typed cuDNN's cask_cudnn::computeOffsetsKernel helpers, launched for implicit-GEMM
+    # convolutions, as conv: 35 and 27 of them per step)
     gone = d.kernels.by_status("gone")
     assert sum(r.calls_a for r in gone) == pytest.approx(types["conv"].vanished)
     assert types["conv"].vanished == pytest.approx(7)
-    assert (types["conv"].events_a, types["conv"].events_b) == (253, 274)
+    assert (types["conv"].events_a, types["conv"].events_b) == (288, 301)
     assert types["gemm"].appeared == types["gemm"].vanished == 0
-    assert "7 convolution kernels (253 -> 274 per step in all) vanished" in d.conclusion
+    assert "7 convolution kernels (288 -> 301 per step in all) vanished" in d.conclusion
 
 
 def test_qwen_h100_vs_mi300_device_change_first():

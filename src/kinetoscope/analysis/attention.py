@@ -22,16 +22,19 @@ fallback was taken when a recorded property rules the fused kernels out.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 
 from ..trace import Cat, Trace
 from .ancestry import ancestor_of_kind
-from .window import device_anchor, in_window
+from .attention_kernels import kernel_family, library_op_backend
+from .attention_pattern import UnfusedAttention, find_unfused
+from .kernel_types import kernel_type
+from .window import device_anchor, in_window, window_device_work
+
+__all__ = ["AttentionUse", "BackendUse", "attention_use", "kernel_family", "math_reasons"]
 
 #: The SDPA entry point; a call is its outermost occurrence (or a backend op without it).
 SDPA_OP = "aten::scaled_dot_product_attention"
@@ -51,33 +54,6 @@ BACKEND_OPS = {
     "aten::_scaled_dot_product_fused_attention_overrideable": "overrideable",
 }
 
-#: Kernel-name families of attention kernels, checked in order (first match wins).
-#: Each pattern is the naming convention of the library that emits the kernel.
-KERNEL_FAMILIES: tuple[tuple[str, str, re.Pattern], ...] = (
-    # (backend, library, pattern)
-    (
-        "flash",
-        "FlashAttention-2 (pytorch_flash)",
-        re.compile(r"flash_fwd|flash_bwd|pytorch_flash::"),
-    ),
-    (
-        "efficient",
-        "CUTLASS memory-efficient (xFormers fmha)",
-        re.compile(r"fmha_cutlass|AttentionKernel<"),
-    ),
-    ("cudnn", "cuDNN SDPA", re.compile(r"cudnn.*(sdpa|fmha|flash|mha)|(sdpa|fmha).*cudnn", re.I)),
-    ("flash", "AOTriton (ROCm)", re.compile(r"^attn_fwd$|^attn_bwd|^bwd_kernel_d[kq]")),
-    (
-        "flash",
-        "Composable Kernel fmha (ROCm, aiter/CK)",
-        re.compile(r"fmha_fwd|fmha_bwd|FmhaFwd|FmhaBwd"),
-    ),
-    ("trtllm-gen fmha", "TensorRT-LLM generated fmha (FlashInfer)", re.compile(r"^fmhaSm\d+")),
-    ("paged attention", "vLLM/aiter paged attention (ROCm)", re.compile(r"paged_attention")),
-    ("unified attention", "vLLM unified attention (Triton)", re.compile(r"unified_attention")),
-    ("sage", "SageAttention (quantized, Triton)", re.compile(r"^sage_fwd|^sage_attn")),
-)
-
 _DTYPES = {
     "float": "fp32",
     "double": "fp64",
@@ -85,15 +61,6 @@ _DTYPES = {
     "c10::BFloat16": "bf16",
 }
 _DROPOUT_OPS = frozenset({"aten::dropout", "aten::native_dropout", "aten::bernoulli_"})
-
-
-@lru_cache(maxsize=4096)
-def kernel_family(name: str) -> tuple[str, str] | None:
-    """(backend, library) of an attention kernel from its name, None for other kernels."""
-    for backend, library, pattern in KERNEL_FAMILIES:
-        if pattern.search(name):
-            return backend, library
-    return None
 
 
 @dataclass(frozen=True)
@@ -114,6 +81,7 @@ class BackendUse:
     calls: int = 0
     kernels: int = 0  # kernels launched under the calls (all of them for source "kernel")
     unlinked: int = 0  # this backend's kernels in the window that no recorded call launched
+    unlinked_us: float = 0.0  # their device time (a CUDA-graph replay of the same backend)
     device_us: float = 0.0
     host_us: float = 0.0  # summed duration of the calls (CPU-side)
     kernel_names: Counter = field(default_factory=Counter)
@@ -122,6 +90,9 @@ class BackendUse:
     shapes: list[CallShape] = field(default_factory=list)
     dropout: bool = False  # a dropout op ran under a call
     native_mha: bool = False  # a call was nn.MultiheadAttention's fast path
+    #: hand-written chains: device time of their non-GEMM kernels (scale, mask, softmax,
+    #: dropout, casts: passes over the seq x seq scores that a fused kernel keeps on chip)
+    score_pass_us: float = 0.0
 
     @property
     def kernels_per_call(self) -> float | None:
@@ -139,9 +110,19 @@ class BackendUse:
 class AttentionUse:
     uses: list[BackendUse]  # most time first
     on_device: bool  # the trace has a device lane (the reasons differ on the CPU)
+    #: all device work in the window (summed durations), the denominator of `share`
+    device_total_us: float = 0.0
+    #: hand-written chains (backend "unfused"), for evidence
+    unfused: list[UnfusedAttention] = field(default_factory=list)
 
     def backends(self) -> list[str]:
         return [u.backend for u in self.uses]
+
+    def share(self, use: BackendUse) -> float | None:
+        """The backend's share of the window's device time, its graph-replayed kernels
+        included (None without device work)."""
+        us = use.device_us + use.unlinked_us
+        return us / self.device_total_us if self.device_total_us > 0 else None
 
 
 def _call_shape(trace: Trace, index: int) -> CallShape:
@@ -164,12 +145,16 @@ def _call_shape(trace: Trace, index: int) -> CallShape:
     return CallShape(dims, dtype, has_mask)
 
 
-def attention_use(trace: Trace) -> AttentionUse:
-    """Backends of the attention calls and kernels inside the active window."""
+def _call_ops(trace: Trace) -> np.ndarray:
+    """SDPA ops, their backend ops, native MHA and libraries' own attention ops."""
     names = set(BACKEND_OPS) | {SDPA_OP, NATIVE_MHA_OP}
-    ops = np.flatnonzero(
-        trace.mask(Cat.CPU_OP) & np.isin(trace.name_id, trace.name_ids_matching(names.__contains__))
-    )
+    ids = trace.name_ids_matching(lambda n: n in names or library_op_backend(n) is not None)
+    return np.flatnonzero(trace.mask(Cat.CPU_OP) & np.isin(trace.name_id, ids))
+
+
+def attention_use(trace: Trace) -> AttentionUse:
+    """Backends of the attention calls, kernels and hand-written chains in the active window."""
+    ops = _call_ops(trace)
     ops = ops[in_window(trace, trace.ts[ops])]
     is_call = np.zeros(len(trace), dtype=bool)
     is_call[ops] = True
@@ -179,9 +164,11 @@ def attention_use(trace: Trace) -> AttentionUse:
     backend_of: dict[int, str] = {}
     for i, top in sorted(owner.items()):
         name = trace.name(i)
-        if name in BACKEND_OPS and top not in backend_of:
-            backend_of[top] = BACKEND_OPS[name]
+        backend = BACKEND_OPS.get(name) or library_op_backend(name)
+        if backend and top not in backend_of:
+            backend_of[top] = backend
     dropout = _calls_with_dropout(trace, outermost)
+    chains = find_unfused(trace, outermost >= 0)
 
     uses: dict[tuple[str, str], BackendUse] = {}
     call_use: dict[int, BackendUse] = {}
@@ -207,6 +194,7 @@ def attention_use(trace: Trace) -> AttentionUse:
         use.dropout |= call in dropout
         use.native_mha |= trace.name(call) == NATIVE_MHA_OP
         call_use[call] = use
+    _add_chains(trace, chains, kernels, launches, kernel_call, call_use, uses)
     for k in kernels.tolist():
         name = trace.name(k)
         family = kernel_family(name)
@@ -215,6 +203,7 @@ def attention_use(trace: Trace) -> AttentionUse:
         elif family is not None and (family[0], "op") in uses:
             # launched outside a recorded call (a graph replay, a launch outside the window)
             uses[(family[0], "op")].unlinked += 1
+            uses[(family[0], "op")].unlinked_us += float(trace.dur[k])
             continue
         elif family is not None:
             use = uses.setdefault((family[0], "kernel"), BackendUse(family[0], "kernel", first=k))
@@ -223,10 +212,41 @@ def attention_use(trace: Trace) -> AttentionUse:
         use.kernels += 1
         use.device_us += float(trace.dur[k])
         use.kernel_names[name] += 1
+        if use.source == "pattern" and kernel_type(name) != "gemm":
+            use.score_pass_us += float(trace.dur[k])
         if family is not None:
             use.libraries.add(family[1])
     ordered = sorted(uses.values(), key=lambda u: -(u.device_us or u.host_us))
-    return AttentionUse(ordered, on_device=bool(trace.device_lanes))
+    work = window_device_work(trace)
+    return AttentionUse(
+        ordered,
+        on_device=bool(trace.device_lanes),
+        device_total_us=float(trace.dur[work].sum()),
+        unfused=chains,
+    )
+
+
+def _add_chains(trace, chains, kernels, launches, kernel_call, call_use, uses) -> None:
+    """One "unfused" use for the hand-written chains; each chain's kernels are those
+    launched under its ops (`kernel_call` gains kernel -> chain's first op)."""
+    if not chains:
+        return
+    use = uses[("unfused", "pattern")] = BackendUse("unfused", "pattern", first=chains[0].softmax)
+    chain_of = {}
+    for chain in chains:
+        use.calls += 1
+        use.host_us += float(trace.end[chain.second] - trace.ts[chain.first])
+        use.dropout |= chain.dropout
+        call_use[chain.first] = use
+        for op in chain.ops:
+            chain_of[op] = chain.first
+    is_op = trace.mask(Cat.CPU_OP)
+    top_op = ancestor_of_kind(trace, is_op, outermost=True)
+    for k, launch in zip(kernels.tolist(), launches.tolist(), strict=True):
+        if launch >= 0 and k not in kernel_call:
+            first = chain_of.get(int(top_op[launch]))
+            if first is not None:
+                kernel_call[k] = first
 
 
 def _calls_with_dropout(trace: Trace, outermost: np.ndarray) -> set[int]:

@@ -48,7 +48,65 @@ def _template_args(text: str) -> list[str]:
     return [a for a in args if a]
 
 
-DECLARATION_PREFIX_RE = re.compile(r"^(?:void|std::enable_if<.*?>::type|__global__)\s+")
+_ANONYMOUS = "(anonymous namespace)"
+
+
+def _top_level(text: str):
+    """(position, char) of the characters outside every <...> and (...) in `text`.
+
+    A `>` inside parentheses is an operator (`std::enable_if<((8) > (0)), void>`), not the
+    end of a template argument list, so angle brackets count only outside parentheses."""
+    angle = paren = 0
+    for pos, ch in enumerate(text):
+        if ch == "(":
+            if not paren and not angle:
+                yield pos, ch
+            paren += 1
+        elif ch == ")":
+            paren = max(paren - 1, 0)
+        elif paren:
+            continue
+        elif ch == "<":
+            angle += 1
+        elif ch == ">":
+            angle = max(angle - 1, 0)
+        elif not angle:
+            yield pos, ch
+
+
+def strip_declaration(name: str) -> str:
+    """The kernel's qualified name and arguments without its return type: `void f<T>(x)`
+    and `std::enable_if<!(false), void>::type ns::f<T>(x)` both give `ns::f<T>(x)`.
+
+    A demangled kernel is a declaration `<return type> <name>(<parameters>)`; the return type
+    ends at the last space outside brackets before the parameter list. Names that are not
+    declarations (`Memcpy HtoD (Pinned -> Device)`, `fmhaSm100aKernel_...`) come back as
+    they are."""
+    text = name.strip()
+    spaces = []
+    # `(anonymous namespace)::` is part of a name, not a parameter list (same length)
+    for pos, ch in _top_level(text.replace(_ANONYMOUS, "_anonymous_namespace_")):
+        if ch == " ":
+            spaces.append(pos)
+        elif ch == "(":
+            if spaces and spaces[-1] < pos - 1:  # `f(`, not `Memcpy HtoD (`
+                return text[spaces[-1] + 1 :]
+            return text
+    return text
+
+
+def display_name(name: str, limit: int = 90) -> str:
+    """A kernel name for a table or a title: no return type, no parameter list, cut to
+    `limit` characters (`std::enable_if<...>::type ns::gemv<T>(args)` -> `ns::gemv<T>`)."""
+    text = strip_declaration(name)
+    if text.endswith(")"):
+        masked = text.replace(_ANONYMOUS, "_anonymous_namespace_")
+        opens = [pos for pos, ch in _top_level(masked) if ch == "("]
+        if opens and opens[-1] > 0 and text[opens[-1] - 1] != " ":
+            text = text[: opens[-1]]
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 _GENERIC_WRAPPERS = {
     "gpu_kernel_impl",
     "gpu_kernel_impl_nocast",
@@ -102,8 +160,7 @@ def strip_cpp(name: str) -> str:
 
     A generic function name (`kernel`) keeps its enclosing namespace (`gemvx::kernel`).
     """
-    text = DECLARATION_PREFIX_RE.sub("", name.strip())
-    text = text.replace("(anonymous namespace)::", "")
+    text = strip_declaration(name).replace("(anonymous namespace)::", "")
     parts = _strip_balanced(_strip_balanced(text, "<", ">"), "(", ")").strip().split("::")
     parts = [p.strip() for p in parts if p.strip()]
     if not parts:

@@ -19,7 +19,9 @@ class KernelName:
     family: str
     library: str  # "cuBLAS", "CUTLASS", "cuDNN", "Triton", "ATen", "NCCL", "hipBLASLt", ...
     kind: str  # "gemm", "conv", "attention", "elementwise", "reduction", "copy", "collective", ...
-    arch: str | None = None  # "sm80", "sm90", "ampere", "gfx942"
+    #: the target the kernel was built for ("sm80", "ampere", "gfx942"), never the GPU: cuBLAS
+    #: runs volta_sgemm on Turing and sm80_xmma on Hopper (the GPU: `analysis.gpu_arch`)
+    arch: str | None = None
     dtype: str | None = None  # "bf16", "f16", "f32", "tf32", "fp8", ...
     mma: str | None = None  # "s16816", "16x16x16"
     tile: str | None = None  # "128x256" (or MxNxK where the name gives K)
@@ -35,7 +37,7 @@ class KernelName:
         if self.triton_kind:
             parts.append(self.triton_kind)
         for label, value in (
-            ("arch", self.arch),
+            ("built for", self.arch),  # the kernel's build target, not the GPU
             ("dtype", self.dtype),
             ("mma", self.mma),
             ("tile", self.tile),

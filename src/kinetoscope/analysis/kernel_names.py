@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .cpp_kernel_names import DECLARATION_PREFIX_RE, demangled_parts, functor_of, strip_cpp
+from .cpp_kernel_names import demangled_parts, functor_of, strip_cpp, strip_declaration
 from .kernel_name_fields import arch_of, dtype_from_cpp, dtype_from_tokens, epilogue_of, name_tokens
 from .kernel_name_record import KernelName
 from .triton_kernel_names import decode_triton
@@ -53,6 +53,9 @@ def _kind_of(text: str) -> str:
     low = text.lower()
     checks = [
         ("collective", r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|sendrecv|alltoall"),
+        # KV-cache stores and page-index builders carry an attention library's name
+        # (`reshape_and_cache_flash_kernel`, `create_flashinfer_kv_indices_triton`) but copy
+        ("copy", r"and_cache|kv_indices|store_kv"),
         ("attention", r"flash|fmha|attn|attention|sdpa|sage_fwd"),
         ("conv", r"conv|winograd|im2col|fprop|dgrad|wgrad|implicit_gemm"),
         ("gemm", r"gemm|gemv|matmul|\bbmm|^bmm|_mm_|dot_kernel|splitk"),
@@ -97,7 +100,7 @@ _LIBRARY_PATTERNS = [
 
 def _library_of(name: str) -> str:
     """Library from the kernel's own qualified name (arguments name other libraries' types)."""
-    head = DECLARATION_PREFIX_RE.sub("", name.strip()).replace("(anonymous namespace)::", "")
+    head = strip_declaration(name).replace("(anonymous namespace)::", "")
     head = re.split(r"[<(]", head, maxsplit=1)[0].lower()
     for pattern, library in _LIBRARY_PATTERNS:
         if re.search(pattern, head):
@@ -144,7 +147,7 @@ def decode(name: str) -> KernelName:
         arch_text = qualified
     else:
         base = strip_cpp(name)
-        head = DECLARATION_PREFIX_RE.sub("", name).replace("(anonymous namespace)::", "")
+        head = strip_declaration(name).replace("(anonymous namespace)::", "")
         lt, paren = head.find("<"), head.find("(")
         # template arguments of the kernel itself, not of its parameter types
         op = functor_of(head) if lt >= 0 and (paren < 0 or lt < paren) else None

@@ -24,6 +24,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..trace import Cat, Trace
+from .attention_kernels import kernel_family
 from .kernel_names import decode
 from .stepmap import device_steps
 from .window import window_device_work
@@ -53,9 +54,11 @@ KERNEL_TYPES = (
 TYPE_NOTES = {
     "gemm": "matrix multiplies: cuBLAS/cuBLASLt, CUTLASS, CK, Tensile (hipBLASLt/rocBLAS), "
     "DeepGEMM, Triton matmul templates",
-    "attention": "fused attention: flash, fmha/mem-efficient, cuDNN SDPA, aiter",
+    "attention": "fused attention: FlashAttention 2/3, FlashInfer, FlashMLA, fmha/mem-efficient, "
+    "cuDNN SDPA, CK/aiter, paged and Triton attention",
     "conv": "convolutions (cuDNN, MIOpen, implicit GEMM, FFT and Winograd algorithms)",
-    "communication": "collectives and peer traffic run as kernels: NCCL/RCCL, DeepEP, NVSHMEM",
+    "communication": "collectives and peer traffic run as kernels: NCCL/RCCL, MSCCL++, DeepEP, "
+    "NVSHMEM, pplx/mori MoE all-to-all, custom all-reduce (vLLM, SGLang, TensorRT-LLM)",
     "elementwise": "pointwise kernels, casts, copies, gathers and layout transposes run on SMs",
     "reduction": "reductions and normalizations: sums, softmax, norms, pooling, top-k, sort",
     "embedding": "embedding lookups and their fused updates (FBGEMM TBE, embedding_bag)",
@@ -64,28 +67,45 @@ TYPE_NOTES = {
     "other": "kernels whose name says none of the above",
 }
 
-#: Collective and peer-traffic libraries that launch their own kernels: NCCL
-#: and RCCL (`ncclDevKernel_*`, `ncclKernel_*`), DeepEP's dispatch/combine,
-#: NVSHMEM, and custom all-reduce kernels (vLLM's cross_device_reduce, the
-#: NVLS multimem all-reduce) that do the same job outside NCCL.
+#: Collective and peer-traffic kernels, named by the library or algorithm that moves
+#: data between GPUs: NCCL and RCCL (`ncclDevKernel_*`, `ncclKernel_*`), MSCCL/MSCCL++
+#: (`mscclpp::`), NVSHMEM (`nvshmemi_*`), DeepEP's intranode/internode/low-latency
+#: dispatch, combine and notify kernels (`deep_ep::intranode::dispatch`,
+#: `deep_ep::internode_ll::combine`; not `deep_ep::layout::`, which counts tokens
+#: locally) and the same structure in its forks (`xen_moe::internode_ll::dispatch`,
+#: `nccl_ep::internode_ll::combine`), the MoE all-to-all kernels of pplx-kernels
+#: (`pplx::`) and ROCm's mori (`mori::moe::EpDispatch*`), and the custom all-reduce
+#: kernels that do NCCL's job through peer memory: vLLM's and SGLang's
+#: `cross_device_reduce_{1,2}stage`, TensorRT-LLM/FlashInfer one-/two-shot and
+#: Lamport all-reduce, quick-reduce, symmetric-memory `multimem` all-reduce. Each of
+#: these spins on flags written by peer GPUs, so its duration includes waiting for the
+#: other ranks, like an NCCL kernel's.
 _COMMUNICATION = re.compile(
-    r"nccl|rccl|deep_?ep|nvshmem|cross_device_reduce|multimem|all_?reduce|all_?gather"
-    r"|reduce_?scatter|all_?to_?all|sendrecv"
+    r"nccl|rccl|msccl|nvshmem|deep_?ep::(?!layout)|\bpplx::|mori::moe::ep|cross_device_reduce"
+    r"|(?:intra|inter)node(?:_ll)?\w*::(?:\w+::)?(?:notify_|cached_notify_)?(?:dispatch|combine)"
+    r"|multimem|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv|lamport"
+    r"|one_?shot_?all|two_?shot_?all|quick_?reduce"
 )
 #: Embedding-bag kernels gather rows and pool them (rotary embeddings are pointwise math).
 _EMBEDDING = re.compile(r"(?<!rotary_)embedding|embedding_bag|\btbe_")
 #: Normalizations and pooling reduce over a channel, row or window: batch norm
 #: (cuDNN's `bn_fw_*`/`bn_bw_*`), layer/RMS/group norm and their backward
-#: (`GammaBetaBackward`), Welford statistics, pooling, histograms.
+#: (`GammaBetaBackward`), Welford statistics, pooling, histograms. MoE routing
+#: (`moe::dev::routing::*`, vLLM's `_combined_routing_compute`) counts tokens per
+#: expert and prefix-sums the offsets; MoE finalize sums each token's top-k expert
+#: outputs: both reduce.
 _REDUCTION = re.compile(
     r"(?:^|[^a-z])bn_(?:fw|bw)|batch_?norm|layer_?norm|rms_?norm|group_?norm|gammabeta|welford"
-    r"|pool|histogram|cumsum|scan|prefix_?sum|reduce|softmax|topk|sort|argm"
+    r"|pool|histogram|cumsum|scan|prefix_?sum|reduce|softmax|topk|sort|argm|routing(?!\w*memset)"
+    r"|moe\w*::(?:\w+::)*finalize"
 )
+#: cuDNN's implicit-GEMM convolutions precompute their gather offsets in a helper kernel.
+_CONV_HELPER = re.compile(r"cask_cudnn\w*::compute\w*offsets")
 #: Pointwise work named by what it does to each element: quantization and
 #: dtype conversion, rotary embeddings, layout transforms (NCHW <-> NHWC),
-#: scaling, KV-cache stores, fills, MIOpen's tensor ops.
+#: scaling, KV-cache stores, fills, triangular masks (triu/tril), MIOpen's tensor ops.
 _ELEMENTWISE = re.compile(
-    r"quant|convert|cast|rotary|nchwtonhwc|nhwctonchw|scale|cache|fill|subtensorop|tensorop"
+    r"quant|convert|cast|rotary|nchwtonhwc|nhwctonchw|scale|cache|fill|subtensorop|tensorop|triu|tril"
     r"|activation|gelu|silu|relu|dropout|copy|transpose|permute|gather|scatter|index|cat_?array"
 )
 #: cuDNN's FFT convolution algorithm runs as fft2d_r2c/c2r kernels.
@@ -107,6 +127,10 @@ def kernel_type(name: str) -> str:
     low = name.lower()
     if decoded.kind == "collective" or decoded.library in ("NCCL", "RCCL"):
         return "communication"
+    if _COMMUNICATION.search(low):
+        return "communication"
+    if kernel_family(name) is not None:
+        return "attention"
     if decoded.library == "Triton" and decoded.triton_kind == "template":
         ops = " ".join(decoded.fused_ops)
         if "convolution" in ops:
@@ -114,14 +138,14 @@ def kernel_type(name: str) -> str:
         return "attention" if "attention" in ops else "gemm"
     if decoded.kind in ("attention", "conv", "gemm"):
         return decoded.kind
-    if _COMMUNICATION.search(low):
-        return "communication"
     if _EMBEDDING.search(low):
         return "embedding"
     if decoded.kind == "reduction" or _REDUCTION.search(low):
         return "reduction"
     if decoded.kind in ("elementwise", "copy") or _ELEMENTWISE.search(low):
         return "elementwise"
+    if _CONV_HELPER.search(low):
+        return "conv"
     if decoded.library == "cuDNN" and _FFT_CONV.search(low):
         return "conv"
     if decoded.library in _BLAS:  # split-K reductions, epilogues: parts of a GEMM
@@ -129,6 +153,12 @@ def kernel_type(name: str) -> str:
     if decoded.short.startswith("spin_kernel"):
         return "spin"
     return "other"
+
+
+def is_communication(name: str) -> bool:
+    """Whether a kernel moves data between GPUs (the one test every caller uses: kernel
+    types, streams, exposed communication, per-rank overlap)."""
+    return kernel_type(name) == "communication"
 
 
 def copy_type(name: str) -> str:

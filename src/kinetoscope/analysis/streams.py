@@ -1,7 +1,8 @@
 """Device streams and communication/compute overlap.
 
 Work on one stream runs in order; work on different streams may run at once.
-Distributed training relies on that: NCCL/RCCL collectives run on their own
+Distributed training relies on that: collectives (NCCL/RCCL, DeepEP, custom
+all-reduce: the communication type of `kernel_types`) run on their own
 stream so that gradients of one layer are reduced while the backward pass of
 the next is still computing. Communication that runs while no compute kernel
 runs on any stream is exposed: the step waits for it (or for the slowest

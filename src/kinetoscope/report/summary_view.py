@@ -9,6 +9,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis.cpp_kernel_names import display_name
 from ..analysis.stats import OUTLIER_FACTOR, STATISTIC, decomposition_text
 from ..analysis.summary import TraceSummary
 from ..analysis.table import DEVICE_SHARE_BASE, HOST_SHARE_BASE, Ranked
@@ -68,8 +69,9 @@ def _device_line(device: dict) -> str:
 
 
 def _short(name: str) -> str:
-    name = inert(name)
-    return name if len(name) <= _NAME_WIDTH else name[: _NAME_WIDTH - 1] + "…"
+    """A kernel's function name without its return type (`std::enable_if<...>::type`) or
+    parameter list, cut to the column."""
+    return inert(display_name(name, _NAME_WIDTH))
 
 
 def _ranked_table(title: str, rows: list[Ranked], share_label: str) -> Table:

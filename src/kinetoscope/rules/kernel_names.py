@@ -1,11 +1,14 @@
-"""The `kernel-name` rule: what the top kernels' names say (docs/rules.md, "Kernel names")."""
+"""Kernel-name rules (docs/rules.md, "Kernel names"): `kernel-name`, what the top kernels'
+names say, and `fp32-gemm-tf32`, fp32 matrix multiplies on a GPU with TF32 tensor cores."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.gpu_arch import gpu_arch
 from ..analysis.gpu_lane import kernel_totals
 from ..analysis.kernel_names import decode
+from ..analysis.peaks import device_peaks
 from ..units import count, fmt_us
 from .base import Evidence, Finding, rule
 from .requires import need_kernels
@@ -68,6 +71,108 @@ def kernel_name(ctx) -> list[Finding]:
                 "median_kernel_us": float(
                     np.median([d for r in rows for d in trace.dur[r.instances]])
                 ),
+            },
+        )
+    ]
+
+
+def _fp32_gemm(name: str) -> bool:
+    """An fp32 GEMM that TF32 would move onto tensor cores: SIMT sgemm/FFMA kernels and
+    cuBLASLt's f32 xmma kernels. GEMV is left out: it streams the matrix once, so it is
+    memory-bound whatever the math unit."""
+    k = decode(name)
+    return k.kind == "gemm" and k.dtype == "f32" and "gemv" not in name.lower()
+
+
+@rule(
+    "fp32-gemm-tf32",
+    "kernel-names",
+    "fp32 GEMMs on a GPU with TF32 tensor cores",
+    min_share=0.10,
+)
+def fp32_gemm_tf32(ctx) -> list[Finding]:
+    """The GPU comes from deviceProperties (Ampere, compute capability 8.0, and newer have
+    TF32 tensor cores), never from the kernels' names: cuBLAS runs `volta_sgemm_*` on Turing
+    and `ampere_sgemm_*` / `sm80_xmma_*` on Hopper, builds shared between generations."""
+    trace = ctx.trace
+    arch = gpu_arch(trace)
+    if arch is None or not arch.has_tf32_tensor_cores:
+        return []
+    rows, total = kernel_totals(trace)
+    fp32 = [r for r in rows if _fp32_gemm(trace.names[r.name_id])]
+    fp32_us = sum(r.device_us for r in fp32)
+    share = fp32_us / total if total else 0.0
+    min_share = ctx.threshold("min_share")
+    if share < min_share:
+        return []
+    peaks = device_peaks(arch.device)
+    fp32_peak = peaks.tflops.get("fp32") if peaks else None
+    tf32_peak = peaks.tflops.get("tf32") if peaks else None
+    steps = max(len(trace.steps), 1)
+    if fp32_peak and tf32_peak:
+        ratio = tf32_peak / fp32_peak
+        saved = fp32_us * (1 - 1 / ratio)
+        gain = (
+            f"{peaks.device} peaks at {tf32_peak:g} TFLOP/s in TF32 against {fp32_peak:g} in "
+            f"FP32 ({ratio:.3g}x, {peaks.source}): compute-bound fp32 GEMMs run up to "
+            f"{ratio:.3g}x faster, at most {fmt_us(saved / steps)} less GEMM time per step "
+            "(GEMMs limited by memory bandwidth gain less)."
+        )
+    else:
+        saved = 0.0
+        gain = (
+            f"The peak table has no FP32/TF32 figures for {arch.device}, so the gain is not "
+            "estimated; on every NVIDIA GPU since Ampere the TF32 tensor rate is several times "
+            "the FP32 rate."
+        )
+    evidence = [Evidence(f"GPU {arch.describe()}")]
+    for r in fp32[:3]:
+        name = trace.names[r.name_id]
+        k = decode(name)
+        built = (
+            f"; '{k.arch}' in the name is the kernel's build target, the GPU is {arch.name}"
+            if k.arch and not arch.is_target(k.arch)
+            else ""
+        )
+        evidence.append(
+            Evidence(
+                f"{k.short}: fp32 GEMM, {fmt_us(r.device_us, 1)} in {count(r.calls, 'call')}"
+                f"{built}",
+                name=name,
+                value=r.device_us,
+                unit="us",
+            )
+        )
+    return [
+        Finding(
+            id="fp32-gemm-tf32",
+            severity="warn",
+            title=(
+                f"fp32 GEMMs take {share:.0%} of kernel time on {arch.name} without TF32 "
+                f"(threshold {min_share:.0%})"
+            ),
+            explanation=(
+                f"{count(len(fp32), 'fp32 GEMM kernel')} ({fmt_us(fp32_us)}) ran on the FP32 "
+                f"units (SIMT sgemm/FFMA or f32 xmma). The GPU is {arch.describe()}, which has "
+                "TF32 tensor cores; PyTorch leaves TF32 off for matmuls by default. " + gain
+            ),
+            suggestion=(
+                "torch.backends.cuda.matmul.allow_tf32 = True (or "
+                'torch.set_float32_matmul_precision("high")): fp32 inputs and outputs, the '
+                "products rounded to a 10-bit mantissa; or train in bf16 with autocast, which "
+                "also halves the memory traffic. `kinetoscope tune` tries the tf32 knob."
+            ),
+            impact_us=saved / steps,
+            evidence=evidence,
+            measured={
+                "gpu_arch": arch.name,
+                "compute_capability": arch.compute_capability,
+                "fp32_gemm_us": round(fp32_us, 3),
+                "fp32_gemm_share": round(share, 4),
+                "threshold_min_share": min_share,
+                "tf32_over_fp32_peak": round(tf32_peak / fp32_peak, 3)
+                if fp32_peak and tf32_peak
+                else None,
             },
         )
     ]

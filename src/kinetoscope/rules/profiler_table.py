@@ -13,6 +13,7 @@ from collections import Counter
 
 import numpy as np
 
+from ..analysis.cpp_kernel_names import display_name
 from ..analysis.stepmap import step_count
 from ..analysis.table import (
     KeyAverages,
@@ -262,10 +263,10 @@ def _where(trace: Trace) -> str:
 
 
 def _short(name: str, limit: int = 60) -> str:
-    """A kernel name fit for a title: no C++ argument list, at most `limit` characters."""
-    if name.endswith(")") and "(" in name[1:]:
-        name = name[: name.index("(", 1)]
-    return name if len(name) <= limit else name[: limit - 3] + "..."
+    """A kernel name fit for a title: no return type, no C++ argument list, at most `limit`
+    characters (`std::enable_if<!(false), void>::type gemvx::kernel<...>(...)` shows
+    `gemvx::kernel<...>`, not `std::enable_if<!`)."""
+    return display_name(name, limit)
 
 
 def _ratio(row: TableRow) -> str:
