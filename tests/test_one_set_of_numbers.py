@@ -19,7 +19,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from kinetoscope.analysis.hosttime import PARTS
+from kinetoscope.analysis.stats import decomposition_parts
 from kinetoscope.cli import app
 from kinetoscope.compare.check import run_check
 from kinetoscope.report.html import DECOMPOSITION
@@ -160,8 +160,11 @@ def _verdict_bar_is_one_statistic(html: str, explain: dict) -> None:
     m = explain["metrics"]
     steps = explain["trace"]["window"]["steps"]
     per_step = explain["statistics"]["per_step"]
+    shown = dict(decomposition_parts(explain["verdict"]["decomposition"]))
     for key, figure, _css in DECOMPOSITION:
-        words = dict(PARTS)[figure]
+        if key not in shown:  # compute is a part of CPU runs only
+            continue
+        words = shown[key]
         # the share as the verdict line (text, Markdown, JSON summary) prints it
         share = re.search(rf"{re.escape(words)} (\d+\.\d%)", explain["verdict"]["summary"])
         printed = f"{html_text.escape(words)} <strong>{share.group(1)}</strong>"
