@@ -11,6 +11,10 @@ reuses blocks and calls none). Inside one step nothing can be compared across
 steps, but the same kernel (name, grid, block) repeated in the window can: its
 first run far slower than its later runs (`first_runs`) is a cold first
 iteration (cold instruction cache and TLBs, module loading, clocks ramping up).
+
+A step costs wall time on both sides: the host's step window, and the run of the
+device work it launched (`step_walls`). When the device runs behind the host, a
+slow host step is hidden: it only shortens the time the host later waits.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import numpy as np
 
 from ..trace import Trace
 from .kernel_names import decode
+from .steps import device_anchor, windows
 
 CAUSES: dict[str, re.Pattern] = {
     "module-load": re.compile(r"^(cu|hip)(Module|Library)Load"),
@@ -147,3 +152,39 @@ def iterations_before_window(trace: Trace) -> int:
     except (TypeError, ValueError):
         recorded = 0
     return max(before, recorded)
+
+
+@dataclass(frozen=True)
+class StepWall:
+    """What one step cost in wall time: its host window, or the run of its device work
+    (first start to last end of the work it launched) when that is longer."""
+
+    number: int | None
+    host_us: float
+    device_us: float
+
+    @property
+    def wall_us(self) -> float:
+        return max(self.host_us, self.device_us)
+
+
+def step_walls(trace: Trace) -> list[StepWall]:
+    """Per recorded step, its host duration and the span of the device work it launched."""
+    work = np.flatnonzero(trace.device_work)
+    anchor = device_anchor(trace)[work]
+    out = []
+    for number, _index, start, end in windows(trace):
+        mine = work[(anchor >= start) & (anchor < end)]
+        span = float(trace.end[mine].max() - trace.ts[mine].min()) if len(mine) else 0.0
+        out.append(StepWall(number, end - start, span))
+    return out
+
+
+def recorded_cold(trace: Trace) -> bool:
+    """Whether kinetoscope recorded the run without warm-up iterations (`--warmup 0`, a
+    `_cold_` run): its metadata says how many iterations the program ran before profiling."""
+    meta = trace.meta.kinetoscope or {}
+    try:
+        return "warmup_iters" in meta and int(meta["warmup_iters"]) == 0
+    except (TypeError, ValueError):
+        return False
