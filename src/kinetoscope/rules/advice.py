@@ -46,9 +46,6 @@ def compiled_run(ctx) -> bool:
             decode(trace.names[i]).triton_kind for i in np.unique(trace.name_id[trace.kernels])
         )
         ctx.cache[key] = bool(
-            meta.get("compile")
-            or len(marks)
-            or len(ctx.analysis(compile_events))
-            or inductor
+            meta.get("compile") or len(marks) or len(ctx.analysis(compile_events)) or inductor
         )
     return ctx.cache[key]
