@@ -231,3 +231,36 @@ def test_launch_latency_names_no_full_queue_on_an_idle_device(tmp_path):
     assert f.measured["queue_depth_p50"] >= 2 and f.measured["busy_share_while_waiting"] < 0.1
     assert "queue is full" not in f.title and f.severity == "warn"
     assert "is not what holds them back" in f.explanation
+
+
+def test_a_recorded_data_wait_is_one_finding_within_the_step(tmp_path):
+    # a real CPU loop: each item costs 60 tiny aten::add calls inside
+    # DataLoader.__next__ (num_workers=0), the model one Linear: dataloader-bound,
+    # data-bound and call-count (aten::add) all see the same wait
+    torch = pytest.importorskip("torch")
+    from .torch_traces import profile_steps
+
+    class Items(torch.utils.data.Dataset):
+        def __len__(self):
+            return 64
+
+        def __getitem__(self, i):
+            x = torch.zeros(8)
+            for _ in range(60):
+                x = x + 1
+            return x
+
+    batches = iter(torch.utils.data.DataLoader(Items(), batch_size=4, num_workers=0))
+    model = torch.nn.Linear(8, 8)
+
+    def step(_):
+        model(next(batches)).sum()
+
+    trace = profile_steps(tmp_path / "data.json", step, steps=3, warmup=1)
+    report = kinetoscope.explain(trace.path)
+    waits = [f for f in report.findings if {f.id, *f.merged} & {"dataloader-bound", "call-count"}]
+    (wait,) = waits
+    assert wait.id == "dataloader-bound" and "call-count" in wait.merged
+    assert "pin_memory" not in wait.suggestion  # a CPU-only run
+    step_us = statistics.median(s.end - s.start for s in step_stats(trace))
+    assert sum(f.impact_us for f in report.findings) <= step_us * (1 + 1e-9)
