@@ -121,9 +121,21 @@ def test_merge_folds_one_cause_into_the_most_specific_finding():
 
 def test_savings_are_bounded_in_reading_order():
     found = [_finding("a", (), 70.0), _finding("b", (), 50.0), _finding("c", (), 10.0)]
-    fit_savings(found, 100.0)
+    fit_savings(found, {"step": 100.0, "host": 100.0, "device": 0.0})
     assert [f.impact_us for f in found] == [70.0, 30.0, 0.0]
     assert found[1].measured["impact_estimate_us"] == 50.0
+
+
+def test_savings_are_bounded_by_the_part_of_the_step_they_come_from():
+    # a step 40% idle: host-side fixes share the 40 us the device waits, kernel fixes the 60
+    found = [
+        _finding("overhead-bound", (), 70.0),
+        _finding("host-sync", (), 10.0),
+        _finding("fusion-opportunity", (), 90.0),
+        _finding("cold-start", (), 5.0),
+    ]
+    fit_savings(found, {"step": 100.0, "host": 40.0, "device": 60.0})
+    assert [f.impact_us for f in found] == [40.0, 0.0, 60.0, 0.0]
 
 
 def _queued_steps(tmp_path, host_us, device_us=2180.0):

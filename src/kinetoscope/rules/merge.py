@@ -13,6 +13,10 @@ Savings (`impact_us`, per step) of different causes add up only while they
 come from disjoint parts of the step; estimates that would add up to more than
 the step overlap, so, read in ranking order, each finding is bounded by what the
 findings ranked above it left of the median step (the window without steps).
+A saving is also bounded by the part of the step it comes from: removing host
+work shortens a step only while the device waits for the host, so host-side
+savings share the device's idle part of the step; making kernels faster shortens
+only the busy part. (On a trace without device work the whole step is host.)
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
+from ..analysis.idle import device_idle
 from ..analysis.steps import step_stats
 from ..trace import Trace
 from .base import SEVERITY_ORDER, Evidence, Finding, Rule
@@ -29,6 +34,41 @@ from .base import SEVERITY_ORDER, Evidence, Finding, Rule
 SYMPTOMS = frozenset({"step-outlier", "call-count", "gpu-idle-breakdown", "launch-latency"})
 #: the verdict's own findings sum up causes: a named cause survives them too
 VERDICT_FAMILY = "regime"
+#: savings that shorten the device's own work (fewer, faster kernels and copies, hidden
+#: communication): at most the part of the step the device is busy
+DEVICE_SIDE = frozenset(
+    {
+        "fusion-opportunity",
+        "exposed-communication",
+        "kernel-variance",
+        "attention-backend",
+        "addmm-epilogue",
+        "hidden-memcpy",
+        "llm-kv-cache-concat",
+    }
+)
+#: savings that remove host work or waits the device idles through: at most the part of
+#: the step the device is idle (the rest: cold-start, step-outlier, only the whole step)
+HOST_SIDE = frozenset(
+    {
+        "overhead-bound",
+        "mixed",
+        "data-bound",
+        "sync-bound",
+        "dataloader-bound",
+        "host-sync",
+        "kernel-gap",
+        "launch-latency",
+        "call-count",
+        "heavyweight-launch",
+        "metadata-only-ops",
+        "optimizer-unfused",
+        "compile-cpu-tax",
+        "dispatch-dead-window",
+        "llm-decode-overhead",
+        "sync-flush",
+    }
+)
 
 
 def merge_causes(findings: list[Finding], rules: dict[str, Rule]) -> list[Finding]:
@@ -67,16 +107,26 @@ def _fold(keep: Finding, other: Finding) -> None:
     keep.evidence += [e for e in other.evidence if e.text not in seen]
 
 
-def savings_budget(trace: Trace) -> float:
-    """The time one step takes: the median step (the whole window without steps)."""
-    return statistics.median(s.end - s.start for s in step_stats(trace))
+def savings_budget(trace: Trace) -> dict[str, float]:
+    """The time one step takes (the median step; the whole window without steps), and its
+    parts in which the device idles ("host") and works ("device")."""
+    step = statistics.median(s.end - s.start for s in step_stats(trace))
+    devices = device_idle(trace)
+    span = sum(d.window.busy + d.window.idle for d in devices)
+    idle = sum(d.window.idle for d in devices) / span if span > 0 else 1.0
+    return {"step": step, "host": step * idle, "device": step * (1.0 - idle)}
 
 
-def fit_savings(findings: list[Finding], budget_us: float) -> None:
-    """Bound each saving, in reading order, by what the ones above it left of the step."""
-    left = max(budget_us, 0.0)
+def fit_savings(findings: list[Finding], budget: dict[str, float]) -> None:
+    """Bound each saving, in reading order, by what the ones above it left of the step and
+    of the part of the step it comes from."""
+    left = {k: max(v, 0.0) for k, v in budget.items()}
     for f in findings:
-        if f.impact_us > left:
+        part = "host" if f.id in HOST_SIDE else "device" if f.id in DEVICE_SIDE else None
+        bound = min(left["step"], left[part]) if part else left["step"]
+        if f.impact_us > bound:
             f.measured["impact_estimate_us"] = round(float(f.impact_us), 3)
-            f.impact_us = left
-        left -= f.impact_us
+            f.impact_us = bound
+        left["step"] -= f.impact_us
+        if part:
+            left[part] -= f.impact_us
