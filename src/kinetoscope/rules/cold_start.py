@@ -75,9 +75,9 @@ def warmup_advice(trace: Trace) -> str:
             else "nothing ran before this window"
         )
         return (
-            "This run was recorded cold (kinetoscope warm-up 0): the program ran no warm-up "
-            f"iterations of its own, {ran}, so the window shows what a cold start costs. To "
-            "measure the steady state, record again with warm-up (kinetoscope profile ... "
+            "This run was recorded cold (--warmup 0): the program ran no warm-up iterations "
+            f"of its own, {ran}, so the window shows what a cold start costs. To measure the "
+            "steady state, record again with warm-up iterations (kinetoscope profile WORKLOAD "
             "--warmup 3)."
         )
     if before > 1:
