@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -183,6 +184,16 @@ def test_a_run_recorded_cold_is_called_cold(tmp_path):
     (f,) = run_rules(trace, only=["cold-start"]).findings
     assert "recorded cold" in f.title and "recorded cold" in f.suggestion
     assert "not a missing warmup" not in f.suggestion
+
+
+def test_a_cold_run_tag_without_metadata_is_called_cold(tmp_path):
+    # the trace exported by kinetoscope profile carries its run tag in the file name
+    trace = _cpu_steps(tmp_path, 2, [464, 40, 40, 40])
+    assert "recorded cold" not in run_rules(trace, only=["cold-start"]).findings[0].title
+    tagged = tmp_path / "matmul_add_1024_fp32_cold_eager.json"
+    tagged.write_bytes(Path(trace.path).read_bytes())
+    (f,) = run_rules(kinetoscope.load(tagged), only=["cold-start"]).findings
+    assert "recorded cold" in f.title
 
 
 def test_a_warmed_up_run_is_told_what_is_still_cold(tmp_path):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -180,11 +181,18 @@ def step_walls(trace: Trace) -> list[StepWall]:
     return out
 
 
+#: the run tag kinetoscope profile puts in its file names: ..._<dtype>_cold_<eager|compile>...
+COLD_TAG_RE = re.compile(r"_cold_(?:eager|compile)(?:_|\.|$)")
+
+
 def recorded_cold(trace: Trace) -> bool:
-    """Whether kinetoscope recorded the run without warm-up iterations (`--warmup 0`, a
-    `_cold_` run): its metadata says how many iterations the program ran before profiling."""
+    """Whether kinetoscope recorded the run without warm-up iterations (`--warmup 0`): its
+    metadata says how many iterations the program ran before profiling; without metadata,
+    the run tag in the file name (`..._fp32_cold_eager...`) says the same."""
     meta = trace.meta.kinetoscope or {}
+    if "warmup_iters" not in meta:
+        return bool(COLD_TAG_RE.search(Path(trace.path or "").name))
     try:
-        return "warmup_iters" in meta and int(meta["warmup_iters"]) == 0
+        return int(meta["warmup_iters"]) == 0
     except (TypeError, ValueError):
         return False
