@@ -102,3 +102,22 @@ def _html_shows_the_same_figures(path: str, explain: dict, out) -> None:
     for row in explain["steps"]:
         assert fmt_us(row["device_busy_us"]) in html
         assert fmt_us(row["dur_us"]) in html
+
+
+def test_a_merged_finding_is_one_finding_in_every_format(tmp_path):
+    # ResNet-50 without workers: dataloader-bound holds the verdict's data-bound (one wait)
+    path = str(corpus("gpu/resnet50_dataloader_workers0.pt.trace.json.gz"))
+    explain = _json("explain", path, "--format", "json")
+    (wait,) = [f for f in explain["findings"] if {f["id"], *f["merged"]} & {"data-bound"}]
+    assert wait["id"] == "dataloader-bound" and wait["merged"] == ["data-bound"]
+    saving = f"~{fmt_us(wait['impact_us'])}"
+    for fmt in ("text", "md", "html"):
+        out = tmp_path / f"report.{fmt}"
+        result = CliRunner().invoke(app, ["explain", path, "--format", fmt, "-o", str(out)])
+        assert result.exit_code == 0, result.output
+        text = out.read_text()
+        assert "also data-bound" in text and saving in text, fmt
+        assert text.count("dataloader-bound") >= 1
+    # the folded finding fired: check sees it, at the survivor's severity
+    (outcome,) = run_check(path, ["data-bound"], None, "10%")
+    assert outcome.passed
