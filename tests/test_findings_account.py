@@ -287,3 +287,21 @@ def test_a_recorded_data_wait_is_one_finding_within_the_step(tmp_path):
     assert "pin_memory" not in wait.suggestion  # a CPU-only run
     step_us = statistics.median(s.end - s.start for s in step_stats(trace))
     assert sum(f.impact_us for f in report.findings) <= step_us * (1 + 1e-9)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "gpu/tracelens_b200__eager_trace.json.gz",  # Torch-Compiled Region, CompiledFxGraph
+        "gpu/tracelens_vllm_prefilldecode_piecewise__graph_execution.json.gz",  # triton_poi_*
+        "gpu/tracelens_xdit_flux.1_aiter_sage__profile_trace_rank_0.json.gz",
+    ],
+    ids=lambda n: n.split("/")[-1][:30],
+)
+def test_no_advice_to_compile_a_compiled_run(name):
+    report = kinetoscope.explain(corpus(name))
+    rules = ("call-count", "metadata-only-ops", "gpu-idle-breakdown")
+    advice = [f.suggestion for f in report.findings if f.id in rules]
+    assert advice  # the rules speak on these traces
+    for text in advice:
+        assert "torch.compile" not in text or "already uses torch.compile" in text, text

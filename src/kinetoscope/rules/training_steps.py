@@ -23,7 +23,7 @@ from ..analysis.stats import OUTLIER_FACTOR, OUTLIER_MIN_STEPS, step_outliers
 from ..analysis.steps import step_stats
 from ..analysis.syncs import sync_sites
 from ..units import count, fmt_us
-from .advice import cuda_graphs_fit
+from .advice import compiled_run, cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
 from .training import FAMILY
 
@@ -163,6 +163,7 @@ def gpu_idle_breakdown(ctx) -> list[Finding]:
         )
     gap = ctx.threshold("kernel_gap_us")
     graphs = cuda_graphs_fit(ctx)  # replaying launches helps only a steady overhead-bound window
+    compiled = compiled_run(ctx)  # no advice to compile a run that compiles
     devices = device_idle(trace, gap)
     total = IdleSplit()
     for dev in devices:
@@ -219,11 +220,13 @@ def gpu_idle_breakdown(ctx) -> list[Finding]:
                 "gaps in the evidence overlap other streams' work and are not added up."
             ),
             suggestion={
-                "host_wait": "Feed the device faster: bigger batches, fewer and larger ops "
-                "(torch.compile), "
+                "host_wait": "Feed the device faster: bigger batches, fewer and larger ops"
+                + (" (torch.compile)" if not compiled else "")
+                + ", "
                 + ("CUDA graphs, " if graphs else "")
                 + "no syncs in the loop, faster data loading.",
-                "kernel_wait": "Many tiny back-to-back kernels: fuse them (torch.compile)"
+                "kernel_wait": "Many tiny back-to-back kernels: fuse them"
+                + (" (torch.compile)" if not compiled else " (larger compiled regions)")
                 + (" or capture them in a CUDA graph" if graphs else "")
                 + " to remove launch gaps.",
                 "other": "Look at cross-stream dependencies (event waits, collectives, copies "
