@@ -28,6 +28,7 @@ Gaps are attributed to the step whose window holds the next event's launch
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -126,7 +127,13 @@ class DeviceIdle:
 
 def device_idle(trace: Trace, kernel_gap_us: float = HTA_KERNEL_GAP_US) -> list[DeviceIdle]:
     """Per device, busy time (union of its streams) and idle time split by cause, per step
-    window and over all of them; empty without device work."""
+    window and over all of them; empty without device work. Computed once per trace and
+    gap (the idle rule and the savings bound both read it); callers must not mutate it."""
+    return _device_idle_cached(trace, float(kernel_gap_us))
+
+
+@lru_cache(maxsize=8)
+def _device_idle_cached(trace: Trace, kernel_gap_us: float) -> list[DeviceIdle]:
     work = np.flatnonzero(trace.device_work)
     if not len(work):
         return []
@@ -159,16 +166,21 @@ def _union_idle(trace: Trace, ev: np.ndarray, device, kernel_gap_us: float) -> D
     out = DeviceIdle(device, IdleSplit())
     longest = None
     for number, _index, lo, hi in windows(trace):
-        split = IdleSplit()
-        split.busy = float((np.minimum(busy_e, hi) - np.maximum(busy_s, lo)).clip(0).sum())
-        cut = (np.minimum(gap_e, hi) - np.maximum(gap_s, lo)).clip(0)
+        split = out.by_step[number] = IdleSplit()
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            continue  # a window without bounds holds no time
+        # intervals and gaps are sorted and disjoint: cut only those overlapping [lo, hi]
+        a, b = np.searchsorted(busy_e, lo, "right"), np.searchsorted(busy_s, hi, "left")
+        split.busy = float((np.minimum(busy_e[a:b], hi) - np.maximum(busy_s[a:b], lo)).sum())
+        a, b = np.searchsorted(gap_e, lo, "right"), np.searchsorted(gap_s, hi, "left")
+        cut = (np.minimum(gap_e[a:b], hi) - np.maximum(gap_s[a:b], lo)).clip(0)
+        kinds = category[a:b]
         for code, name in enumerate(CATEGORIES):
-            setattr(split, name, float(cut[category == code].sum()))
+            setattr(split, name, float(cut[kinds == code].sum()))
         split.gaps = int((cut > 0).sum())
-        out.by_step[number] = split
         out.window.add(split)
-        k = int(np.argmax(cut))
-        if cut[k] > 0 and (longest is None or cut[k] > longest[1]):
-            longest = (float(max(gap_s[k], lo)), float(cut[k]), CATEGORIES[int(category[k])])
+        if len(cut) and cut.max() > 0 and (longest is None or cut.max() > longest[1]):
+            k = a + int(np.argmax(cut))
+            longest = (float(max(gap_s[k], lo)), float(cut.max()), CATEGORIES[int(category[k])])
     out.longest_gap = longest
     return out
