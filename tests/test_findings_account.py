@@ -26,6 +26,7 @@ from kinetoscope.rules.engine import load_rules, run_rules
 from kinetoscope.rules.merge import fit_savings, merge_causes
 
 from .conftest import corpus, corpus_files, kernel, launch, op, write_trace
+from .torch_traces import torch_traces  # noqa: F401 - the fixture
 
 SIDE_STREAMS = [
     "gpu/tracelens_mi300__resnet_act_checkpoint.json.gz",  # compute + NCCL streams
@@ -137,6 +138,14 @@ def test_savings_are_bounded_by_the_part_of_the_step_they_come_from():
     ]
     fit_savings(found, {"step": 100.0, "host": 40.0, "device": 60.0})
     assert [f.impact_us for f in found] == [40.0, 0.0, 60.0, 0.0]
+
+
+def test_a_cpu_trace_has_no_device_part_to_bound_savings_by(torch_traces):  # noqa: F811
+    # recorded CPU loops: x @ w + b runs aten::mm then aten::add on the CPU, so
+    # addmm-epilogue's saving is host time, bounded by the step alone
+    trace = kinetoscope.load(torch_traces["loop"])
+    (f,) = run_rules(trace, only=["addmm-epilogue"]).findings
+    assert f.impact_us > 0 and "impact_estimate_us" not in f.measured
 
 
 def _queued_steps(tmp_path, host_us, device_us=2180.0):

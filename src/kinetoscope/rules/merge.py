@@ -113,7 +113,9 @@ def savings_budget(trace: Trace) -> dict[str, float]:
     step = statistics.median(s.end - s.start for s in step_stats(trace))
     devices = device_idle(trace)
     span = sum(d.window.busy + d.window.idle for d in devices)
-    idle = sum(d.window.idle for d in devices) / span if span > 0 else 1.0
+    if span <= 0:  # no device: every saving is host time (addmm-epilogue's add runs on the CPU)
+        return {"step": step, "host": step, "device": step}
+    idle = sum(d.window.idle for d in devices) / span
     return {"step": step, "host": step * idle, "device": step * (1.0 - idle)}
 
 
