@@ -100,6 +100,20 @@ def test_a_cold_first_step_and_its_outlier_are_one_finding():
     assert cold.merged == ["step-outlier"] and cold.measured["cause"] == "first-step"
 
 
+def test_a_slow_first_launch_that_is_a_cold_first_run_is_one_finding():
+    # RTX 2080 Ti, one window: the first launch of a kernel takes 1.34 ms (lazy loading) and
+    # is also the first of that kernel's repeated launches, far slower than the later ones
+    trace = kinetoscope.load(corpus("gpu/param_linear_train_2080ti.json.gz"))
+    found = run_rules(trace, only=["cold-start"]).findings
+    warn = [f for f in found if f.severity == "warn"]
+    (f,) = warn
+    assert f.measured["cause"] == "first-run" and f.merged == []
+    assert any(
+        e.text.startswith("also cold-start: Cold start: slow first launches") for e in f.evidence
+    )
+    assert [g.measured["cause"] for g in found if g.severity == "info"] == ["allocator-growth"]
+
+
 def _finding(id, cause, impact, severity="warn"):
     facts = [Evidence(f"{id} fact")]
     return Finding(id, severity, f"{id} title", "e", "s", impact, facts, cause=cause)

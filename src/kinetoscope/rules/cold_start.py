@@ -250,12 +250,26 @@ def _first_step(ctx) -> list[Finding]:
 )
 def cold_start(ctx) -> list[Finding]:
     trace = ctx.trace
-    causes = [_cause_finding(trace, c) for c in cold_causes(trace)]
+    cold = cold_causes(trace)
+    causes = [_cause_finding(trace, c) for c in cold]
     min_steps = int(ctx.threshold("min_steps"))
     if len(trace.steps) >= min_steps:
+        # one-time calls all inside the first step are part of that step's cost (rules.merge)
+        first = trace.steps[0]
+        for cause, finding in zip(cold, causes, strict=True):
+            ts = trace.ts[cause.events]
+            if ((ts >= first.start) & (ts < first.end)).all():
+                finding.cause = (f"step:{first.number}",)
         return _first_step(ctx) + causes
     if len(trace.steps) <= 1:  # a single window: its repeats are the only comparison left
-        causes += _first_run_finding(ctx, first_runs(trace))
+        runs = first_runs(trace)
+        found = _first_run_finding(ctx, runs)
+        # a slow first launch that is also a cold first run is one cost, seen twice
+        ran = {r.index for r in runs}
+        for cause, finding in zip(cold, causes, strict=True):
+            if found and cause.kind == "first-launch" and ran & set(cause.events.tolist()):
+                finding.cause = found[0].cause = ("first-use",)
+        causes += found
     if causes:
         return causes
     if not trace.steps:

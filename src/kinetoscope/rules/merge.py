@@ -101,7 +101,7 @@ def _fold(keep: Finding, other: Finding) -> None:
     if SEVERITY_ORDER[other.severity] < SEVERITY_ORDER[keep.severity]:
         keep.severity = other.severity
     keep.impact_us = max(keep.impact_us, other.impact_us)
-    keep.merged += [other.id, *other.merged]
+    keep.merged += [i for i in (other.id, *other.merged) if i != keep.id and i not in keep.merged]
     keep.evidence.append(Evidence(f"also {other.id}: {other.title}", name=other.id))
     seen = {e.text for e in keep.evidence}
     keep.evidence += [e for e in other.evidence if e.text not in seen]
