@@ -101,11 +101,12 @@ def trace_path(spec: dict, recorded: dict[str, Path] | None = None) -> Path:
 
 
 def fired_ids(path: Path) -> set[str]:
-    """Finding ids `explain` reports on the trace, plus its verdict's regime."""
+    """Finding ids `explain` reports on the trace (with those folded into another finding on
+    the same cause), plus its verdict's regime."""
     import kinetoscope
 
     report = kinetoscope.explain(path)
-    return {f.id for f in report.findings} | {report.verdict.regime}
+    return {i for f in report.findings for i in (f.id, *f.merged)} | {report.verdict.regime}
 
 
 def evaluate(checks: list[Check], fired: set[str]) -> list[Outcome]:

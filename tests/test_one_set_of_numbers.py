@@ -333,3 +333,22 @@ def test_sync_wait_from_blocking_copies_is_one_number(tmp_path):
     share = round(m["sync_share"], 4)
     outcomes = run_check(path, [f"sync_share >= {share - 1e-3}", f"sync_share <= {share + 1e-3}"])
     assert all(o.passed for o in outcomes), [o.line() for o in outcomes]
+
+
+def test_a_merged_finding_is_one_finding_in_every_format(tmp_path):
+    # ResNet-50 without workers: dataloader-bound holds the verdict's data-bound (one wait)
+    path = str(corpus("gpu/resnet50_dataloader_workers0.pt.trace.json.gz"))
+    explain = _json("explain", path, "--format", "json")
+    (wait,) = [f for f in explain["findings"] if {f["id"], *f["merged"]} & {"data-bound"}]
+    assert wait["id"] == "dataloader-bound" and wait["merged"] == ["data-bound"]
+    saving = f"~{fmt_us(wait['impact_us'])}"
+    for fmt in ("text", "md", "html"):
+        out = tmp_path / f"report.{fmt}"
+        result = CliRunner().invoke(app, ["explain", path, "--format", fmt, "-o", str(out)])
+        assert result.exit_code == 0, result.output
+        text = out.read_text()
+        assert "also data-bound" in text and saving in text, fmt
+        assert text.count("dataloader-bound") >= 1
+    # the folded finding fired: check sees it, at the survivor's severity
+    (outcome,) = run_check(path, ["data-bound"], None, "10%")
+    assert outcome.passed

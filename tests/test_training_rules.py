@@ -6,7 +6,7 @@ import pytest
 
 import kinetoscope
 from kinetoscope.analysis.dataloader import data_waits
-from kinetoscope.analysis.idle import idle_breakdown
+from kinetoscope.analysis.idle import device_idle, idle_breakdown
 from kinetoscope.analysis.syncs import sync_sites
 from kinetoscope.rules.engine import run_rules
 
@@ -279,8 +279,14 @@ def test_idle_breakdown_per_step(tmp_path):
     (stream,) = idle_breakdown(trace)
     assert stream.by_step[0].host_wait == 40 and stream.by_step[0].busy == 20
     assert stream.by_step[1].host_wait == 40 and stream.by_step[1].busy == 10
+    # the device's own account cuts every gap to the step window, leading and trailing
+    # gaps included, so busy + idle is the step: 20 + 80 and 10 + 90, all waiting for the host
+    (dev,) = device_idle(trace)
+    assert (dev.by_step[0].busy, dev.by_step[0].host_wait) == (20, 80)
+    assert (dev.by_step[1].busy, dev.by_step[1].host_wait) == (10, 90)
     (f,) = findings(trace, "gpu-idle-breakdown")[0]
-    assert [e.step for e in f.evidence if e.step is not None] == [0, 1]
+    assert [e.step for e in f.evidence if e.step is not None] == [1, 0]  # most idle first
+    assert f.measured["idle_share"] == 0.85 and f.measured["busy_share"] == 0.15
 
 
 def test_host_sync_counts_the_pageable_copy_behind_item():

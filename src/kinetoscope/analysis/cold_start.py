@@ -11,6 +11,10 @@ reuses blocks and calls none). Inside one step nothing can be compared across
 steps, but the same kernel (name, grid, block) repeated in the window can: its
 first run far slower than its later runs (`first_runs`) is a cold first
 iteration (cold instruction cache and TLBs, module loading, clocks ramping up).
+
+A step costs wall time on both sides: the host's step window, and the run of the
+device work it launched (`step_walls`). When the device runs behind the host, a
+slow host step is hidden: it only shortens the time the host later waits.
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from ..trace import Trace
 from .kernel_names import decode
+from .steps import device_anchor, windows
 
 CAUSES: dict[str, re.Pattern] = {
     "module-load": re.compile(r"^(cu|hip)(Module|Library)Load"),
@@ -147,3 +153,46 @@ def iterations_before_window(trace: Trace) -> int:
     except (TypeError, ValueError):
         recorded = 0
     return max(before, recorded)
+
+
+@dataclass(frozen=True)
+class StepWall:
+    """What one step cost in wall time: its host window, or the run of its device work
+    (first start to last end of the work it launched) when that is longer."""
+
+    number: int | None
+    host_us: float
+    device_us: float
+
+    @property
+    def wall_us(self) -> float:
+        return max(self.host_us, self.device_us)
+
+
+def step_walls(trace: Trace) -> list[StepWall]:
+    """Per recorded step, its host duration and the span of the device work it launched."""
+    work = np.flatnonzero(trace.device_work)
+    anchor = device_anchor(trace)[work]
+    out = []
+    for number, _index, start, end in windows(trace):
+        mine = work[(anchor >= start) & (anchor < end)]
+        span = float(trace.end[mine].max() - trace.ts[mine].min()) if len(mine) else 0.0
+        out.append(StepWall(number, end - start, span))
+    return out
+
+
+#: the run tag kinetoscope profile puts in its file names: ..._<dtype>_cold_<eager|compile>...
+COLD_TAG_RE = re.compile(r"_cold_(?:eager|compile)(?:_|\.|$)")
+
+
+def recorded_cold(trace: Trace) -> bool:
+    """Whether kinetoscope recorded the run without warm-up iterations (`--warmup 0`): its
+    metadata says how many iterations the program ran before profiling; without metadata,
+    the run tag in the file name (`..._fp32_cold_eager...`) says the same."""
+    meta = trace.meta.kinetoscope or {}
+    if "warmup_iters" not in meta:
+        return bool(COLD_TAG_RE.search(Path(trace.path or "").name))
+    try:
+        return int(meta["warmup_iters"]) == 0
+    except (TypeError, ValueError):
+        return False

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace import Trace
+from .intervals import merge
 from .stepmap import device_steps
 from .steps import windows
 from .window import window_kernels
@@ -63,6 +64,35 @@ def launch_latency(trace: Trace) -> LaunchLatency:
         ends, launch_ts, side="right"
     )
     return LaunchLatency(work, launch, latency, np.maximum(depth, 0))
+
+
+def busy_while_waiting(trace: Trace, lat: LaunchLatency) -> np.ndarray:
+    """Per launch, the device's busy time (any stream) between the launch call and the start
+    of its work: a kernel that waits behind a full queue waits while the device works."""
+    return device_busy_between(trace, trace.ts[lat.launch], trace.ts[lat.device])
+
+
+def idle_while_waiting(trace: Trace, lat: LaunchLatency, normal_us: float) -> float:
+    """Device idle time (no stream busy) while kernels waited longer than `normal_us` after
+    their launch, each moment counted once however many kernels waited through it."""
+    lo, hi = trace.ts[lat.launch] + normal_us, trace.ts[lat.device]
+    s, e = merge(lo[lo < hi], hi[lo < hi])
+    return float((e - s).sum() - device_busy_between(trace, s, e).sum())
+
+
+def device_busy_between(trace: Trace, start: np.ndarray, until: np.ndarray) -> np.ndarray:
+    """Per interval [start, until], the time any device stream was busy in it."""
+    work = np.flatnonzero(trace.device_work)
+    s, e = merge(trace.ts[work], trace.end[work])
+    done = np.concatenate(([0.0], np.cumsum(e - s)))
+
+    def busy_until(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(s, t, side="right")  # intervals started by t
+        last = np.maximum(k - 1, 0)
+        partial = np.where(k > 0, np.clip(t - s[last], 0, e[last] - s[last]), 0.0)
+        return done[np.maximum(k - 1, 0)] * (k > 0) + partial
+
+    return np.clip(busy_until(until) - busy_until(start), 0, None)
 
 
 @dataclass(frozen=True)

@@ -225,10 +225,12 @@ def _worst(findings: list[Finding]) -> dict[str, tuple[str, str, float]]:
     """finding id -> (worst severity, title, summed impact)."""
     out: dict[str, tuple[str, str, float]] = {}
     for f in findings:
-        sev, title, impact = out.get(f.id, (f.severity, f.title, 0.0))
-        if SEVERITY_ORDER[f.severity] < SEVERITY_ORDER[sev]:
-            sev, title = f.severity, f.title
-        out[f.id] = (sev, title, impact + float(f.impact_us))
+        # a finding folded into another on the same cause fired too; the saving is counted once
+        for fid, saving in ((f.id, float(f.impact_us)), *((m, 0.0) for m in f.merged)):
+            sev, title, impact = out.get(fid, (f.severity, f.title, 0.0))
+            if SEVERITY_ORDER[f.severity] < SEVERITY_ORDER[sev]:
+                sev, title = f.severity, f.title
+            out[fid] = (sev, title, impact + saving)
     return out
 
 

@@ -46,7 +46,8 @@ def facts_from_report(report: Report) -> Facts:
     return Facts(
         metrics=per_step(report.metrics),
         regime=report.verdict.regime,
-        findings=_worst([(f.id, f.severity) for f in report.findings]),
+        # a finding folded into another on the same cause fired too, at the survivor's severity
+        findings=_worst([(i, f.severity) for f in report.findings for i in (f.id, *f.merged)]),
         known_ids=frozenset(load_rules()),
         not_checked={s.id: s.reason for s in report.not_checked},
     )
@@ -58,9 +59,10 @@ def facts_from_json(data: dict[str, Any]) -> Facts:
     if not isinstance(metrics, dict):
         raise ValueError("no 'metrics' object (expected `kinetoscope explain --format json`)")
     findings = [
-        (f["id"], f.get("severity", "info"))
+        (i, f.get("severity", "info"))
         for f in data.get("findings", [])
         if isinstance(f, dict) and "id" in f and f.get("severity", "info") in SEVERITY_ORDER
+        for i in (f["id"], *(f["merged"] if isinstance(f.get("merged"), list) else []))
     ]
     return Facts(
         metrics=per_step(metrics),

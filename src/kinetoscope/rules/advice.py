@@ -9,7 +9,10 @@ dominates the host time). On a host-only trace they do not exist at all.
 
 from __future__ import annotations
 
-from ..analysis.compile import compile_events
+import numpy as np
+
+from ..analysis.compile import CACHE_LOOKUP, GRAPH_CALL_RE, REGION_RE, compile_events
+from ..analysis.kernel_names import decode
 from .verdict import classify
 
 
@@ -23,5 +26,26 @@ def cuda_graphs_fit(ctx) -> bool:
             bool(len(trace.kernels))
             and not len(ctx.analysis(compile_events))
             and classify(trace, ctx.config).regime == "overhead-bound"
+        )
+    return ctx.cache[key]
+
+
+def compiled_run(ctx) -> bool:
+    """Whether the run already uses torch.compile, so advice to compile would tell it to do
+    what it does: kinetoscope's metadata says so, or the trace holds Dynamo/Inductor events
+    (compilation, compiled regions, `## Call CompiledFxGraph ##`) or Inductor's Triton
+    kernels (`triton_poi_...`: a hand-written Triton kernel is not torch.compile)."""
+    key = ("compiled-run",)
+    if key not in ctx.cache:
+        trace = ctx.trace
+        meta = trace.meta.kinetoscope or {}
+        marks = trace.name_ids_matching(
+            lambda n: bool(REGION_RE.match(n) or GRAPH_CALL_RE.match(n)) or n == CACHE_LOOKUP
+        )
+        inductor = any(
+            decode(trace.names[i]).triton_kind for i in np.unique(trace.name_id[trace.kernels])
+        )
+        ctx.cache[key] = bool(
+            meta.get("compile") or len(marks) or len(ctx.analysis(compile_events)) or inductor
         )
     return ctx.cache[key]

@@ -63,6 +63,11 @@ class Finding:
     evidence: list[Evidence] = field(default_factory=list)
     #: measured values and the thresholds they crossed, e.g. {"ratio": 0.01, "threshold": 0.25}
     measured: dict[str, Any] = field(default_factory=dict)
+    #: what the finding is about, as keys another rule can name too ("data-wait", "step:3"):
+    #: findings with the same cause describe one thing and the engine folds them into one
+    cause: tuple[str, ...] = ()
+    #: ids of the findings folded into this one (they fired, on this finding's cause)
+    merged: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +79,7 @@ class Finding:
             "impact_us": round(float(self.impact_us), 3),
             "measured": self.measured,
             "evidence": [e.to_dict() for e in self.evidence],
+            "merged": list(self.merged),
         }
 
 

@@ -1,10 +1,13 @@
 """`cold-start`: one-time costs inside the window, each cause named with its own fix.
 
 A slow first step says that something was cold; the host calls in the trace
-say what (analysis/cold_start.py). Advice depends on the window: "warm up" is
-only useful when the window has no warmup before it; when iterations already
-ran before it, what is still cold is named instead (a new shape, a lazily
-loaded kernel, an allocator that still grows).
+say what (analysis/cold_start.py). The first step is slow when it cost more wall
+time: the longer of its host window and the run of its device work
+(`step_walls`), so extra host time hidden behind a device that runs behind is
+no cold start. Advice depends on the window: "warm up" is only useful when the
+window has no warmup before it; a run kinetoscope recorded cold (`--warmup 0`)
+is called cold; when warm-up iterations ran before it, what is still cold is
+named instead (a new shape, a lazily loaded kernel, an allocator that still grows).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from ..analysis.cold_start import (
     cold_causes,
     first_runs,
     iterations_before_window,
+    recorded_cold,
+    step_walls,
 )
 from ..analysis.compile import compiling_steps
 from ..analysis.stepmap import step_count, step_of
@@ -59,8 +64,22 @@ _WHAT = {
 
 
 def warmup_advice(trace: Trace) -> str:
-    """'Warm up' for a window without warmup; otherwise what can still be cold after it."""
+    """'Warm up' for a window without warmup; a run recorded cold is told so; otherwise what
+    can still be cold after the warm-up."""
     before = iterations_before_window(trace)
+    if recorded_cold(trace):
+        ran = (
+            f"only the profiler schedule's {count(before, 'wait/warm-up step')} ran before this "
+            "window"
+            if before
+            else "nothing ran before this window"
+        )
+        return (
+            "This run was recorded cold (--warmup 0): the program ran no warm-up iterations "
+            f"of its own, {ran}, so the window shows what a cold start costs. To measure the "
+            "steady state, record again with warm-up iterations (kinetoscope profile WORKLOAD "
+            "--warmup 3)."
+        )
     if before > 1:
         return (
             f"{count(before, 'iteration')} ran before this window, so this is not a missing "
@@ -90,7 +109,7 @@ def _cause_finding(trace: Trace, cause: ColdCause) -> Finding:
         for i in cause.events[:5].tolist()
     ]
     before = iterations_before_window(trace)
-    if before > 1:
+    if before > 1 and not recorded_cold(trace):
         fix = (
             f"{count(before, 'iteration')} ran before this window, so the warmup did not cover "
             f"this path (a new shape, dtype or code path). {fix}"
@@ -161,14 +180,22 @@ def _first_run_finding(ctx, cold: list[FirstRun]) -> list[Finding]:
 
 def _first_step(ctx) -> list[Finding]:
     trace, steps = ctx.trace, ctx.trace.steps
-    first, later = steps[0], steps[1:]
+    first = steps[0]
     if first.number in compiling_steps(trace):
         return []  # its extra time is torch.compile compiling: compilation-in-window says so
-    median = statistics.median(s.dur for s in later)
-    factor = first.dur / median if median > 0 else 0.0
+    walls = step_walls(trace)
+    cost, later = walls[0], walls[1:]
+    median = statistics.median(w.wall_us for w in later)
+    factor = cost.wall_us / median if median > 0 else 0.0
     limit = ctx.threshold("factor")
     if factor <= limit:
         return []
+    device = (
+        f" (its device work ran {fmt_us(cost.device_us)}, host {fmt_us(cost.host_us)})"
+        if trace.has_device
+        else ""
+    )
+    cold = " (recorded cold, warm-up 0)" if recorded_cold(trace) else ""
     evidence = [
         Evidence(
             f"step duration{' (first step)' if s is first else ''}",
@@ -184,8 +211,9 @@ def _first_step(ctx) -> list[Finding]:
             id="cold-start",
             severity="warn",
             title=(
-                f"Cold start: step #{first.number} lasts {fmt_us(first.dur)}, {factor:.1f}x the "
-                f"median of the later steps ({fmt_us(median)}; threshold {limit:g}x)"
+                f"Cold start{cold}: step #{first.number} takes {fmt_us(cost.wall_us)}{device}, "
+                f"{factor:.1f}x the median of the later steps ({fmt_us(median)}; threshold "
+                f"{limit:g}x)"
             ),
             explanation=(
                 "The first profiled step pays one-time costs (workspace allocation, library "
@@ -195,14 +223,19 @@ def _first_step(ctx) -> list[Finding]:
                     else "setup such as the BLAS or oneDNN picking a kernel for a shape, "
                 )
                 + "allocator growth). They will not recur, but they inflate every average "
-                "taken over this window."
+                "taken over this window. A step's time here is the longer of its host window "
+                "and the run of the device work it launched: host time hidden behind a busy "
+                "device costs nothing."
             ),
             suggestion=warmup_advice(trace),
-            impact_us=(first.dur - median) / len(steps),
+            impact_us=(cost.wall_us - median) / len(steps),
             evidence=evidence,
+            cause=(f"step:{first.number}",),
             measured={
                 "cause": "first-step",
-                "first_step_us": round(first.dur, 3),
+                "first_step_us": round(cost.wall_us, 3),
+                "first_step_host_us": round(cost.host_us, 3),
+                "first_step_device_us": round(cost.device_us, 3),
                 "median_later_us": round(median, 3),
                 "factor": round(factor, 3),
                 "threshold": limit,
@@ -221,12 +254,26 @@ def _first_step(ctx) -> list[Finding]:
 )
 def cold_start(ctx) -> list[Finding]:
     trace = ctx.trace
-    causes = [_cause_finding(trace, c) for c in cold_causes(trace)]
+    cold = cold_causes(trace)
+    causes = [_cause_finding(trace, c) for c in cold]
     min_steps = int(ctx.threshold("min_steps"))
     if len(trace.steps) >= min_steps:
+        # one-time calls all inside the first step are part of that step's cost (rules.merge)
+        first = trace.steps[0]
+        for cause, finding in zip(cold, causes, strict=True):
+            ts = trace.ts[cause.events]
+            if ((ts >= first.start) & (ts < first.end)).all():
+                finding.cause = (f"step:{first.number}",)
         return _first_step(ctx) + causes
     if len(trace.steps) <= 1:  # a single window: its repeats are the only comparison left
-        causes += _first_run_finding(ctx, first_runs(trace))
+        runs = first_runs(trace)
+        found = _first_run_finding(ctx, runs)
+        # a slow first launch that is also a cold first run is one cost, seen twice
+        ran = {r.index for r in runs}
+        for cause, finding in zip(cold, causes, strict=True):
+            if found and cause.kind == "first-launch" and ran & set(cause.events.tolist()):
+                finding.cause = found[0].cause = ("first-use",)
+        causes += found
     if causes:
         return causes
     if not trace.steps:

@@ -26,7 +26,7 @@ from ..analysis.stepmap import (
 )
 from ..trace import Cat
 from ..units import count, fmt_us
-from .advice import cuda_graphs_fit
+from .advice import compiled_run, cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
 from .impact import host_cost_hidden
 from .requires import NO_LINKS, need_kernels
@@ -379,7 +379,13 @@ def metadata_only_ops(ctx) -> list[Finding]:
                 "call still goes through the dispatcher on the CPU."
             ),
             suggestion=(
-                "They add up when ops are small: torch.compile traces them away"
+                "They add up when ops are small: "
+                + (
+                    "the run compiles, so these run outside its compiled regions (a graph "
+                    "break or code it does not trace)"
+                    if compiled_run(ctx)
+                    else "torch.compile traces them away"
+                )
                 + (", CUDA graphs skip the CPU side entirely" if cuda_graphs_fit(ctx) else "")
                 + "; otherwise reshape once outside the loop."
             ),

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from ..trace import Trace
 from .base import REGISTRY, Finding, NotChecked, Rule
+from .merge import fit_savings, merge_causes, savings_budget
 from .ranking import rank
 
 #: Rule family modules under `kinetoscope.rules`; importing one registers its rules.
@@ -96,7 +97,8 @@ def run_rules(
     config: dict[str, dict[str, float]] | None = None,
     only: Iterable[str] | None = None,
 ) -> RuleOutcome:
-    """All (or `only` the named) rules, findings in reading order (`ranking.rank`)."""
+    """All (or `only` the named) rules, findings in reading order (`ranking.rank`): those
+    on one cause folded into one, savings bounded by the step (`rules.merge`)."""
     rules = load_rules()
     wanted = list(only) if only is not None else list(rules)
     outcome = RuleOutcome()
@@ -112,5 +114,7 @@ def run_rules(
             outcome.not_checked.append(
                 Skipped(rule_id, f"rule failed: {type(exc).__name__}: {exc}", "please report this")
             )
-    outcome.findings = rank(outcome.findings, rules)
+    findings = rank(merge_causes(outcome.findings, rules), rules)
+    fit_savings(findings, savings_budget(trace))
+    outcome.findings = rank(findings, rules)
     return outcome

@@ -7,7 +7,14 @@ from collections import Counter
 import numpy as np
 
 from ..analysis.compile import compile_events, during_compilation
-from ..analysis.gpu_lane import Gap, buffer_requests, kernel_gaps, launch_latency
+from ..analysis.gpu_lane import (
+    Gap,
+    buffer_requests,
+    busy_while_waiting,
+    idle_while_waiting,
+    kernel_gaps,
+    launch_latency,
+)
 from ..analysis.kernel_names import decode
 from ..analysis.resolution import timestamp_resolution
 from ..analysis.stepmap import device_steps, mean_step_us, step_count, step_or_none
@@ -80,6 +87,7 @@ def profiler_buffer_request(ctx) -> list[Finding]:
     p50_us=50.0,
     growth=2.0,
     queue_depth=2.0,
+    busy_share=0.5,
 )
 def launch_latency_rule(ctx) -> list[Finding]:
     trace = ctx.trace
@@ -99,7 +107,12 @@ def launch_latency_rule(ctx) -> list[Finding]:
     grows = grows and above_resolution(ctx, tail - head)
     if not (large or grows):
         return []
-    queued = depth50 >= ctx.threshold("queue_depth")
+    # a full queue delays a kernel only while the device works through what is ahead of it:
+    # queued kernels that wait on an idle device wait on something else
+    busy = busy_while_waiting(trace, lat)
+    waited = float(np.clip(values, 0, None).sum())
+    busy_share = float(busy.sum()) / waited if waited > 0 else 0.0
+    queued = depth50 >= ctx.threshold("queue_depth") and busy_share >= ctx.threshold("busy_share")
     first = int(lat.device[0])
     evidence = [
         Evidence(
@@ -128,7 +141,24 @@ def launch_latency_rule(ctx) -> list[Finding]:
             f"max {int(lat.queue_depth.max())}",
             value=depth50,
         ),
+        Evidence(
+            f"device busy {busy_share:.0%} of the time kernels waited after their launch "
+            f"(threshold {ctx.threshold('busy_share'):.0%} to call the queue full)",
+            value=busy_share,
+            unit="share",
+        ),
     ]
+    measured = {
+        "p50_us": round(p50, 3),
+        "p90_us": round(p90, 3),
+        "max_us": round(pmax, 3),
+        "growth": round(growth, 3) if np.isfinite(growth) else None,
+        "queue_depth_p50": depth50,
+        "busy_share_while_waiting": round(busy_share, 4),
+        "threshold_p50_us": ctx.threshold("p50_us"),
+        "threshold_growth": ctx.threshold("growth"),
+        "threshold_busy_share": ctx.threshold("busy_share"),
+    }
     if queued:
         return [
             Finding(
@@ -148,30 +178,29 @@ def launch_latency_rule(ctx) -> list[Finding]:
                 ),
                 impact_us=0.0,
                 evidence=evidence,
-                measured={
-                    "p50_us": round(p50, 3),
-                    "p90_us": round(p90, 3),
-                    "max_us": round(pmax, 3),
-                    "growth": round(growth, 3) if np.isfinite(growth) else None,
-                    "queue_depth_p50": depth50,
-                    "threshold_p50_us": ctx.threshold("p50_us"),
-                    "threshold_growth": ctx.threshold("growth"),
-                },
+                measured=measured,
             )
         ]
-    idle = values[lat.queue_depth == 0]
-    excess = float(np.clip(idle - ctx.threshold("p50_us"), 0, None).sum()) / step_count(trace)
+    # what a fix recovers: the part of each wait the device spent idle, beyond a normal launch
+    excess = idle_while_waiting(trace, lat, ctx.threshold("p50_us")) / step_count(trace)
     excess = min(excess, mean_step_us(trace))
+    queue = (
+        "Almost nothing is queued on the device when kernels are launched"
+        if depth50 < ctx.threshold("queue_depth")
+        else f"A median of {depth50:.0f} kernels is queued at each launch, but the device is "
+        f"busy only {busy_share:.0%} of the time they wait, so the queue is not what holds "
+        "them back"
+    )
     return [
         Finding(
             id="launch-latency",
             severity="warn",
             title=f"kernels start {fmt_us(p50, 0)} (median) after their launch with an idle device",
             explanation=(
-                "Almost nothing is queued on the device when kernels are launched, yet they "
-                f"start a median {fmt_us(p50, 0)} after the launch call. The device waits on the "
-                "launch path itself (driver, runtime, lazy module loading, host contention) or "
-                "on an event from another stream or process."
+                f"{queue}, yet they start a median {fmt_us(p50, 0)} after the launch call. The "
+                "device waits on the launch path itself (driver, runtime, lazy module loading, "
+                "host contention), on an event from another stream or process, or on work the "
+                "runtime submits only later (a queue flushed at the next synchronize)."
             ),
             suggestion=(
                 "Check for first-call costs (warm up before profiling), CPU contention and "
@@ -184,15 +213,7 @@ def launch_latency_rule(ctx) -> list[Finding]:
             ),
             impact_us=excess,
             evidence=evidence,
-            measured={
-                "p50_us": round(p50, 3),
-                "p90_us": round(p90, 3),
-                "max_us": round(pmax, 3),
-                "growth": round(growth, 3) if np.isfinite(growth) else None,
-                "queue_depth_p50": depth50,
-                "threshold_p50_us": ctx.threshold("p50_us"),
-                "threshold_growth": ctx.threshold("growth"),
-            },
+            measured=measured,
         )
     ]
 

@@ -14,6 +14,8 @@ from collections import Counter
 import numpy as np
 
 from ..analysis.cpp_kernel_names import display_name
+from ..analysis.dataloader import next_events
+from ..analysis.intervals import merge
 from ..analysis.stepmap import step_count
 from ..analysis.table import (
     KeyAverages,
@@ -26,8 +28,10 @@ from ..analysis.table import (
 from ..analysis.window import in_window
 from ..trace import Cat, Trace
 from ..units import fmt_pct, fmt_us
+from .advice import compiled_run
 from .base import Evidence, Finding, rule
 from .impact import host_saving_per_step
+from .training import DATA_WAIT
 
 
 def _table(ctx) -> KeyAverages:
@@ -133,6 +137,9 @@ def call_count(ctx) -> list[Finding]:
     def per_step(calls: int) -> str:
         return f"{calls / steps:g} per step, " if trace.steps else ""
 
+    in_loader = _share_in_dataloader(trace, {r.name for r in hot})
+    compiled = compiled_run(ctx)
+
     evidence = [
         Evidence(
             f"{r.calls} calls ({per_step(r.calls)}{r.calls / median:.0f}x the median op), "
@@ -155,22 +162,53 @@ def call_count(ctx) -> list[Finding]:
             explanation=(
                 "Each call is cheap, but the per-call cost (Python, dispatcher, a kernel launch) "
                 "is paid every time and adds up: small ops in a Python loop are the usual cause."
+                + (
+                    f" {in_loader:.0%} of these calls run inside DataLoader.__next__: they are "
+                    "the data loading's own work (collate, transforms), part of the data wait."
+                    if in_loader >= 0.5
+                    else ""
+                )
             ),
             suggestion=(
                 "Batch the work into fewer, larger calls (vectorize the loop, torch.stack/cat, "
-                "foreach ops), or fuse it with torch.compile."
+                "foreach ops)"
+                + (
+                    "; the run already uses torch.compile: these calls run outside its compiled "
+                    "regions (a graph break or code it does not trace)."
+                    if compiled
+                    else ", or fuse it with torch.compile."
+                )
             ),
             impact_us=host_saving_per_step(ctx, sum(r.self_cpu_us for r in hot)),
             evidence=evidence,
+            # calls made while fetching a batch are the data wait, whichever rule sees it
+            cause=(DATA_WAIT,) if in_loader >= 0.5 else (),
             measured={
                 "name": top.name,
                 "calls": top.calls,
                 "median_calls": median,
                 "factor": factor,
                 "min_calls": min_calls,
+                "share_in_dataloader": round(in_loader, 4),
             },
         )
     ]
+
+
+def _share_in_dataloader(trace: Trace, names: set[str]) -> float:
+    """Share of the window's calls of `names` that start inside a DataLoader `__next__`."""
+    ids = trace.name_ids_matching(lambda n: n in names)
+    calls = np.flatnonzero(
+        np.isin(trace.name_id, ids) & trace.mask(Cat.CPU_OP) & (trace.lane_kind == 1)
+    )
+    calls = calls[in_window(trace, trace.ts[calls])]
+    nxt = next_events(trace)
+    if not len(calls) or not len(nxt):
+        return 0.0
+    starts, ends = merge(trace.ts[nxt], trace.end[nxt])
+    k = np.searchsorted(starts, trace.ts[calls], side="right") - 1
+    inside = (k >= 0) & (trace.ts[calls] < ends[np.maximum(k, 0)])
+    return float(inside.mean())
 
 
 def _host_per_step(ctx) -> float:

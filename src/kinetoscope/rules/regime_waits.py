@@ -78,7 +78,7 @@ def data_bound(ctx) -> list[Finding]:
                     unit="us",
                 )
             )
-    return _wait_verdict(
+    (found,) = _wait_verdict(
         call,
         "data-bound",
         "data_share",
@@ -100,6 +100,8 @@ def data_bound(ctx) -> list[Finding]:
         ),
         evidence=evidence,
     )
+    found.cause = ("data-wait",)  # the wait dataloader-bound names (rules.merge folds them)
+    return [found]
 
 
 def _wait_verdict(

@@ -11,13 +11,15 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from ..analysis.compile import compile_events, during_compilation
-from ..analysis.dataloader import data_waits
+from ..analysis.dataloader import data_waits, next_events
 from ..analysis.steps import step_stats
 from ..analysis.syncs import sync_sites
 from ..units import count, fmt_us
 from .base import Evidence, Finding, NotChecked, event_evidence, rule
 
 FAMILY = "Training-loop health"
+#: the cause key of every finding about the loop waiting for its next batch (rules.merge)
+DATA_WAIT = "data-wait"
 
 
 @rule(
@@ -77,19 +79,10 @@ def dataloader_bound(ctx) -> list[Finding]:
                 f"batch from the DataLoader, and {device} for {idle_share:.0%} of that wait. "
                 "The model is starved: batches are produced slower than they are consumed."
             ),
-            suggestion=(
-                "Load batches in background processes (DataLoader num_workers > 0, with "
-                "persistent_workers=True and a prefetch_factor), "
-                + (
-                    "pin_memory=True with .to(device, non_blocking=True), cache or pre-decode "
-                    "the data, or move preprocessing (augmentation, decoding) onto the GPU."
-                    if trace.has_device
-                    else "cache or pre-decode the data, or make the per-item work cheaper "
-                    "(batched transforms instead of per-sample Python)."
-                )
-            ),
+            suggestion=_loader_advice(trace),
             impact_us=idle / per,
             evidence=evidence,
+            cause=(DATA_WAIT,),
             measured={
                 "share": round(share, 4),
                 "min_share": min_share,
@@ -101,6 +94,35 @@ def dataloader_bound(ctx) -> list[Finding]:
             },
         )
     ]
+
+
+#: the iterator PyTorch's DataLoader uses when num_workers > 0 (else _SingleProcessDataLoaderIter)
+WORKER_ITER = "_MultiProcessingDataLoaderIter"
+
+
+def _loader_advice(trace) -> str:
+    """Advice for a starved loop that fits what the trace shows: workers only where the
+    DataLoader has none, pinned memory and GPU-side preprocessing only where there is a GPU."""
+    workers = any(WORKER_ITER in trace.name(i) for i in next_events(trace)[:1].tolist())
+    if workers:
+        head = (
+            "The DataLoader already loads in worker processes (its iterator is "
+            f"{WORKER_ITER}: num_workers > 0) and they still fall behind: make each sample "
+            "cheaper (cache or pre-decode the data, lighter transforms), check the workers "
+            "are not starved of CPU cores, and keep them alive across epochs "
+            "(persistent_workers=True)"
+        )
+    else:
+        head = (
+            "Load batches in background processes (DataLoader num_workers > 0, with "
+            "persistent_workers=True and a prefetch_factor), cache or pre-decode the data"
+        )
+    if trace.has_device:
+        head += (
+            "; pin_memory=True with .to(device, non_blocking=True), or move preprocessing "
+            "(augmentation, decoding) onto the GPU"
+        )
+    return head + "."
 
 
 @rule(

@@ -11,13 +11,19 @@ from statistics import median
 
 from ..analysis.compile import compiling_steps
 from ..analysis.dataloader import data_waits
-from ..analysis.idle import CATEGORIES, IdleSplit, idle_breakdown
+from ..analysis.idle import (
+    CATEGORIES,
+    DeviceIdle,
+    IdleSplit,
+    StreamIdle,
+    device_idle,
+    idle_breakdown,
+)
 from ..analysis.stats import OUTLIER_FACTOR, OUTLIER_MIN_STEPS, step_outliers
-from ..analysis.stepmap import step_count
 from ..analysis.steps import step_stats
 from ..analysis.syncs import sync_sites
 from ..units import count, fmt_us
-from .advice import cuda_graphs_fit
+from .advice import compiled_run, cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
 from .training import FAMILY
 
@@ -102,6 +108,8 @@ def step_outlier(ctx) -> list[Finding]:
             ),
             impact_us=sum(s.dur - med for s in slow) / len(stats),
             evidence=evidence,
+            # the slow steps themselves: a cold first step alone is cold-start's cause too
+            cause=tuple(f"step:{s.number}" for s in sorted(slow, key=lambda s: s.start)),
             measured={
                 "median_step_us": round(med, 1),
                 "worst_ratio": round(worst / med, 3),
@@ -142,7 +150,7 @@ def _step_parts(ctx) -> dict[int | None, dict[str, float]]:
 @rule(
     "gpu-idle-breakdown",
     FAMILY,
-    "device idle time split into host wait, kernel-to-kernel gaps and other (HTA's split)",
+    "device idle time (no stream busy) split into host wait, kernel-to-kernel gaps and other",
     min_idle_share=0.2,
     kernel_gap_us=30.0,
 )
@@ -155,52 +163,36 @@ def gpu_idle_breakdown(ctx) -> list[Finding]:
         )
     gap = ctx.threshold("kernel_gap_us")
     graphs = cuda_graphs_fit(ctx)  # replaying launches helps only a steady overhead-bound window
-    streams = idle_breakdown(trace, gap)
-    in_steps = IdleSplit()
-    per_stream = []
-    for st in streams:
-        split = IdleSplit()
-        for number, part in st.by_step.items():
-            if number is not None or not trace.steps:
-                split.add(part)
-        in_steps.add(split)
-        per_stream.append((st, split))
-    span = in_steps.busy + in_steps.idle
-    share = in_steps.idle / span if span > 0 else 0.0
+    compiled = compiled_run(ctx)  # no advice to compile a run that compiles
+    devices = device_idle(trace, gap)
+    total = IdleSplit()
+    for dev in devices:
+        total.add(dev.window)
+    # idle + busy is the window (per device), so the share is of the window itself
+    span = total.busy + total.idle
+    share = total.idle / span if span > 0 else 0.0
     min_share = ctx.threshold("min_idle_share")
     if share < min_share:
         return []
-    dominant = in_steps.dominant
-    n_steps = step_count(trace)
-    evidence = []
-    for st, split in sorted(per_stream, key=lambda p: -p[1].idle)[:4]:
-        if split.idle <= 0:
-            continue
-        text = ", ".join(f"{_CATEGORY_WORDS[c]} {split.share(c):.0%}" for c in CATEGORIES)
-        start, dur, cat = st.longest_gap or (None, None, "")
-        evidence.append(
-            Evidence(
-                f"idle {fmt_us(split.idle)} between its events ({text}); "
-                f"longest gap {fmt_us(dur or 0)} ({_CATEGORY_WORDS.get(cat, cat)})",
-                name=st.label,
-                ts_us=trace.rel(start) if start is not None else None,
-                dur_us=dur,
-                value=split.idle,
-                unit="us",
-            )
-        )
-    main = max(per_stream, key=lambda p: p[1].busy)[1]
-    # a breakdown, not a cause: it ranks by the host-wait time on the busiest stream only
-    # when that dominates and the streams idle most of the time (else causes rank first)
+    dominant = total.dominant
+    evidence = [_device_evidence(trace, dev, len(devices)) for dev in devices]
+    evidence += _stream_evidence(trace, idle_breakdown(trace, gap))
+    # a breakdown, not a cause: it warns when the host starves the device most of the time,
+    # but saves nothing itself; what the host does instead (dispatch, data, syncs) is what a
+    # fix removes, and those findings carry the saving
     severity = "warn" if dominant == "host_wait" and share >= 0.5 else "info"
-    impact = main.host_wait / n_steps if severity == "warn" else 0.0
-    by_step = _idle_by_step(streams)
+    by_step: dict[int | None, IdleSplit] = defaultdict(IdleSplit)
+    for dev in devices:
+        for number, split in dev.by_step.items():
+            by_step[number].add(split)
     for number, split in sorted(by_step.items(), key=lambda kv: -kv[1].idle)[:5]:
-        text = ", ".join(f"{_CATEGORY_WORDS[c]} {split.share(c):.0%}" for c in CATEGORIES)
+        if number is None or split.idle <= 0:
+            continue
         step = next(s for s in trace.steps if s.number == number)
         evidence.append(
             Evidence(
-                f"streams idle {fmt_us(split.idle)} in the step ({text})",
+                f"device idle {fmt_us(split.idle)} of the {fmt_us(step.dur)} step "
+                f"({_split_text(split)})",
                 name=f"ProfilerStep#{number}",
                 ts_us=trace.rel(step.start),
                 dur_us=step.dur,
@@ -209,53 +201,93 @@ def gpu_idle_breakdown(ctx) -> list[Finding]:
                 unit="us",
             )
         )
+    where = "the steps" if trace.steps else "the window"
     return [
         Finding(
             id="gpu-idle-breakdown",
             severity=severity,
             title=(
-                f"Device streams idle {share:.0%} of the time between their events; "
-                f"mostly {dominant.replace('_', ' ')} ({in_steps.share(dominant):.0%})"
+                f"Device idle {share:.0%} of {where} (no stream busy); mostly "
+                f"{dominant.replace('_', ' ')} ({total.share(dominant):.0%} of the idle time)"
             ),
             explanation=(
-                "Idle time on each stream is split the way HolisticTraceAnalysis does: host "
-                "wait (the host enqueued the next kernel only after the stream ran dry: the "
-                f"host is too slow), kernel wait (gaps under {gap:g} us between back-to-back "
-                "kernels: launch overhead) and other (the stream waited on something else, "
-                "e.g. an event from another stream or a collective)."
+                "The device is idle when none of its streams runs anything; idle and busy add "
+                f"up to {where}. Each idle gap is split the way HolisticTraceAnalysis splits a "
+                "stream's gaps, by the work that ends it: host wait (the host enqueued it only "
+                "after the device ran dry: the host is too slow), kernel wait (gaps under "
+                f"{gap:g} us between back-to-back kernels: launch overhead) and other (the "
+                "work waited on something else, e.g. an event or a collective). Per-stream "
+                "gaps in the evidence overlap other streams' work and are not added up."
             ),
             suggestion={
-                "host_wait": "Feed the device faster: bigger batches, fewer and larger ops "
-                "(torch.compile), "
+                "host_wait": "Feed the device faster: bigger batches, fewer and larger ops"
+                + (" (torch.compile)" if not compiled else "")
+                + ", "
                 + ("CUDA graphs, " if graphs else "")
                 + "no syncs in the loop, faster data loading.",
-                "kernel_wait": "Many tiny back-to-back kernels: fuse them (torch.compile)"
+                "kernel_wait": "Many tiny back-to-back kernels: fuse them"
+                + (" (torch.compile)" if not compiled else " (larger compiled regions)")
                 + (" or capture them in a CUDA graph" if graphs else "")
                 + " to remove launch gaps.",
                 "other": "Look at cross-stream dependencies (event waits, collectives, copies "
                 "on side streams) in Perfetto around the longest gaps.",
             }[dominant],
-            impact_us=impact,
+            impact_us=0.0,
             evidence=evidence,
             measured={
                 "idle_share": round(share, 4),
+                "busy_share": round(1 - share, 4),
                 "min_idle_share": min_share,
-                **{f"{c}_share": round(in_steps.share(c), 4) for c in CATEGORIES},
-                **{f"{c}_us": round(getattr(in_steps, c), 1) for c in CATEGORIES},
+                **{f"{c}_share": round(total.share(c), 4) for c in CATEGORIES},
+                **{f"{c}_us": round(getattr(total, c), 1) for c in CATEGORIES},
+                "window_us": round(span, 1),
                 "kernel_gap_us": gap,
             },
         )
     ]
 
 
-def _idle_by_step(streams) -> dict[int, IdleSplit]:
-    """Idle split per ProfilerStep, summed over streams."""
-    per_step: dict[int, IdleSplit] = defaultdict(IdleSplit)
-    for st in streams:
-        for number, part in st.by_step.items():
-            if number is not None:
-                per_step[number].add(part)
-    return dict(per_step)
+def _split_text(split: IdleSplit) -> str:
+    return ", ".join(f"{_CATEGORY_WORDS[c]} {split.share(c):.0%}" for c in CATEGORIES)
+
+
+def _device_evidence(trace, dev: DeviceIdle, n_devices: int) -> Evidence:
+    """The union account of one device: busy, idle by cause, its longest idle gap."""
+    span = dev.window.busy + dev.window.idle
+    start, dur, cat = dev.longest_gap or (None, 0.0, "")
+    name = f"device {dev.device}" if n_devices > 1 and dev.device is not None else "device"
+    return Evidence(
+        f"{name}: busy {fmt_us(dev.window.busy)} ({dev.window.busy / span:.0%}), idle "
+        f"{fmt_us(dev.window.idle)} ({dev.window.idle / span:.0%}: {_split_text(dev.window)}) "
+        f"of {fmt_us(span)}; longest idle gap {fmt_us(dur)} ({_CATEGORY_WORDS.get(cat, cat)})",
+        name=name,
+        ts_us=trace.rel(start) if start is not None else None,
+        dur_us=dur or None,
+        value=dev.window.idle,
+        unit="us",
+    )
+
+
+def _stream_evidence(trace, streams: list[StreamIdle]) -> list[Evidence]:
+    """Per stream, the gaps between its own events (HTA's view): where the idle sits."""
+    out = []
+    for st in sorted(streams, key=lambda st: -st.total.idle)[:4] if len(streams) > 1 else []:
+        if st.total.idle <= 0:
+            continue
+        start, dur, cat = st.longest_gap or (None, None, "")
+        out.append(
+            Evidence(
+                f"stream alone: {fmt_us(st.total.idle)} between its own events "
+                f"({_split_text(st.total)}), other streams may run then; longest gap "
+                f"{fmt_us(dur or 0)} ({_CATEGORY_WORDS.get(cat, cat)})",
+                name=st.label,
+                ts_us=trace.rel(start) if start is not None else None,
+                dur_us=dur,
+                value=st.total.idle,
+                unit="us",
+            )
+        )
+    return out
 
 
 @rule(
