@@ -1,7 +1,8 @@
 """The HTML report in a real browser (headless Chromium through Playwright).
 
 Skips with the reason where Playwright or /usr/bin/chromium is missing, and fails
-there under `CI` (tests/requires.py); `.ci/run` installs both. Screenshots go to the test's tmp dir (look at them).
+there under `CI` (tests/requires.py); `.ci/run` installs both.
+Screenshots go to the test's tmp dir (look at them).
 """
 
 from __future__ import annotations
