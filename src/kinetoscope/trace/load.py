@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -106,11 +107,24 @@ def _split_wanted(path: Path, min_bytes: int | None) -> bool:
     return not gzipped and size >= (SPLIT_MIN_BYTES if min_bytes is None else min_bytes)
 
 
+#: Stack levels the decoder gets, whatever `sys.getrecursionlimit()` says. msgspec
+#: decodes nested values recursively in C and stops at the interpreter's recursion
+#: limit; a library that raised it (torch's inductor sets 100,000) would let a
+#: 1,000-deep value load, and a deeper one overflow the C stack (a segfault, measured
+#: at 20,000 levels with the limit at 100,000). Kineto's own values nest 4 levels.
+DECODE_STACK = 1000
+
+
 @contextmanager
 def _decoder_limits(path: Path):
     """The JSON decoder's own refusals, as the user's input being unusable: msgspec
     raises `UnicodeDecodeError` for bytes that are not UTF-8 and `RecursionError`
-    for values nested deeper than the interpreter's recursion limit (~1000)."""
+    for values nested deeper than the stack it is given. The recursion limit is set
+    to this frame's depth plus `DECODE_STACK` for the load and restored after, so
+    the nesting refused is the same under any caller's limit (the limit is
+    process-wide: loads in threads of one process share it)."""
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(_stack_depth() + DECODE_STACK)
     try:
         yield
     except UnicodeDecodeError as exc:
@@ -119,8 +133,18 @@ def _decoder_limits(path: Path):
         ) from None
     except RecursionError:
         raise TraceError(
-            path, "has values nested too deeply to decode (about 1000 levels)"
+            path, f"has values nested too deeply to decode (about {DECODE_STACK} levels)"
         ) from None
+    finally:
+        sys.setrecursionlimit(before)
+
+
+def _stack_depth() -> int:
+    """Python frames below this one (the caller's share of the recursion limit)."""
+    frame, depth = sys._getframe(), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
 
 
 @contextmanager
