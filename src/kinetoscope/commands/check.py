@@ -16,7 +16,7 @@ from ..errors import UsageError
 def register(app: typer.Typer) -> None:
     @app.command("check")
     def check(
-        trace: Path = typer.Argument(..., help="Trace file to check."),
+        trace: Path = typer.Argument(..., metavar="TRACE", help="Trace file to check."),
         expect: list[str] = typer.Option(
             [],
             "--expect",

@@ -12,8 +12,10 @@ from ..errors import UsageError
 def register(app: typer.Typer) -> None:
     @app.command("diff")
     def diff(
-        a: Path = typer.Argument(..., help="Trace of the first run (the baseline, A)."),
-        b: Path = typer.Argument(..., help="Trace of the second run (B)."),
+        a: Path = typer.Argument(
+            ..., metavar="A", help="Trace of the first run (the baseline, A)."
+        ),
+        b: Path = typer.Argument(..., metavar="B", help="Trace of the second run (B)."),
         format: str = typer.Option("text", "--format", "-f", help="text, md, json or html."),
         output: Path | None = typer.Option(
             None, "--output", "-o", help="Write to this file instead of stdout."

@@ -23,7 +23,9 @@ def register(app: typer.Typer) -> None:
     )
     def sweep(
         ctx: typer.Context,
-        workload: str = typer.Argument(..., help="Built-in workload, e.g. matmul_add."),
+        workload: str = typer.Argument(
+            ..., metavar="WORKLOAD", help="Built-in workload, e.g. matmul_add."
+        ),
         vary: str = typer.Option(..., "--vary", help="NAME=V1,V2,... e.g. size=64,128,256."),
         out: Path = typer.Option(Path("traces"), "--out", help="Folder for traces and plots."),
         timeout: float = typer.Option(600, "--timeout", help="Seconds allowed per run."),
