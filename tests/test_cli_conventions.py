@@ -50,3 +50,34 @@ def test_root_help_has_short_flag_and_no_bool_labels():
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_is_in_the_readme_table(command):
     assert re.search(rf"^\| `kinetoscope {command}\b", README, re.M), command
+
+
+TRACE = Path(__file__).resolve().parent / "data/traces/cpu/cpu_only_rank34.pt.trace.json.gz"
+
+
+def _error_line(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "kinetoscope", *args], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    return line
+
+
+def test_unknown_metric_names_the_spelling_meant():
+    line = _error_line("check", str(TRACE), "-e", "step_tme_ms < 5")
+    assert "unknown metric 'step_tme_ms'" in line and "did you mean step_time_ms" in line
+
+
+@pytest.mark.parametrize("value", ["abc", "0.5"])
+def test_unknown_threshold_is_named_before_its_value_is_read(value):
+    line = _error_line("explain", str(TRACE), "--set", f"hotspot.threshold={value}")
+    assert "has no threshold 'threshold'" in line and "its thresholds: min_share" in line
+    assert "expected a number" not in line
+
+
+def test_near_miss_of_a_threshold_or_rule_is_suggested():
+    line = _error_line("explain", str(TRACE), "--set", "hotspot.min_shar=0.5")
+    assert "did you mean min_share?" in line
+    line = _error_line("explain", str(TRACE), "--rules", "hotspt")
+    assert "did you mean hotspot?" in line
