@@ -137,7 +137,9 @@ def test_schedule_repeat_warmup_iterations_and_gzip(tmp_path):
     assert step_numbers(first) == [1, 2]
     assert step_numbers(second) == [4, 5]
     assert second.meta.kinetoscope["warmup_iters"] == 2
-    assert second.meta.kinetoscope["cycle"] == 1
+    # one numbering: the second cycle is 2 in the name, the metadata and the table header
+    assert (first.meta.kinetoscope["cycle"], second.meta.kinetoscope["cycle"]) == (1, 2)
+    assert "# kinetoscope: cycle = 2" in result.written[1].table.read_text()
 
 
 def test_recording_options_reach_the_trace(tmp_path):

@@ -127,7 +127,7 @@ def _compiler(torch, options: CaptureOptions):
 
 def _tag_naming(tag: str, schedule: Schedule):
     def name(cycle: int) -> tuple[str, str]:
-        stem = tag if schedule.repeat == 1 else f"{tag}_cycle{cycle + 1}"
+        stem = tag if schedule.repeat == 1 else f"{tag}_cycle{cycle}"
         return f"{stem}.json", f"{stem}.txt"
 
     return name

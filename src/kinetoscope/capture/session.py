@@ -24,7 +24,7 @@ from .deps import require_torch
 from .device import DeviceChoice, activities, resolve_device
 from .schedule import Schedule
 
-#: cycle index -> (trace file name without `.gz`, table file name)
+#: cycle number (from 1) -> (trace file name without `.gz`, table file name)
 Naming = Callable[[int], tuple[str, str]]
 
 
@@ -82,10 +82,12 @@ class TraceHandler:
             return
         torch = require_torch()
         on_device = torch.profiler.ProfilerActivity.CUDA in prof.activities
-        trace_name, table_name = self.naming(len(self.written))
+        # cycles count from 1, as the file names (`_cycle2`) and the table header do
+        cycle = len(self.written) + 1
+        trace_name, table_name = self.naming(cycle)
         if self.gzip:
             trace_name += ".gz"
-        meta = {**self._profiler_meta(torch, prof), **self.meta, "cycle": len(self.written)}
+        meta = {**self._profiler_meta(torch, prof), **self.meta, "cycle": cycle}
         with staged(self.dir, ".txt") as table_tmp, staged(self.dir, ".json") as trace_tmp:
             # the table first: in torch 2.13 key_averages() after an export can read freed names
             write_table(prof, table_tmp, on_device, meta)
