@@ -17,9 +17,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import progress
 from ..errors import UsageError
 from .deps import require_torch
 from .device import DeviceChoice, resolve_device, resolve_dtype, synchronize
+from .quiet import noise_filtered
 from .schedule import Schedule
 from .session import Artifacts, Profile, tensorboard_naming
 from .workloads import Context, check_workload, load_workload
@@ -82,14 +84,19 @@ def run_workload(name: str, overrides: dict, options: CaptureOptions) -> Capture
         raise UsageError(f"--warmup must be >= 0, not {options.warmup}")
     if options.compile_mode not in COMPILE_MODES:
         raise UsageError(f"--compile-mode must be one of {', '.join(COMPILE_MODES)}")
+    progress.stage("importing torch")
     torch = require_torch()
     module = load_workload(name)
     params = workload_params(module, overrides)
     device = resolve_device(torch, options.device)
     dtype_name, dtype = resolve_dtype(torch, options.dtype, device)
     tag = run_tag(module, params, dtype_name, options)
+    progress.stage(f"building {module.NAME} ({tag}) on {device.name}")
     step = module.build(params, Context(torch, device.type, dtype, _compiler(torch, options)))
-    for _ in range(options.warmup):
+    if options.warmup:
+        progress.stage(f"warming up: {options.warmup} iterations")
+    for i in range(options.warmup):
+        progress.count(f"warming up: iteration {i + 1} of {options.warmup}", i, options.warmup)
         step()
     synchronize(torch, device)
     meta = {
@@ -101,18 +108,22 @@ def run_workload(name: str, overrides: dict, options: CaptureOptions) -> Capture
         "tag": tag,
     }
     schedule = options.schedule
-    with Profile(
-        Path(options.out) / module.FOLDER,
-        schedule,
-        device=device,
-        record_shapes=options.record_shapes,
-        profile_memory=options.profile_memory,
-        with_stack=options.with_stack,
-        gzip=options.gzip,
-        meta=meta,
-        naming=tensorboard_naming() if options.tensorboard else _tag_naming(tag, schedule),
-        force=options.force,
-    ) as prof:
+    with (
+        noise_filtered() as quiet,
+        Profile(
+            Path(options.out) / module.FOLDER,
+            schedule,
+            device=device,
+            record_shapes=options.record_shapes,
+            profile_memory=options.profile_memory,
+            with_stack=options.with_stack,
+            gzip=options.gzip,
+            meta=meta,
+            naming=tensorboard_naming() if options.tensorboard else _tag_naming(tag, schedule),
+            force=options.force,
+            quiet=quiet,
+        ) as prof,
+    ):
         for _ in range(schedule.total_steps):
             step()
             prof.step()
