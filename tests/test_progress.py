@@ -82,3 +82,23 @@ def test_script_profile_keeps_its_real_warning_and_stderr(piped_profile):
     assert "UserWarning: a real warning from the script" in done.stderr
     assert "the script on stderr" in done.stderr
     assert "[kinetoscope] running warns.py under the profiler" in done.stderr
+
+
+def test_a_large_trace_reports_bytes_read(monkeypatch, capsys):
+    import importlib
+
+    import kinetoscope
+    from kinetoscope.trace import source
+
+    from .conftest import corpus
+
+    path = corpus("gpu/param_linear_train_2080ti.json.gz")  # 1.2 MB: "large" for the test
+    monkeypatch.setattr(importlib.import_module("kinetoscope.trace.load"), "REPORT_FROM", 0)
+    monkeypatch.setattr(source, "REPORT_FROM", 0)
+    counted = []
+    monkeypatch.setattr(progress, "count", lambda text, done, total, **_: counted.append(done))
+    with progress.reporting():
+        kinetoscope.load(path, split_min_bytes=None)
+    assert capsys.readouterr().err.startswith(f"[kinetoscope] reading {path} (1 MiB)")
+    size = path.stat().st_size
+    assert counted and all(0 < done <= size for done in counted)

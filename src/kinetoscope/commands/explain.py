@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from .. import progress
 from ..errors import UsageError
 from ..trace.budget import MAX_MEMORY_HELP, SPILL_DIR_HELP, parse_size
 
@@ -72,11 +73,12 @@ def explain_command(
     paths = _expand(traces)
     if output is not None:
         refuse_inputs(output, paths)
-    if len(paths) > 1:
-        text = _multirank(paths, jobs, thresholds, fmt.value, executor, address)
-    else:
-        loading = {"max_memory": max_memory, "spill_dir": spill_dir}
-        text = _single(paths[0], thresholds, only, fmt, loading, color=output is None)
+    with progress.reporting():  # a large trace says how far reading has got
+        if len(paths) > 1:
+            text = _multirank(paths, jobs, thresholds, fmt.value, executor, address)
+        else:
+            loading = {"max_memory": max_memory, "spill_dir": spill_dir}
+            text = _single(paths[0], thresholds, only, fmt, loading, color=output is None)
     if output is not None:
         say_where(output, write_text(output, text, force=force, inputs=paths))
     else:

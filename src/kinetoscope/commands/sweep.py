@@ -12,6 +12,7 @@ from pathlib import Path
 
 import typer
 
+from .. import progress
 from ..errors import UsageError
 from ..jsontext import dumps
 
@@ -39,7 +40,6 @@ def register(app: typer.Typer) -> None:
         unchanged to every `kinetoscope profile` run.
         """
         from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
         from rich.table import Table
         from rich.text import Text
 
@@ -65,19 +65,12 @@ def register(app: typer.Typer) -> None:
             fixed.append("--force")
         console = Console() if sys.stdout.isatty() else Console(width=120)
         points = []
-        columns = [
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total}"),
-            TimeElapsedColumn(),
-        ]
-        with Progress(*columns, console=console, transient=True) as progress:
-            task = progress.add_task(f"{workload}", total=len(values))
-            for value in values:
-                progress.update(task, description=f"{workload} {param}={format_value(value)}")
+        with progress.reporting():
+            for k, value in enumerate(values):
+                what = f"run {k + 1} of {len(values)}: {workload} {param}={format_value(value)}"
+                progress.count(what, k, len(values), line=True)
                 argv = profile_argv(workload, param, value, fixed, out)
                 points.append(run_point(argv, value, timeout))
-                progress.advance(task)
         if not any(p.ok for p in points):
             errors = "; ".join(f"{format_value(p.value)}: {p.error}" for p in points)
             raise UsageError(f"every run of the sweep failed ({errors})")

@@ -126,28 +126,28 @@ def _settings(extra: list[str]) -> dict:
 
 
 def _progress_bar():
-    """A rich progress bar on stderr (stdout stays clean for --format json)."""
+    """Trial k of N with elapsed and remaining time (`kinetoscope.progress`: a rich line
+    on a terminal, one line per trial on a piped stderr; stdout stays clean for
+    --format json)."""
     import contextlib
 
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(TextColumn("{task.description}"), BarColumn(),
-                   TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
-                   console=Console(stderr=True), transient=True)  # fmt: skip
+    from .. import progress
 
     @contextlib.contextmanager
     def running():
-        with bar:
-            task = bar.add_task("tune", total=1)
+        done = [0]
+        with progress.reporting():
 
             def update(label, planned):
                 if label is None:
-                    bar.update(task, advance=1, total=planned)
+                    done[0] += 1
+                    progress.count(f"tune: trial {done[0]} of {planned} done", done[0], planned)
                 else:
-                    bar.update(task, description=f"tune: {label}", total=planned)
+                    what = f"tune: trial {done[0] + 1} of {planned}: {label}"
+                    progress.count(what, done[0], planned, line=True)
 
             yield update
+            progress.pause()
 
     return running()
 
