@@ -75,7 +75,8 @@ def explain_command(
         refuse_inputs(output, paths)
     with progress.reporting():  # a large trace says how far reading has got
         if len(paths) > 1:
-            text = _multirank(paths, jobs, thresholds, fmt.value, executor, address)
+            ranks = (jobs, executor, address)
+            text = _multirank(paths, ranks, thresholds, only, fmt, color=output is None)
         else:
             loading = {"max_memory": max_memory, "spill_dir": spill_dir}
             text = _single(paths[0], thresholds, only, fmt, loading, color=output is None)
@@ -137,14 +138,33 @@ def _single(path: Path, thresholds, only, fmt: Format, loading: dict, color: boo
     return render_text(report, width=output_width(), color=color and sys.stdout.isatty())
 
 
-def _multirank(paths: list[Path], jobs: int, thresholds, fmt: str, executor, address) -> str:
+def _each_alone(paths: list[Path], why: str, thresholds, only, fmt: Format, color: bool) -> str:
+    """Traces that are not ranks of one job: one line saying so, then each report alone
+    (text and markdown; a JSON or HTML file holds one report, so those say why not)."""
+    if fmt in (Format.json, Format.html):
+        raise UsageError(f"{why}; --format {fmt.value} holds one report: explain them one by one")
+    loading = {"max_memory": "auto", "spill_dir": None}
+    rule = "## " if fmt is Format.md else "=== "
+    parts = [f"{why}: each is explained alone.\n"]
+    for path in paths:
+        parts.append(f"\n{rule}{path}\n\n")
+        parts.append(_single(path, thresholds, only, fmt, loading, color))
+    return "".join(parts)
+
+
+def _multirank(paths: list[Path], ranks: tuple, thresholds, only, fmt: Format, color: bool):
+    """The multi-rank report where the traces are ranks of one job, else each alone."""
+    jobs, executor, address = ranks
     try:
-        from ..multirank import explain_ranks
+        from ..multirank import NotRanks, explain_ranks
     except ImportError:
         raise UsageError(
             f"multi-rank analysis is not available ({len(paths)} traces given; "
             "explain one file at a time)"
         ) from None
-    return explain_ranks(
-        paths, jobs=jobs, config=thresholds, fmt=fmt, executor=executor, address=address
-    )
+    try:
+        return explain_ranks(
+            paths, jobs=jobs, config=thresholds, fmt=fmt.value, executor=executor, address=address
+        )
+    except NotRanks as exc:
+        return _each_alone(paths, str(exc), thresholds, only, fmt, color)
