@@ -143,7 +143,7 @@ def test_schedule_repeat_warmup_iterations_and_gzip(tmp_path):
 
 
 def test_recording_options_reach_the_trace(tmp_path):
-    _, trace = capture(
+    result, trace = capture(
         tmp_path,
         "linear",
         {"batch": 4, "in_dim": 8, "out_dim": 8},
@@ -156,3 +156,5 @@ def test_recording_options_reach_the_trace(tmp_path):
     assert trace.mask(Cat.PYTHON).any()  # Python frames from with_stack
     meta = trace.meta.kinetoscope
     assert meta["record_shapes"] and meta["profile_memory"] and meta["with_stack"]
+    # what was recorded shows in the name: not the plain run's name with `_2`
+    assert result.written[0].trace.name == "4x8x8_fp32_cold_eager_shapes_memory_stack.json"

@@ -4,7 +4,8 @@
 names them: `<size>_<dtype>_<cold|warm>_<eager|compile>` (a warm run is `warm`
 whatever the warm-up count, a compiled run `compile` whatever the mode; the
 counts are in the trace metadata and the table header), then the extra knobs
-(`_batched`, `_reduce-overhead`) and the repeat cycle (`_cycle2`). A second run
+(`_batched`, `_reduce-overhead`), what was recorded beyond the defaults (`_shapes`,
+`_memory`, `_stack`) and the repeat cycle (`_cycle2`). A second run
 with the same settings gets `_2` (never over an earlier run's files).
 With `tensorboard`, the same folder holds `tensorboard_trace_handler`'s names
 instead (`<host>_<pid>.<time_ns>.pt.trace.json`), which TensorBoard's profiler
@@ -27,6 +28,8 @@ from .session import Artifacts, Profile, tensorboard_naming
 from .workloads import Context, check_workload, load_workload
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+#: stem suffixes of --record-shapes, --profile-memory, --with-stack
+RECORDED = ("shapes", "memory", "stack")
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,10 @@ def run_tag(module, params, dtype: str, options: CaptureOptions) -> str:
     knobs = list(getattr(module, "knobs", lambda _p: [])(params))
     if options.compile and options.compile_mode != "default":
         knobs.append(options.compile_mode)
+    # what was recorded changes the trace (shapes, allocations, stacks): a run with them
+    # is not the run without them, and gets its own name rather than `_2`
+    recorded = (options.record_shapes, options.profile_memory, options.with_stack)
+    knobs += [name for on, name in zip(recorded, RECORDED, strict=True) if on]
     return "_".join([module.tag(params), dtype, warm, mode, *knobs])
 
 
