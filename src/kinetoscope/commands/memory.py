@@ -123,7 +123,10 @@ def memory_figure(plt, trace: Trace, devices: list[DeviceMemory]):
     largest = max(_top(d) for d in devices)
     shown = [d for d in devices if _top(d) >= SMALL_PANEL * largest] or devices
     left_out = [d for d in devices if all(d is not s for s in shown)]
-    scale, unit = _unit(max(_top(d) for d in shown))
+    from ..plotting import byte_scale, time_scale
+
+    scale, unit = byte_scale(max(_top(d) for d in shown))
+    per, t_unit = time_scale(trace.end_time - trace.start_time)
     fig, axes = plt.subplots(
         len(shown), 1, figsize=(11, 3.2 * len(shown)), squeeze=False, sharex=True
     )
@@ -170,11 +173,6 @@ def _top(d: DeviceMemory) -> float:
     """Highest byte count a panel shows (allocated or reserved)."""
     reserved = float(d.reserved.max()) if d.reserved is not None else 0.0
     return max(float(d.allocated.max()), reserved, 0.0)
-
-
-def _unit(top_bytes: float) -> tuple[float, str]:
-    """One unit for every panel: GiB from 1 GiB up, else MiB."""
-    return (2.0**30, "GiB") if top_bytes >= 2**30 else (2.0**20, "MiB")
 
 
 def _ms(us: float) -> str:
