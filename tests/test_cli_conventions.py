@@ -3,6 +3,7 @@ argument names, no type label on a flag, and every command in the README's table
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -81,3 +82,41 @@ def test_near_miss_of_a_threshold_or_rule_is_suggested():
     assert "did you mean min_share?" in line
     line = _error_line("explain", str(TRACE), "--rules", "hotspt")
     assert "did you mean hotspot?" in line
+
+
+def test_tune_throughput_has_a_unit():
+    """tune printed `6.059e+04 ±1.8e+03`: a number without its unit."""
+    from types import SimpleNamespace
+
+    from kinetoscope.tune.report import rate, rows
+
+    trial = SimpleNamespace(
+        ok=True, error=None, index=0, label="baseline", stage="baseline", regime="compute-bound",
+        block_seconds=[0.0021, 0.0020, 0.0022], samples_per_step=128, speed_vs_baseline=None,
+        throughput=lambda: [60_590.0, 58_800.0, 62_400.0],
+    )  # fmt: skip
+    session = SimpleNamespace(trials=[trial], best=None)
+    [row] = rows(session)
+    assert row[4] == "60.6k ±900 samples/s"
+    assert rate(1_250_000) == "1.25M" and rate(812.4) == "812"
+
+
+def test_sweep_table_fits_80_columns_by_dropping_columns_with_a_note():
+    """On 80 columns rich cut the headers (`host/st…`); columns now go whole, by priority."""
+    from rich.console import Console
+
+    from kinetoscope.compare.sweep_table import fitted_table
+
+    headers = ["size", "step", "host/step", "device/step", "busy ratio", "regime", "TFLOP/s",
+               "GEMM % of peak", "attention % of peak"]  # fmt: skip
+    rows = [["16", "1.23 ms", "1.20 ms", "40.1 us", "3.3%", "overhead-bound", "0.0123", "0.1%",
+             "0.2%"]]  # fmt: skip
+    table, note = fitted_table(headers, rows, "matmul_add: sweep over size", 80)
+    console = Console(width=80, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(table)
+    text = console.export_text()
+    assert "…" not in text and all(len(line) <= 80 for line in text.splitlines())
+    assert "host/step" in text and "overhead-bound" in text
+    assert note.startswith("left out to fit 80 columns: attention % of peak")
+    wide, none = fitted_table(headers, rows, "t", 200)
+    assert none is None

@@ -40,7 +40,6 @@ def register(app: typer.Typer) -> None:
         unchanged to every `kinetoscope profile` run.
         """
         from rich.console import Console
-        from rich.table import Table
         from rich.text import Text
 
         from ..capture.workloads import check_workload
@@ -54,7 +53,7 @@ def register(app: typer.Typer) -> None:
             sweep_dict,
         )
         from ..compare.sweep_plot import plot_sweep
-        from ..compare.sweep_table import table_rows
+        from ..compare.sweep_table import fitted_table, table_rows
         from ..outputs import make_folder, write_text
 
         check_workload(workload)
@@ -76,10 +75,11 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"every run of the sweep failed ({errors})")
         cross = crossover(points)
         headers, rows = table_rows(param, points)
-        table = Table(*headers, title=f"{workload}: sweep over {param}", show_edge=False)
-        for row in rows:
-            table.add_row(*(Text(cell) for cell in row))
+        title = f"{workload}: sweep over {param}"
+        table, note = fitted_table(headers, rows, title, console.width)
         console.print(table)
+        if note:
+            console.print(Text(f"{note} (all of them are in the sweep's .json)"))
         for p in points:
             if not p.ok:
                 console.print(Text(f"{param}={format_value(p.value)} failed: {p.error}"))

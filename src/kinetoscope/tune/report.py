@@ -26,6 +26,14 @@ def unit(session: Session) -> str:
     return "samples/s" if ok and all(t.samples_per_step for t in ok) else "steps/s"
 
 
+def rate(x: float) -> str:
+    """A rate with 3 significant digits and an SI prefix: `60.6k`, `1.25M`, `812`."""
+    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g}{prefix}"
+    return f"{x:.3g}"
+
+
 def outcome(t: Trial, best: str | None) -> str:
     if t.error:
         return "OOM" if t.oom else "failed"
@@ -57,7 +65,7 @@ def rows(session: Session) -> list[list[str]]:
             step = spread([b * 1e6 for b in t.block_seconds])
             thr = spread(t.throughput())
             step_text = f"{fmt_us(step.median)} ±{fmt_us(step.iqr / 2)}"
-            thr_text = f"{thr.median:.4g} ±{thr.iqr / 2:.2g}"
+            thr_text = f"{rate(thr.median)} ±{rate(thr.iqr / 2)} {unit(session)}"
         else:
             step_text = thr_text = "-"
         result = outcome(t, session.best)
