@@ -85,15 +85,12 @@ def test_script_profile_keeps_its_real_warning_and_stderr(piped_profile):
 
 
 def test_a_large_trace_reports_bytes_read(monkeypatch, capsys):
-    import importlib
-
     import kinetoscope
     from kinetoscope.trace import source
 
     from .conftest import corpus
 
     path = corpus("gpu/param_linear_train_2080ti.json.gz")  # 1.2 MB: "large" for the test
-    monkeypatch.setattr(importlib.import_module("kinetoscope.trace.load"), "REPORT_FROM", 0)
     monkeypatch.setattr(source, "REPORT_FROM", 0)
     counted = []
     monkeypatch.setattr(progress, "count", lambda text, done, total, **_: counted.append(done))

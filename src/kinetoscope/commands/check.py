@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 
+from .. import progress
 from ..errors import UsageError
 
 
@@ -36,7 +37,8 @@ def register(app: typer.Typer) -> None:
 
         if not expect and baseline is None:
             raise UsageError("nothing to check: give --expect EXPR and/or --baseline REPORT")
-        outcomes = run_check(trace, expect, baseline, max_regression)
+        with progress.reporting():  # a large trace says how far reading has got
+            outcomes = run_check(trace, expect, baseline, max_regression)
         for outcome in outcomes:
             typer.echo(outcome.line())
         failed = sum(not o.passed for o in outcomes)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from .. import progress
 from ..errors import UsageError
 
 
@@ -35,8 +36,9 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"unknown format {format!r} (choose from {', '.join(RENDERERS)})")
         if output is not None:  # before any work: the inputs are never written over
             refuse_inputs(output, [a, b])
-        runs = (load_run(a), load_run(b))
-        result = diff_runs(*runs)
+        with progress.reporting():  # a large trace says how far reading has got
+            runs = (load_run(a), load_run(b))
+            result = diff_runs(*runs)
         if format == "text":
             text = to_text(result, width=output_width())
         elif format == "html":  # the page draws each run's timeline from its trace

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from .. import progress
 from ..analysis.memory import DeviceMemory, memory_timeline, op_label
 from ..errors import UsageError
 from ..outputs import refuse_inputs, say_where, write_file
@@ -37,7 +38,8 @@ def register(app: typer.Typer) -> None:
         """Allocated/reserved memory over time, the peak and its op, largest allocations."""
         if output is not None:  # before any work: the input is never written over
             refuse_inputs(output, [trace_path])
-        trace = load(trace_path)
+        with progress.reporting():  # a large trace says how far reading has got
+            trace = load(trace_path)
         devices = memory_timeline(trace, top=top)
         if not devices:
             raise UsageError(f"{trace_path}: no [memory] events in the trace; {RECORD_ADVICE}")

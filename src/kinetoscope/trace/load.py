@@ -16,7 +16,7 @@ from .categories import DEVICE_CATS, HOST_TREE_CATS
 from .decode import EventStream
 from .model import Trace
 from .schema import TopLevel
-from .source import REPORT_FROM, is_regular_file, trace_chunks
+from .source import is_regular_file, report_from, trace_chunks
 from .spill import MemoryParts, SpillParts
 from .split import SPLIT_MIN_BYTES, build_split, cores
 from .top_meta import devices_of, trace_meta
@@ -59,7 +59,8 @@ def load(
 
 def _load(path: Path, split_min_bytes: int | None, sink: MemoryParts | SpillParts) -> Trace:
     built = None
-    if is_regular_file(path) and (size := os.stat(path).st_size) >= REPORT_FROM:
+    gz = path.name.endswith(".gz")
+    if is_regular_file(path) and (size := os.stat(path).st_size) >= report_from(gz):
         progress.stage(f"reading {input_name(path)} ({size / (1 << 20):.0f} MiB)")
     with _cyclic_gc_paused(), _decoder_limits(path):
         if not sink.spilled and _split_wanted(path, split_min_bytes):

@@ -74,12 +74,13 @@ def trace_chunks(path: Path, warnings: list[str]) -> Iterator[bytes | memoryview
     except OSError as exc:
         handle.close()
         raise TraceError(path, f"cannot be read ({exc.strerror or exc})") from None
-    if first.startswith(_GZIP_MAGIC):
+    gzipped = first.startswith(_GZIP_MAGIC)
+    if gzipped:
         _check_gzip_header(first, path, handle)
         pieces = _gunzip(first, handle, path, warnings)
     else:
         pieces = _plain(handle, first)
-    if stat.S_ISREG(info.st_mode) and info.st_size >= REPORT_FROM:
+    if stat.S_ISREG(info.st_mode) and info.st_size >= report_from(gzipped):
         return _reported(pieces, handle, info.st_size, path)
     return pieces
 
@@ -87,6 +88,11 @@ def trace_chunks(path: Path, warnings: list[str]) -> Iterator[bytes | memoryview
 #: files this large say how far reading has got (`kinetoscope.progress`, silent unless
 #: a command turned reporting on; load.py names the stage); a smaller one loads in ~1 s
 REPORT_FROM = 64 << 20
+
+
+def report_from(gzipped: bool) -> int:
+    """File size from which reading is reported: a trace's JSON gzips about 8-10x."""
+    return REPORT_FROM // 8 if gzipped else REPORT_FROM
 
 
 def _reported(pieces: Iterator, handle, size: int, path: Path) -> Iterator:
