@@ -29,7 +29,9 @@ def register(app: typer.Typer) -> None:
 
 def explain_command(
     traces: list[Path] = typer.Argument(
-        ..., metavar="TRACE", help="A trace file; several files or a directory for ranks."
+        ...,
+        metavar="TRACE|DIR",
+        help="A trace file; several, or a folder: the ranks of one job, else each alone.",
     ),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write to FILE."),
