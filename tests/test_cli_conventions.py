@@ -88,7 +88,8 @@ def test_tune_throughput_has_a_unit():
     """tune printed `6.059e+04 ±1.8e+03`: a number without its unit."""
     from types import SimpleNamespace
 
-    from kinetoscope.tune.report import rate, rows
+    from kinetoscope.commands.tune import _fitted
+    from kinetoscope.tune.report import headers, rate, rows
 
     trial = SimpleNamespace(
         ok=True, error=None, index=0, label="baseline", stage="baseline", regime="compute-bound",
@@ -97,8 +98,14 @@ def test_tune_throughput_has_a_unit():
     )  # fmt: skip
     session = SimpleNamespace(trials=[trial], best=None)
     [row] = rows(session)
-    assert row[4] == "60.6k ±900 samples/s"
+    assert (headers(session)[4], row[4]) == ("samples/s", "60.6k ±900")
     assert rate(1_250_000) == "1.25M" and rate(812.4) == "812"
+    # the terminal's copy fits 80 columns, leaving out what it must and saying so
+    text, note = _fitted(
+        headers(session), [row, [*row[:1], "compile=reduce-overhead", *row[2:]]], 80
+    )
+    assert max(map(len, text.splitlines())) <= 80 and "samples/s" in text
+    assert note.startswith("left out to fit 80 columns: stage")
 
 
 def test_sweep_table_fits_80_columns_by_dropping_columns_with_a_note():
