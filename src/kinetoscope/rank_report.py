@@ -17,6 +17,7 @@ from .rank_compare import (
     stragglers,
 )
 from .rank_summary import RankSummary
+from .report.console import inert
 from .units import fmt_us
 
 
@@ -118,7 +119,10 @@ class MultiRankReport:
         lines = [f"{h}{len(self.ranks)} ranks, median step {fmt_us(self.median_step)}", ""]
         lines.extend(_table(head, rows, markdown))
         lines += ["", f"{h}Files" if markdown else "files:"]
-        lines += [f"{'- ' if markdown else '  '}rank {r}: {s.path}" for r, s in self.ranks.items()]
+        # a file name prints as text: its control characters never act on the terminal
+        lines += [
+            f"{'- ' if markdown else '  '}rank {r}: {inert(s.path)}" for r, s in self.ranks.items()
+        ]
         lines += [
             "",
             "step: median over the rank's steps (the window without steps); "

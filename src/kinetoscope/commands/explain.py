@@ -143,13 +143,15 @@ def _single(path: Path, thresholds, only, fmt: Format, loading: dict, color: boo
 def _each_alone(paths: list[Path], why: str, thresholds, only, fmt: Format, color: bool) -> str:
     """Traces that are not ranks of one job: one line saying so, then each report alone
     (text and markdown; a JSON or HTML file holds one report, so those say why not)."""
+    from ..report.console import inert
+
     if fmt in (Format.json, Format.html):
         raise UsageError(f"{why}; --format {fmt.value} holds one report: explain them one by one")
     loading = {"max_memory": "auto", "spill_dir": None}
     rule = "## " if fmt is Format.md else "=== "
-    parts = [f"{why}: each is explained alone.\n"]
+    parts = [f"{inert(why)}: each is explained alone.\n"]
     for path in paths:
-        parts.append(f"\n{rule}{path}\n\n")
+        parts.append(f"\n{rule}{inert(str(path))}\n\n")
         parts.append(_single(path, thresholds, only, fmt, loading, color))
     return "".join(parts)
 
