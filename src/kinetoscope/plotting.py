@@ -117,11 +117,12 @@ def trace_figure(plt, trace: Trace, title: str):
     top.set_ylim(-0.6, len(lanes) + 0.2)
     top.set_xlabel(f"time since trace start ({unit})")
     top.set_title(title, fontsize=9)
+    # the lanes' legend sits above them: never over a bar
     top.legend(
         [drawn[k] for k in LANE_COLORS if k in drawn],
         [LANE_LABELS[k] for k in LANE_COLORS if k in drawn],
         loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2, fontsize=7, frameon=False,
-    )  # fmt: skip (above the lanes: never over a bar)
+    )  # fmt: skip
     labels, parts = step_breakdown(trace)
     x = np.arange(len(labels))
     bottom_of = np.zeros(len(labels))
