@@ -25,8 +25,12 @@ def run_cli(*args: str, cwd: Path | None = None, code: str | None = None):
 
 
 def error_lines(stderr: str) -> list[str]:
-    """stderr without Kineto's own USDT chatter."""
-    return [line for line in stderr.splitlines() if line.strip() and "USDT:" not in line]
+    """stderr without the progress lines (`[kinetoscope] importing torch`, ...)."""
+    return [
+        line
+        for line in stderr.splitlines()
+        if line.strip() and not line.startswith("[kinetoscope] ")
+    ]
 
 
 def step_numbers(trace: kinetoscope.Trace) -> list[int]:

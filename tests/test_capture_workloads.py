@@ -137,11 +137,13 @@ def test_schedule_repeat_warmup_iterations_and_gzip(tmp_path):
     assert step_numbers(first) == [1, 2]
     assert step_numbers(second) == [4, 5]
     assert second.meta.kinetoscope["warmup_iters"] == 2
-    assert second.meta.kinetoscope["cycle"] == 1
+    # one numbering: the second cycle is 2 in the name, the metadata and the table header
+    assert (first.meta.kinetoscope["cycle"], second.meta.kinetoscope["cycle"]) == (1, 2)
+    assert "# kinetoscope: cycle = 2" in result.written[1].table.read_text()
 
 
 def test_recording_options_reach_the_trace(tmp_path):
-    _, trace = capture(
+    result, trace = capture(
         tmp_path,
         "linear",
         {"batch": 4, "in_dim": 8, "out_dim": 8},
@@ -154,3 +156,5 @@ def test_recording_options_reach_the_trace(tmp_path):
     assert trace.mask(Cat.PYTHON).any()  # Python frames from with_stack
     meta = trace.meta.kinetoscope
     assert meta["record_shapes"] and meta["profile_memory"] and meta["with_stack"]
+    # what was recorded shows in the name: not the plain run's name with `_2`
+    assert result.written[0].trace.name == "4x8x8_fp32_cold_eager_shapes_memory_stack.json"

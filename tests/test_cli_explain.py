@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from .conftest import corpus
+from .conftest import corpus, op, write_trace
 from .test_cli_errors import BAD_INPUTS
 
 BERT = "gpu/tracelens_h100__gaunernst_bert-small-uncased__1016001.json.gz"
@@ -157,3 +157,18 @@ def test_list_rules_shows_every_registered_rule():
     listed = {line.split()[0] for line in done.stdout.splitlines() if not line.startswith(" ")}
     assert listed == set(load_rules())
     assert "max_device_ratio=0.25" in done.stdout
+
+
+def test_a_folder_of_unrelated_runs_is_explained_trace_by_trace(tmp_path):
+    # two runs of one workload at different sizes: not ranks, each explained alone
+    for name in ("16_fp32_cold_eager.json", "64_fp32_cold_compile.json"):
+        write_trace(tmp_path / name, [op("aten::mm", 1, 10), op("aten::add", 20, 5)])
+    done = run(tmp_path)
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("2 traces, not the ranks of one job: no distributedInfo rank")
+    assert first.endswith("each is explained alone.")
+    assert f"=== {tmp_path / '16_fp32_cold_eager.json'}" in done.stdout
+    assert f"=== {tmp_path / '64_fp32_cold_compile.json'}" in done.stdout
+    assert "ranks, median step" not in done.stdout
+    one_line_exit_2(run(tmp_path, "--format", "json"), "not the ranks of one job")

@@ -107,3 +107,24 @@ def test_boundary_lookalikes_in_a_string_load_the_same_through_the_split_loader(
     split = kinetoscope.load(path, split_min_bytes=0)
     assert len(one_pass) == len(split) == 400
     assert one_pass.names == split.names and (one_pass.ts == split.ts).all()
+
+
+@pytest.mark.parametrize("limit", [150, 100_000])
+@pytest.mark.parametrize("kind", ["args_1000_deep", "objects_5000_deep"])
+def test_nesting_limit_does_not_follow_the_recursion_limit(tmp_path, limit, kind):
+    # torch's inductor raises the interpreter's limit to 100,000 on import; before the
+    # decoder got a fixed stack, the 1000-deep file then loaded (and deeper ones crashed)
+    data, message = BAD[kind]
+    path = tmp_path / f"{kind}.json"
+    path.write_bytes(data)
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit)
+    try:
+        with pytest.raises(TraceError, match=message):
+            kinetoscope.load(path)
+        assert sys.getrecursionlimit() == limit  # the caller's limit is restored
+        shallow = tmp_path / "shallow.json"
+        shallow.write_bytes(_text('"x": ' + "[" * 50 + "]" * 50))
+        assert len(kinetoscope.load(shallow)) == 3  # a low caller limit refuses nothing
+    finally:
+        sys.setrecursionlimit(before)

@@ -1,11 +1,14 @@
 """The HTML report in a real browser (headless Chromium through Playwright).
 
-Skips with the reason where Playwright or /usr/bin/chromium is missing; `.ci/run`
-installs both. Screenshots go to the test's tmp dir (look at them).
+Skips with the reason where Playwright or /usr/bin/chromium is missing, and fails
+there under `CI` (tests/requires.py); `.ci/run` installs both.
+Screenshots go to the test's tmp dir (look at them).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 from pathlib import Path
 
@@ -15,8 +18,11 @@ import kinetoscope
 from kinetoscope.report.html import render_html
 
 from .conftest import corpus
+from .requires import require
 
-CHROMIUM = Path("/usr/bin/chromium")
+# the system Chromium; tests/test_requires.py points this elsewhere to prove a missing
+# browser fails the run under CI
+CHROMIUM = Path(os.environ.get("KINETOSCOPE_TEST_CHROMIUM", "/usr/bin/chromium"))
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -32,9 +38,11 @@ XDIT = "gpu/tracelens_xdit_flux.1_aiter_sage__profile_trace_rank_0.json.gz"
 
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} missing (apt-get install chromium)")
+    present = importlib.util.find_spec("playwright") is not None
+    require(present, "playwright is not installed", "pip install -e '.[dev]'")
+    require(CHROMIUM.exists(), f"{CHROMIUM} is missing", "apt-get install -y chromium")
+    from playwright import sync_api
+
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         yield b

@@ -30,7 +30,7 @@ def test_trace_handler_prints_one_verdict_line_per_cycle(tmp_path):
     assert len(traces) == 2
     assert len(lines) == 2
     for cycle, line in enumerate(lines):
-        assert line.startswith(f"kinetoscope: cycle {cycle}: ")
+        assert line.startswith(f"kinetoscope: cycle {cycle + 1}: ")
         # the regime explain gives for the same file, in capitals
         regime = kinetoscope.explain(handler.written[cycle].trace).verdict.regime
         assert f": {regime.upper()}: " in line
@@ -105,7 +105,7 @@ def test_transformers_trainer_callback_tiny_gpt2(tmp_path, capsys):
     assert len(traces) == 2  # wait 1 + warm-up 1 + active 3 = 5 optimizer steps a cycle
     assert len(callback.results) == 2
     printed = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("kinetoscope:")]
-    assert [ln.split(":")[1].strip() for ln in printed] == ["cycle 0", "cycle 1"]
+    assert [ln.split(":")[1].strip() for ln in printed] == ["cycle 1", "cycle 2"]
     for trace in traces:  # three optimizer steps per trace, as the schedule says
         assert len(kinetoscope.load(trace).steps) == 3
     # logged through Trainer.log: the cycle's numbers are in the run's log history

@@ -85,3 +85,36 @@ def test_memory_figure_one_unit_y_from_zero_shared_x_no_empty_panel():
     assert axes[0].get_ylim()[0] == 0 and axes[0].get_ylim()[1] > 4.27
     assert "cpu: peak 160 B, not drawn" in fig._suptitle.get_text()
     plt.close(fig)
+
+
+def test_memory_axis_in_the_unit_the_peak_needs(tmp_path):
+    """A 32 KiB peak read 0.031 on a `cpu MiB` axis; now `cpu KiB` up to 32."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from kinetoscope.analysis.memory import memory_timeline
+    from kinetoscope.commands.memory import memory_figure
+
+    from .conftest import write_trace
+
+    def mem(ts, total):
+        args = {"Device Type": 0, "Device Id": -1, "Addr": 1, "Bytes": total,
+                "Total Allocated": total, "Total Reserved": 0}  # fmt: skip
+        return {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1,
+                "ts": ts, "s": "t", "args": args}  # fmt: skip
+
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 0,
+         "dur": 2000, "args": {}},
+        mem(10, 16 * 1024), mem(500, 32 * 1024), mem(1500, 16 * 1024),
+    ]  # fmt: skip
+    from kinetoscope.trace import load
+
+    trace = load(write_trace(tmp_path / "m.json", events))
+    fig = memory_figure(plt, trace, memory_timeline(trace))
+    [ax] = fig.axes
+    assert ax.get_ylabel() == "cpu KiB"
+    assert 32 < ax.get_ylim()[1] < 40
+    assert ax.get_xlabel() == "time since trace start (ms)"  # a 2 ms window
+    plt.close(fig)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
+from pathlib import Path
 
 import pytest
 
 import kinetoscope
 from kinetoscope.errors import TraceError, UsageError
 from kinetoscope.multirank import (
+    NotRanks,
     collective_overlap,
     explain_ranks,
     rank_ranges,
@@ -56,12 +59,14 @@ def test_per_rank_table_straggler_and_overlap(dlrm):
 
 def test_text_and_markdown(dlrm):
     text = explain_ranks([dlrm], jobs=1, config={}, fmt="text")
-    assert "8 ranks, median step 16.13 ms" in text
+    assert "8 ranks, median step 16.1 ms" in text
+    assert "0.00" not in text  # every time in a unit that shows it
+    assert "  rank 7: " + str(dlrm / "worker7_step_12.1694128201553.pt.trace.json.gz") in text
     assert "Straggler: rank 7 (waits 1.53 ms at collectives" in text
     assert "ranks 0-7: [warn] host-sync" in text
     assert "overlap" in text.splitlines()[2]
     md = explain_ranks(sorted(dlrm.iterdir()), jobs=2, config={}, fmt="md")
-    assert "| rank | steps | step ms |" in md and "| 7 * | 1 | 12.51 |" in md
+    assert "| rank | steps | step |" in md and "| 7 * | 1 | 12.5 ms |" in md
 
 
 def test_html_on_the_shared_page(dlrm):
@@ -111,8 +116,41 @@ def test_rank_from_file_name_and_duplicates(tmp_path):
     assert sorted(ranks) == [1, 3]
     assert ranks[3].collective_us == 10
     write_trace(tmp_path / "rank3.json", [kernel("k", 0, 1, correlation=1)])
-    with pytest.raises(UsageError, match="two traces claim rank 3"):
+    with pytest.raises(NotRanks, match="two traces claim rank 3: rank3.json and worker3_trace"):
         summarize_ranks([tmp_path])
+
+
+def _run(rank: int) -> list[dict]:
+    return [kernel("ncclKernel_AllReduce_x", 100, 10 + rank, correlation=1)]
+
+
+@pytest.mark.parametrize(
+    "infos, why",
+    [
+        # seven unrelated runs of one workload (sizes, compile on and off): no rank anywhere
+        ([None, None], "a name such as 16_fp32_cold_eager.json does not number a rank"),
+        ([{"rank": 0, "world_size": 1}, {"rank": 0, "world_size": 1}], "two traces claim rank 0"),
+        ([{"rank": 0, "world_size": 2}, {"rank": 1, "world_size": 4}], "world sizes differ (2, 4)"),
+        ([{"rank": 0, "world_size": 2}, None], "1 of them carry no distributedInfo rank"),
+        ([{"rank": 0, "world_size": 2}, {"rank": 2, "world_size": 2}], "rank 2 of a world of 2"),
+    ],
+)
+def test_a_folder_is_ranks_only_when_its_traces_are_ranks_of_one_job(tmp_path, infos, why):
+    for name, info in zip(
+        ["16_fp32_cold_eager.json", "64_fp32_cold_compile.json"], infos, strict=True
+    ):
+        top = {"distributedInfo": info} if info else {}
+        write_trace(tmp_path / name, _run(0), **top)
+    with pytest.raises(NotRanks, match=re.escape(why)):
+        summarize_ranks([tmp_path])
+
+
+def test_ranks_by_metadata_whatever_the_names(tmp_path):
+    for rank in (1, 0):
+        top = {"distributedInfo": {"rank": rank, "world_size": 4}}
+        write_trace(tmp_path / f"run_{rank + 10}.json", _run(rank), **top)
+    ranks = summarize_ranks([tmp_path])
+    assert {r: Path(s.path).name for r, s in ranks.items()} == {0: "run_10.json", 1: "run_11.json"}
 
 
 def test_bad_inputs(tmp_path):

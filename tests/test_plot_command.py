@@ -64,3 +64,65 @@ def test_step_breakdown_adds_up_and_the_figure_has_every_lane():
 def test_plot_bad_output_suffix_is_exit_2(tmp_path):
     res = _run("plot", corpus(RESNET), "-o", tmp_path / "t.txt")
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and not (tmp_path / "t.txt").exists()
+
+
+def test_lane_colours_are_not_part_colours_and_the_legend_names_them():
+    """The host thread lane was tab:blue, the colour "dispatch" has in the bars' legend."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.colors as mcolors
+    import matplotlib.pyplot as plt
+
+    from kinetoscope.plotting import PART_COLORS, trace_figure
+    from kinetoscope.trace import load
+
+    fig = trace_figure(plt, load(corpus(RESNET)), "resnet")
+    lanes_axis, bars_axis = fig.axes
+    lane_colours = {
+        mcolors.to_hex(c.get_facecolor()): label
+        for c, label in zip(
+            lanes_axis.get_legend().legend_handles,
+            [t.get_text() for t in lanes_axis.get_legend().get_texts()],
+            strict=True,
+        )
+    }
+    assert sorted(lane_colours.values()) == ["device stream busy", "host thread busy"]
+    parts = {mcolors.to_hex(c) for c in PART_COLORS.values()}
+    assert not parts & set(lane_colours)
+    drawn = {mcolors.to_hex(c.get_facecolor()[0]) for c in lanes_axis.collections}
+    assert drawn == set(lane_colours)  # every lane in a legend colour
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    "relative, unit, step_unit",
+    [(RESNET, "s", "ms"), ("cpu/cpu_only_rank34.pt.trace.json.gz", None, None)],
+)
+def test_time_axes_in_the_unit_the_span_needs(relative, unit, step_unit):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from kinetoscope.plotting import time_scale, trace_figure
+    from kinetoscope.trace import load
+
+    trace = load(corpus(relative))
+    span = trace.end_time - trace.start_time
+    per, want = time_scale(span)
+    assert unit is None or want == unit  # resnet: a 1.07 s window
+    fig = trace_figure(plt, trace, "t")
+    lanes_axis, bars_axis = fig.axes
+    assert lanes_axis.get_xlabel() == f"time since trace start ({want})"
+    assert 1 <= span / per < 1000 or want == "s"
+    if step_unit:
+        assert bars_axis.get_ylabel() == f"{step_unit} per step"
+    plt.close(fig)
+
+
+def test_scales():
+    from kinetoscope.plotting import byte_scale, time_scale
+
+    assert time_scale(250) == (1.0, "us") and time_scale(2500) == (1e3, "ms")
+    assert time_scale(2.5e6) == (1e6, "s")
+    assert byte_scale(32 * 1024) == (1024.0, "KiB") and byte_scale(100) == (1.0, "B")
+    assert byte_scale(90 * 2**20) == (2.0**20, "MiB") and byte_scale(5 * 2**30)[1] == "GiB"

@@ -1,7 +1,8 @@
 """The README is executable: its loop runs as written, and CI installs what it says.
 
-The `bash` block under "The loop" is run line by line, in order, on CPU, in an
-empty folder: every file a later command reads must come from an earlier one.
+The set-up's `kinetoscope` command, then the `bash` block under "The loop", run line
+by line, in order, on CPU, in an empty folder: every file a later command reads must
+come from an earlier one, and no command's file takes another's name (no `_2`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,9 @@ def test_readme_loop_runs_in_order_on_cpu(tmp_path):
         "CUDA_VISIBLE_DEVICES": "",
         "OMP_NUM_THREADS": "1",
     }
-    for line in _bash_block_after("## The loop"):
+    # the set-up's main job first (after its install), then the loop, as a reader runs them
+    setup = _bash_block_after("## Set-up")[0].rsplit("&& ", 1)[1]
+    for line in [setup, *_bash_block_after("## The loop")]:
         argv = shlex.split(line, comments=True)
         assert argv[0] == "kinetoscope", line
         done = subprocess.run(
@@ -62,3 +65,6 @@ def test_readme_loop_runs_in_order_on_cpu(tmp_path):
         assert done.returncode == 0, f"{line}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         assert "Traceback" not in done.stderr, line
     assert (tmp_path / "report.html").is_file()
+    # one story: no command wrote over another's name, so nothing got a `_2`
+    renamed = [p for p in tmp_path.rglob("*") if re.search(r"_\d+\.\w+$", p.name)]
+    assert renamed == [], renamed

@@ -12,8 +12,34 @@ import signal
 import sys
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
+from . import __version__
 from .errors import KinetoscopeError
+
+
+def _flags_unlabelled(params: list) -> list:
+    """A flag takes no value, so its help row shows no type: typer labels every
+    option with its Python type, `<bool>` on each flag and on --help itself."""
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+class _Command(TyperCommand):
+    """Every command: flags shown without a type label."""
+
+    def get_params(self, ctx):
+        return _flags_unlabelled(super().get_params(ctx))
+
+
+class _Group(TyperGroup):
+    """The `kinetoscope` group: flags shown without a type label."""
+
+    def get_params(self, ctx):
+        return _flags_unlabelled(super().get_params(ctx))
+
 
 app = typer.Typer(
     name="kinetoscope",
@@ -21,6 +47,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=_Group,
+    # inherited by every command's context: -h is --help everywhere
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 #: Command modules, each defines `register(app)`.
@@ -44,15 +73,31 @@ COMMANDS: list[str] = [
 _DEBUG = {"on": False}
 
 
+def _show_version(wanted: bool) -> None:
+    if wanted:
+        print(f"kinetoscope {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks on errors."),
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_show_version,
+        is_eager=True,
+        help="Print the version and exit.",
+    ),
 ) -> None:
     _DEBUG["on"] = debug
 
 
 for _name in COMMANDS:
     importlib.import_module(f"kinetoscope.commands.{_name}").register(app)
+for _info in app.registered_commands:
+    if _info.cls in (None, TyperCommand):  # not a command that chose its own class
+        _info.cls = _Command
 
 
 def main() -> None:

@@ -16,6 +16,7 @@ is a whole number.
 
 from __future__ import annotations
 
+import difflib
 import math
 import sys
 from collections.abc import Iterable
@@ -47,8 +48,7 @@ def load_config(path: str | Path) -> Config:
     for rule_id, table in raw.items():
         if not isinstance(table, dict):
             raise UsageError(f"{path}: '{rule_id}' must be a table of thresholds, e.g. [{rule_id}]")
-        for key, value in table.items():
-            config.setdefault(rule_id, {})[key] = _number(value, f"{path}: {rule_id}.{key}")
+        config[rule_id] = dict(table)  # keys checked first, then values (validate_config)
     return validate_config(config, source=str(path))
 
 
@@ -60,7 +60,7 @@ def apply_sets(config: Config, assignments: Iterable[str]) -> Config:
         rule_id, dot, key = target.strip().partition(".")
         if not sep or not dot or not rule_id or not key:
             raise UsageError(f"--set {item!r}: expected rule.key=value, e.g. hotspot.min_share=0.6")
-        out.setdefault(rule_id, {})[key] = _number(value.strip(), f"--set {target}")
+        out.setdefault(rule_id, {})[key] = value.strip()  # a number once its key is known
     return validate_config(out, source="--set")
 
 
@@ -69,13 +69,17 @@ def validate_config(config: Config, source: str = "config") -> Config:
     rules = load_rules()
     for rule_id, table in config.items():
         if rule_id not in rules:
-            raise UsageError(f"{source}: unknown rule '{rule_id}' (known: {', '.join(rules)})")
+            raise UsageError(
+                f"{source}: unknown rule '{rule_id}' ({_close(rule_id, rules)}"
+                f"known: {', '.join(rules)})"
+            )
         known = rules[rule_id].defaults
         for key in table:
             if key not in known:
                 have = ", ".join(known) or "none"
                 raise UsageError(
-                    f"{source}: rule '{rule_id}' has no threshold '{key}' (its thresholds: {have})"
+                    f"{source}: rule '{rule_id}' has no threshold '{key}' "
+                    f"({_close(key, known)}its thresholds: {have})"
                 )
     return {
         rule_id: {
@@ -89,6 +93,12 @@ def validate_config(config: Config, source: str = "config") -> Config:
         }
         for rule_id, table in config.items()
     }
+
+
+def _close(name: str, names: Iterable[str]) -> str:
+    """'did you mean X? ' for a near miss of one of `names`, else ''."""
+    close = difflib.get_close_matches(name, list(names), n=2, cutoff=0.75)
+    return f"did you mean {' or '.join(close)}? " if close else ""
 
 
 def _in_range(value: float, default: float, key: str, where: str) -> float:
@@ -109,7 +119,9 @@ def check_rule_ids(ids: Iterable[str]) -> list[str]:
     wanted = [i.strip() for i in ids if i.strip()]
     unknown = [i for i in wanted if i not in rules]
     if unknown:
-        raise UsageError(f"unknown rule '{unknown[0]}' (known: {', '.join(rules)})")
+        raise UsageError(
+            f"unknown rule '{unknown[0]}' ({_close(unknown[0], rules)}known: {', '.join(rules)})"
+        )
     return wanted
 
 

@@ -9,8 +9,11 @@ custom all-reduce: the communication type of `analysis.kernel_types`), and how
 much of that collective time is overlapped by compute kernels on other streams. The
 per-rank findings are merged across ranks ("ranks 0-7: ...").
 
-The rank comes from the trace's `distributedInfo.rank`, else from the file name
-(`worker3_...`, `rank_3...`), else from the file's position in the sorted list.
+Traces are taken as ranks only when they are the ranks of one job: every trace's
+`distributedInfo` names a distinct rank (and one world size, each rank below it),
+or no trace has one and every file name numbers a distinct rank (`worker3_...`,
+`rank_3...`). Otherwise `NotRanks` says why (seven unrelated runs of one workload
+are not seven ranks), and `explain` reads each trace alone.
 
 This module finds the trace files, assigns ranks and runs the workers; what a
 worker measures is `rank_summary`, the comparison `rank_compare`, the rendered
@@ -69,21 +72,57 @@ def summarize_ranks(
     return _assign_ranks(summaries)
 
 
+class NotRanks(UsageError):
+    """The traces given are not the ranks of one job; the message says why."""
+
+
+def _name_rank(path: str) -> int | None:
+    m = RANK_IN_NAME.search(Path(path).name)
+    return int(m.group(1)) if m else None
+
+
 def _assign_ranks(summaries: list[RankSummary]) -> dict[int, RankSummary]:
-    by_rank: dict[int, RankSummary] = {}
-    for position, s in enumerate(summaries):
-        rank = s.rank
-        if rank is None and (m := RANK_IN_NAME.search(Path(s.path).name)):
-            rank = int(m.group(1))
-        if rank is None:
-            rank = position
-        if rank in by_rank:
-            raise UsageError(
-                f"two traces claim rank {rank}: {by_rank[rank].path} and {s.path} "
-                "(one trace per rank, from one run)"
+    """Rank -> summary, when the traces are the ranks of one job; `NotRanks` otherwise."""
+    n = len(summaries)
+    with_info = [s for s in summaries if s.rank is not None]
+    if with_info and len(with_info) < n:
+        bare = next(s for s in summaries if s.rank is None)
+        raise NotRanks(
+            f"{n} traces, not the ranks of one job: {n - len(with_info)} of them carry no "
+            f"distributedInfo rank (e.g. {Path(bare.path).name})"
+        )
+    if with_info:
+        sizes = {s.world_size for s in summaries}
+        if len(sizes) > 1:
+            shown = ", ".join(str(x) for x in sorted(sizes, key=lambda x: (x is None, x or 0)))
+            raise NotRanks(
+                f"{n} traces, not the ranks of one job: their distributedInfo world sizes "
+                f"differ ({shown})"
             )
-        s.rank = rank
-        by_rank[rank] = s
+        size = sizes.pop()
+        beyond = next((s for s in summaries if size is not None and s.rank >= size), None)
+        if beyond is not None:
+            raise NotRanks(
+                f"{Path(beyond.path).name} claims rank {beyond.rank} of a world of {size}"
+            )
+    else:
+        for s in summaries:
+            s.rank = _name_rank(s.path)
+        if any(s.rank is None for s in summaries):
+            unnamed = next(s for s in summaries if s.rank is None)
+            raise NotRanks(
+                f"{n} traces, not the ranks of one job: no distributedInfo rank in their "
+                f"metadata, and a name such as {Path(unnamed.path).name} does not number a "
+                "rank (worker<N>, rank<N>)"
+            )
+    by_rank: dict[int, RankSummary] = {}
+    for s in summaries:
+        if s.rank in by_rank:
+            raise NotRanks(
+                f"{n} traces, not the ranks of one job: two traces claim rank {s.rank}: "
+                f"{Path(by_rank[s.rank].path).name} and {Path(s.path).name}"
+            )
+        by_rank[s.rank] = s
     return dict(sorted(by_rank.items()))
 
 
@@ -112,6 +151,7 @@ def explain_ranks(
 #: the job's entry points, and the pieces tests and benches import from here
 __all__ = [
     "MultiRankReport",
+    "NotRanks",
     "RankSummary",
     "collective_overlap",
     "explain_ranks",

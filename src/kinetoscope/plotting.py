@@ -27,6 +27,29 @@ PART_COLORS = {
     "sync wait": "tab:red",
     "other": "0.72",
 }
+#: Busy lanes of the timeline: colours none of the parts use, so a host thread's bar
+#: (all its work: dispatch, Python, waits) is never read as one part of the split.
+LANE_COLORS = {"host": "tab:purple", "device": "tab:cyan"}
+LANE_LABELS = {"host": "host thread busy", "device": "device stream busy"}
+
+
+def time_scale(span_us: float) -> tuple[float, str]:
+    """(microseconds per unit, unit) for an axis spanning `span_us`: us below 1 ms, ms
+    below 1 s, else s, so tick labels read 250 us rather than 0.25 ms."""
+    if span_us >= 1e6:
+        return 1e6, "s"
+    if span_us >= 1e3:
+        return 1e3, "ms"
+    return 1.0, "us"
+
+
+def byte_scale(top_bytes: float) -> tuple[float, str]:
+    """(bytes per unit, unit) for an axis up to `top_bytes`: B, KiB, MiB or GiB, the
+    largest that keeps the top at 1 or more (a 32 KiB peak reads 32, not 0.031 MiB)."""
+    for power, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if top_bytes >= 2.0**power:
+            return 2.0**power, unit
+    return 1.0, "B"
 
 
 def step_breakdown(trace: Trace) -> tuple[list[str], dict[str, list[float]]]:
@@ -56,7 +79,7 @@ def step_breakdown(trace: Trace) -> tuple[list[str], dict[str, list[float]]]:
 
 
 def _busy(trace: Trace, index: np.ndarray, resolution: float) -> list[tuple[float, float]]:
-    """Merged busy (start ms, width ms) of the events in `index`, relative to the trace start."""
+    """Merged busy (start us, width us) of the events in `index`, relative to the trace start."""
     s, e = merge(trace.ts[index] - trace.start_time, trace.end[index] - trace.start_time)
     if not len(s):
         return []
@@ -65,7 +88,7 @@ def _busy(trace: Trace, index: np.ndarray, resolution: float) -> list[tuple[floa
     run = np.cumsum(keep) - 1
     ends = np.zeros(int(run[-1]) + 1)
     np.maximum.at(ends, run, e)
-    return [(a / 1e3, (b - a) / 1e3) for a, b in zip(s[keep], ends, strict=True)]
+    return [(a, b - a) for a, b in zip(s[keep], ends, strict=True)]
 
 
 def trace_figure(plt, trace: Trace, title: str):
@@ -78,30 +101,39 @@ def trace_figure(plt, trace: Trace, title: str):
         2, 1, figsize=(11, 2.2 + 0.35 * len(lanes) + 2.6), dpi=110,
         gridspec_kw={"height_ratios": [0.6 + 0.35 * len(lanes), 2.6]},
     )  # fmt: skip
+    per, unit = time_scale(trace.end_time - trace.start_time)
     for k, s in enumerate(trace.steps):
-        x0, x1 = trace.rel(s.start) / 1e3, trace.rel(s.end) / 1e3
+        x0, x1 = trace.rel(s.start) / per, trace.rel(s.end) / per
         top.axvspan(x0, x1, color="0.93" if k % 2 == 0 else "0.86", zorder=0)
         top.text(x0, len(lanes) - 0.35, f"#{s.number}", fontsize=7, va="bottom")
+    drawn = {}
     for row, lane in enumerate(lanes):
         index = np.flatnonzero(keep & (trace.lane == lane.id))
-        color = "tab:blue" if lane.kind == "host" else "tab:green"
+        bars = [(a / per, w / per) for a, w in _busy(trace, index, resolution)]
         y = len(lanes) - 1 - row
-        top.broken_barh(_busy(trace, index, resolution), (y - 0.35, 0.7), color=color)
+        drawn[lane.kind] = top.broken_barh(bars, (y - 0.35, 0.7), color=LANE_COLORS[lane.kind])
     top.set_yticks(range(len(lanes)))
     top.set_yticklabels([ln.label[:28] for ln in reversed(lanes)], fontsize=8)
     top.set_ylim(-0.6, len(lanes) + 0.2)
-    top.set_xlabel("time since trace start (ms)")
+    top.set_xlabel(f"time since trace start ({unit})")
     top.set_title(title, fontsize=9)
+    # the lanes' legend sits above them: never over a bar
+    top.legend(
+        [drawn[k] for k in LANE_COLORS if k in drawn],
+        [LANE_LABELS[k] for k in LANE_COLORS if k in drawn],
+        loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2, fontsize=7, frameon=False,
+    )  # fmt: skip
     labels, parts = step_breakdown(trace)
     x = np.arange(len(labels))
     bottom_of = np.zeros(len(labels))
+    step_per, step_unit = time_scale(max(map(sum, zip(*parts.values(), strict=True)), default=0))
     for name, values in parts.items():
-        ms = np.array(values) / 1e3
-        bottom.bar(x, ms, bottom=bottom_of, label=name, color=PART_COLORS[name], width=0.7)
-        bottom_of += ms
+        scaled = np.array(values) / step_per
+        bottom.bar(x, scaled, bottom=bottom_of, label=name, color=PART_COLORS[name], width=0.7)
+        bottom_of += scaled
     bottom.set_xticks(x)
     bottom.set_xticklabels(labels, fontsize=8)
-    bottom.set_ylabel("ms per step")
+    bottom.set_ylabel(f"{step_unit} per step")
     bottom.set_ylim(bottom=0)
     bottom.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=len(parts), fontsize=8,
                   frameon=False)  # fmt: skip

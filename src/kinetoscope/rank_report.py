@@ -18,6 +18,8 @@ from .rank_compare import (
 )
 from .rank_llm import align_passes, render_lines
 from .rank_summary import RankSummary
+from .report.console import inert
+from .units import fmt_us
 
 
 class MultiRankReport:
@@ -37,20 +39,20 @@ class MultiRankReport:
             return "No straggler analysis: no collective kernels matched across ranks."
         if not self.stragglers:
             return (
-                f"No straggler: the median rank waits {self.median_wait / 1e3:.2f} ms at "
+                f"No straggler: the median rank waits {fmt_us(self.median_wait)} at "
                 f"{self.matched} collectives, and no rank waits under "
                 f"{STRAGGLER_WAIT_RATIO:g}x that."
             )
         others = [w for r, w in self.waits.items() if r not in self.stragglers]
         described = ", ".join(
-            f"rank {r} (waits {self.waits[r] / 1e3:.2f} ms at collectives, step "
-            f"{self.ranks[r].step_us / 1e3:.2f} ms, "
-            f"compute {self.ranks[r].compute_us / 1e3:.2f} ms)"
+            f"rank {r} (waits {fmt_us(self.waits[r])} at collectives, step "
+            f"{fmt_us(self.ranks[r].step_us)}, "
+            f"compute {fmt_us(self.ranks[r].compute_us)})"
             for r in self.stragglers
         )
         return (
             f"Straggler{'s' if len(self.stragglers) > 1 else ''}: {described}. The other ranks "
-            f"wait a median {median(others) / 1e3:.2f} ms (up to {max(others) / 1e3:.2f} ms) "
+            f"wait a median {fmt_us(median(others))} (up to {fmt_us(max(others))}) "
             f"in the same {self.matched} collectives for it to arrive: their collective kernels "
             "last longer because they start before it joins. Look at what this rank does "
             "before the collectives (data, host work, a slower device)."
@@ -98,30 +100,35 @@ class MultiRankReport:
         }
 
     def render(self, markdown: bool) -> str:
-        head = ["rank", "steps", "step ms", "busy ms", "compute ms", "coll. ms", "coll. share",
-                "coll. wait ms", "overlap", "exposed ms"]  # fmt: skip
+        head = ["rank", "steps", "step", "busy", "compute", "coll.", "coll. share",
+                "coll. wait", "overlap", "exposed"]  # fmt: skip
         rows = []
         for r, s in self.ranks.items():
             rows.append(
                 [
                     str(r) + (" *" if r in self.stragglers else ""),
                     str(len(s.steps)) if s.steps else "-",
-                    f"{s.step_us / 1e3:.2f}",
-                    f"{s.device_busy_us / 1e3:.2f}",
-                    f"{s.compute_us / 1e3:.2f}",
-                    f"{s.collective_us / 1e3:.2f}",
+                    fmt_us(s.step_us),
+                    fmt_us(s.device_busy_us),
+                    fmt_us(s.compute_us),
+                    fmt_us(s.collective_us),
                     f"{s.collective_share:.1%}",
-                    f"{self.waits[r] / 1e3:.2f}" if self.matched else "-",
+                    fmt_us(self.waits[r]) if self.matched else "-",
                     f"{s.overlap:.1%}" if s.overlap is not None else "-",
-                    f"{s.exposed_us / 1e3:.2f}",
+                    fmt_us(s.exposed_us),
                 ]
             )
         h = "## " if markdown else ""
-        lines = [f"{h}{len(self.ranks)} ranks, median step {self.median_step / 1e3:.2f} ms", ""]
+        lines = [f"{h}{len(self.ranks)} ranks, median step {fmt_us(self.median_step)}", ""]
         lines.extend(_table(head, rows, markdown))
+        lines += ["", f"{h}Files" if markdown else "files:"]
+        # a file name prints as text: its control characters never act on the terminal
+        lines += [
+            f"{'- ' if markdown else '  '}rank {r}: {inert(s.path)}" for r, s in self.ranks.items()
+        ]
         lines += [
             "",
-            "step ms: median over the rank's steps (the window without steps); "
+            "step: median over the rank's steps (the window without steps); "
             "coll.: collective kernels (NCCL/RCCL, DeepEP, NVSHMEM, custom all-reduce); coll. "
             "share: of device busy time; coll. wait: time in collectives waiting for the last "
             "rank; overlap: share of collective time during which compute kernels ran on other "
@@ -136,7 +143,7 @@ class MultiRankReport:
         for f in self.findings:
             impact = f["impact_us"]
             span = (
-                f"{impact['min'] / 1e3:.2f}-{impact['max'] / 1e3:.2f} ms/step"
+                f"{fmt_us(impact['min'])}-{fmt_us(impact['max'])}/step"
                 if impact["max"] > 0
                 else "info"
             )

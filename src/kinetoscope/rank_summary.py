@@ -52,6 +52,8 @@ class RankSummary:
     exposed_us: float = 0.0
     #: LLM passes (analysis.llm), (phase, start us, dur us, device busy us, graph launches)
     llm_passes: list[tuple[str, float, float, float, int]] = field(default_factory=list)
+    #: distributedInfo.world_size (None when the trace has none)
+    world_size: int | None = None
 
     @property
     def step_us(self) -> float:
@@ -106,6 +108,11 @@ def _intersection(a_s, a_e, b_s, b_e) -> float:
     return float(total)
 
 
+def _world_size(distributed: dict | None) -> int | None:
+    size = (distributed or {}).get("world_size")
+    return size if isinstance(size, int) and not isinstance(size, bool) else None
+
+
 def summarize_rank(path: str, config: dict | None = None) -> RankSummary:
     """Load one rank's trace and measure it (runs inside a worker process)."""
     from .rules.engine import run_rules
@@ -120,6 +127,7 @@ def summarize_rank(path: str, config: dict | None = None) -> RankSummary:
     return RankSummary(
         path=path,
         rank=trace.meta.rank,
+        world_size=_world_size(trace.meta.distributed),
         steps=[(s.number, s.dur) for s in trace.steps],
         window_us=trace.end_time - trace.start_time,
         device_busy_us=union_length(trace.ts[work], trace.end[work]),

@@ -38,5 +38,5 @@ def test_a_second_sweep_keeps_the_first_and_lists_all_it_wrote(tmp_path):
         assert path.read_bytes() == data, path
     new = {p for p in tmp_path.rglob("*") if p.is_file()} - on_disk
     assert _wrote(second.stdout) == new
-    assert tmp_path / "01_matmul_add" / "8_fp32_warm_eager_2.json" in new
+    assert tmp_path / "01_matmul_add" / "8_fp32_warm_eager_shapes_2.json"  # shapes: recorded in new
     assert tmp_path / "sweeps" / "matmul_add_size_2.png" in new

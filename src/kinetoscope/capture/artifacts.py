@@ -56,7 +56,7 @@ def table_header(meta: dict) -> str:
     keys = ("workload", "script", "params", "dtype", "compile", "warmup_iters", "schedule")
     lines = [f"# kinetoscope: {k} = {json.dumps(meta[k])}" for k in keys if k in meta]
     if "cycle" in meta:
-        lines.append(f"# kinetoscope: cycle = {meta['cycle'] + 1}")
+        lines.append(f"# kinetoscope: cycle = {meta['cycle']}")
     return "".join(line + "\n" for line in lines)
 
 

@@ -4,7 +4,8 @@
 names them: `<size>_<dtype>_<cold|warm>_<eager|compile>` (a warm run is `warm`
 whatever the warm-up count, a compiled run `compile` whatever the mode; the
 counts are in the trace metadata and the table header), then the extra knobs
-(`_batched`, `_reduce-overhead`) and the repeat cycle (`_cycle2`). A second run
+(`_batched`, `_reduce-overhead`), what was recorded beyond the defaults (`_shapes`,
+`_memory`, `_stack`) and the repeat cycle (`_cycle2`). A second run
 with the same settings gets `_2` (never over an earlier run's files).
 With `tensorboard`, the same folder holds `tensorboard_trace_handler`'s names
 instead (`<host>_<pid>.<time_ns>.pt.trace.json`), which TensorBoard's profiler
@@ -17,14 +18,18 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import progress
 from ..errors import UsageError
 from .deps import require_torch
 from .device import DeviceChoice, resolve_device, resolve_dtype, synchronize
+from .quiet import noise_filtered
 from .schedule import Schedule
 from .session import Artifacts, Profile, tensorboard_naming
 from .workloads import Context, check_workload, load_workload
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+#: stem suffixes of --record-shapes, --profile-memory, --with-stack
+RECORDED = ("shapes", "memory", "stack")
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,10 @@ def run_tag(module, params, dtype: str, options: CaptureOptions) -> str:
     knobs = list(getattr(module, "knobs", lambda _p: [])(params))
     if options.compile and options.compile_mode != "default":
         knobs.append(options.compile_mode)
+    # what was recorded changes the trace (shapes, allocations, stacks): a run with them
+    # is not the run without them, and gets its own name rather than `_2`
+    recorded = (options.record_shapes, options.profile_memory, options.with_stack)
+    knobs += [name for on, name in zip(recorded, RECORDED, strict=True) if on]
     return "_".join([module.tag(params), dtype, warm, mode, *knobs])
 
 
@@ -82,14 +91,19 @@ def run_workload(name: str, overrides: dict, options: CaptureOptions) -> Capture
         raise UsageError(f"--warmup must be >= 0, not {options.warmup}")
     if options.compile_mode not in COMPILE_MODES:
         raise UsageError(f"--compile-mode must be one of {', '.join(COMPILE_MODES)}")
+    progress.stage("importing torch")
     torch = require_torch()
     module = load_workload(name)
     params = workload_params(module, overrides)
     device = resolve_device(torch, options.device)
     dtype_name, dtype = resolve_dtype(torch, options.dtype, device)
     tag = run_tag(module, params, dtype_name, options)
+    progress.stage(f"building {module.NAME} ({tag}) on {device.name}")
     step = module.build(params, Context(torch, device.type, dtype, _compiler(torch, options)))
-    for _ in range(options.warmup):
+    if options.warmup:
+        progress.stage(f"warming up: {options.warmup} iterations")
+    for i in range(options.warmup):
+        progress.count(f"warming up: iteration {i + 1} of {options.warmup}", i, options.warmup)
         step()
     synchronize(torch, device)
     meta = {
@@ -101,18 +115,22 @@ def run_workload(name: str, overrides: dict, options: CaptureOptions) -> Capture
         "tag": tag,
     }
     schedule = options.schedule
-    with Profile(
-        Path(options.out) / module.FOLDER,
-        schedule,
-        device=device,
-        record_shapes=options.record_shapes,
-        profile_memory=options.profile_memory,
-        with_stack=options.with_stack,
-        gzip=options.gzip,
-        meta=meta,
-        naming=tensorboard_naming() if options.tensorboard else _tag_naming(tag, schedule),
-        force=options.force,
-    ) as prof:
+    with (
+        noise_filtered() as quiet,
+        Profile(
+            Path(options.out) / module.FOLDER,
+            schedule,
+            device=device,
+            record_shapes=options.record_shapes,
+            profile_memory=options.profile_memory,
+            with_stack=options.with_stack,
+            gzip=options.gzip,
+            meta=meta,
+            naming=tensorboard_naming() if options.tensorboard else _tag_naming(tag, schedule),
+            force=options.force,
+            quiet=quiet,
+        ) as prof,
+    ):
         for _ in range(schedule.total_steps):
             step()
             prof.step()
@@ -127,7 +145,7 @@ def _compiler(torch, options: CaptureOptions):
 
 def _tag_naming(tag: str, schedule: Schedule):
     def name(cycle: int) -> tuple[str, str]:
-        stem = tag if schedule.repeat == 1 else f"{tag}_cycle{cycle + 1}"
+        stem = tag if schedule.repeat == 1 else f"{tag}_cycle{cycle}"
         return f"{stem}.json", f"{stem}.txt"
 
     return name

@@ -23,17 +23,18 @@ import importlib
 import runpy
 import sys
 import traceback
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import progress
 from ..errors import UsageError
 from .deps import require_torch
 from .device import DeviceChoice, activities, resolve_device
 from .main_hook import hooked_code, run_as_main
 from .optimizer_steps import OptimizerSteps
+from .quiet import noise_filtered
 from .schedule import Schedule
-from .session import Artifacts, TraceHandler, tensorboard_naming
+from .session import Artifacts, TraceHandler, switches_at, tensorboard_naming
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,7 @@ def run_script(
         raise UsageError(f"{script}: no such script")
     main_attr = _main_attr(step_on)
     code = hooked_code(script, step_on, main_attr) if main_attr else None
+    progress.stage("importing torch")
     torch = require_torch()
     schedule = schedule or Schedule()
     choice = resolve_device(torch, device)
@@ -145,10 +147,15 @@ def run_script(
         with_stack=with_stack,
     )
     steps = [0]
+    when = prof.schedule
 
     def step() -> None:
         steps[0] += 1
-        prof.step()
+        if switches_at(when, steps[0]):  # Kineto's start/stop lines out of stderr
+            with quiet.around():
+                prof.step()
+        else:
+            prof.step()
 
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [str(script), *args]
@@ -157,14 +164,20 @@ def run_script(
     failed = True
     try:
         undo = None if main_attr else _install_step_source(torch, step, step_on)
-        with warnings.catch_warnings(), prof:
-            # our opening recording ends a cycle, which makes torch warn about clearing events
-            warnings.filterwarnings("ignore", message=".*Profiler clears events")
+        # our opening recording ends a cycle, which makes torch warn about clearing events
+        with noise_filtered() as quiet:
+            progress.stage(f"running {script.name} under the profiler")
+            with quiet.around():
+                prof.__enter__()
             try:
                 exit_code = _run(script, code and (code, _stepping_wrapper(step), main_attr))
-            except BaseException:  # Ctrl-C: stopping the profiler must not save a cut cycle
+            except BaseException as exc:  # Ctrl-C: stopping must not save a cut cycle
                 handler.closed = True
+                with quiet.around():
+                    prof.__exit__(type(exc), exc, exc.__traceback__)
                 raise
+            with quiet.around():
+                prof.__exit__(None, None, None)
         failed = False
     finally:
         handler.close(failed)

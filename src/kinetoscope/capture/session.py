@@ -18,14 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import __version__
+from .. import __version__, progress
 from ..outputs import make_folder, publish, remove_empty_folders, staged
 from .artifacts import write_table, write_trace
 from .deps import require_torch
 from .device import DeviceChoice, activities, resolve_device
+from .quiet import NoiseFilter
 from .schedule import Schedule
 
-#: cycle index -> (trace file name without `.gz`, table file name)
+#: cycle number (from 1) -> (trace file name without `.gz`, table file name)
 Naming = Callable[[int], tuple[str, str]]
 
 
@@ -88,10 +89,13 @@ class TraceHandler:
             return
         torch = require_torch()
         on_device = torch.profiler.ProfilerActivity.CUDA in prof.activities
-        trace_name, table_name = self.naming(len(self.written))
+        # cycles count from 1, as the file names (`_cycle2`) and the table header do
+        cycle = len(self.written) + 1
+        trace_name, table_name = self.naming(cycle)
         if self.gzip:
             trace_name += ".gz"
-        meta = {**self._profiler_meta(torch, prof), **self.meta, "cycle": len(self.written)}
+        progress.stage(f"exporting the trace of cycle {cycle}: {self.dir / trace_name}")
+        meta = {**self._profiler_meta(torch, prof), **self.meta, "cycle": cycle}
         with staged(self.dir, ".txt") as table_tmp, staged(self.dir, ".json") as trace_tmp:
             # the table first: in torch 2.13 key_averages() after an export can read freed names
             write_table(prof, table_tmp, on_device, meta)
@@ -147,8 +151,12 @@ class Profile:
         naming: Naming | None = None,
         force: bool = False,
         after_cycle: Callable[[Artifacts, object], None] | None = None,
+        quiet: NoiseFilter | None = None,
     ) -> None:
         torch = require_torch()
+        self.quiet = quiet or NoiseFilter()  # unopened: redirects nothing
+        self.steps = 0
+        self._next_report = 0.0
         self.schedule = Schedule.of(steps)
         self.device = device if isinstance(device, DeviceChoice) else resolve_device(torch, device)
         run_meta = {
@@ -165,6 +173,10 @@ class Profile:
             profile_memory=profile_memory,
             with_stack=with_stack,
         )
+        torch_schedule = self.schedule.to_torch(torch)
+        self._switches = {
+            n for n in range(1, self.schedule.total_steps + 2) if switches_at(torch_schedule, n)
+        }
 
     @property
     def written(self) -> list[Artifacts]:
@@ -172,10 +184,25 @@ class Profile:
 
     def step(self) -> None:
         """Mark the end of one iteration (the schedule counts these)."""
-        self.profiler.step()
+        self.steps += 1
+        # inside the profiled window: at most 4 progress updates a second (one costs
+        # ~3 us, a 64x64 matmul step ~30 us), and fd 2 redirected only on the steps
+        # where the profiler starts or stops
+        now = time.monotonic()
+        if now >= self._next_report:
+            self._next_report = now + 0.25
+            total = self.schedule.total_steps
+            progress.count(f"profiling: step {self.steps} of {total}", self.steps, total)
+        if self.steps in self._switches:
+            with self.quiet.around():
+                self.profiler.step()
+        else:
+            self.profiler.step()
 
     def __enter__(self) -> Profile:
-        self.profiler.__enter__()
+        progress.stage(f"profiling: {self.schedule.total_steps} steps")
+        with self.quiet.around():
+            self.profiler.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
@@ -183,9 +210,18 @@ class Profile:
         if failed:  # stopping the profiler would hand a cut-short cycle to the handler
             self.handler.closed = True
         try:
-            self.profiler.__exit__(*exc)
+            with self.quiet.around():
+                self.profiler.__exit__(*exc)
         finally:
             self.handler.close(failed)
+
+
+def switches_at(schedule, n: int) -> bool:
+    """Whether the `n`-th `step()` call (from 1) changes torch's profiler state: its
+    action for the new step number differs, or the last step's RECORD_AND_SAVE ends a
+    cycle (torch.profiler.profile.step: step_num += 1, then _transit_action)."""
+    before = schedule(n - 1)
+    return schedule(n) != before or before == type(before).RECORD_AND_SAVE
 
 
 def profile(out: str | os.PathLike = "traces/run", steps=None, **options) -> Profile:

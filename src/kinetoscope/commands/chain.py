@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
+from .. import progress
 from ..analysis.chain import ChainNode, build_tree, select_device_events
 from ..analysis.kernel_names import decode
 from ..errors import UsageError
@@ -96,7 +97,8 @@ def register(app: typer.Typer) -> None:
         full_names: bool = typer.Option(False, "--full-names", help="Do not shorten kernel names."),
     ) -> None:
         """Show how kernels were dispatched: step -> annotation -> aten op -> launch -> kernel."""
-        trace = load(trace_path)
+        with progress.reporting():  # a large trace says how far reading has got
+            trace = load(trace_path)
         tree, shown, matched = render_chain(trace, kernel, op, step, limit, full_names)
         console = Console()
         console.print(tree)

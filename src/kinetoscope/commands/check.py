@@ -12,13 +12,14 @@ from pathlib import Path
 
 import typer
 
+from .. import progress
 from ..errors import UsageError
 
 
 def register(app: typer.Typer) -> None:
     @app.command("check")
     def check(
-        trace: Path = typer.Argument(..., help="Trace file to check."),
+        trace: Path = typer.Argument(..., metavar="TRACE", help="Trace file to check."),
         expect: list[str] = typer.Option(
             [],
             "--expect",
@@ -39,7 +40,8 @@ def register(app: typer.Typer) -> None:
 
         if not expect and baseline is None:
             raise UsageError("nothing to check: give --expect EXPR and/or --baseline REPORT")
-        outcomes = run_check(trace, expect, baseline, max_regression)
+        with progress.reporting():  # a large trace says how far reading has got
+            outcomes = run_check(trace, expect, baseline, max_regression)
         for outcome in outcomes:
             typer.echo(outcome.line())
         unknown = sum(not o.checked for o in outcomes)

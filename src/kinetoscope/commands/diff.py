@@ -6,14 +6,17 @@ from pathlib import Path
 
 import typer
 
+from .. import progress
 from ..errors import UsageError
 
 
 def register(app: typer.Typer) -> None:
     @app.command("diff")
     def diff(
-        a: Path = typer.Argument(..., help="Trace of the first run (the baseline, A)."),
-        b: Path = typer.Argument(..., help="Trace of the second run (B)."),
+        a: Path = typer.Argument(
+            ..., metavar="A", help="Trace of the first run (the baseline, A)."
+        ),
+        b: Path = typer.Argument(..., metavar="B", help="Trace of the second run (B)."),
         format: str = typer.Option("text", "--format", "-f", help="text, md, json or html."),
         output: Path | None = typer.Option(
             None, "--output", "-o", help="Write to this file instead of stdout."
@@ -33,8 +36,9 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"unknown format {format!r} (choose from {', '.join(RENDERERS)})")
         if output is not None:  # before any work: the inputs are never written over
             refuse_inputs(output, [a, b])
-        runs = (load_run(a), load_run(b))
-        result = diff_runs(*runs)
+        with progress.reporting():  # a large trace says how far reading has got
+            runs = (load_run(a), load_run(b))
+            result = diff_runs(*runs)
         if format == "text":
             text = to_text(result, width=output_width())
         elif format == "html":  # the page draws each run's timeline from its trace

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from .. import progress
 from ..errors import UsageError
 from ..trace.budget import MAX_MEMORY_HELP, SPILL_DIR_HELP, parse_size
 
@@ -28,7 +29,9 @@ def register(app: typer.Typer) -> None:
 
 def explain_command(
     traces: list[Path] = typer.Argument(
-        ..., metavar="TRACE", help="A trace file; several files or a directory for ranks."
+        ...,
+        metavar="TRACE|DIR",
+        help="A trace file; several, or a folder: the ranks of one job, else each alone.",
     ),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write to FILE."),
@@ -72,11 +75,13 @@ def explain_command(
     paths = _expand(traces)
     if output is not None:
         refuse_inputs(output, paths)
-    if len(paths) > 1:
-        text = _multirank(paths, jobs, thresholds, fmt.value, executor, address)
-    else:
-        loading = {"max_memory": max_memory, "spill_dir": spill_dir}
-        text = _single(paths[0], thresholds, only, fmt, loading, color=output is None)
+    with progress.reporting():  # a large trace says how far reading has got
+        if len(paths) > 1:
+            ranks = (jobs, executor, address)
+            text = _multirank(paths, ranks, thresholds, only, fmt, color=output is None)
+        else:
+            loading = {"max_memory": max_memory, "spill_dir": spill_dir}
+            text = _single(paths[0], thresholds, only, fmt, loading, color=output is None)
     if output is not None:
         say_where(output, write_text(output, text, force=force, inputs=paths))
     else:
@@ -135,14 +140,35 @@ def _single(path: Path, thresholds, only, fmt: Format, loading: dict, color: boo
     return render_text(report, width=output_width(), color=color and sys.stdout.isatty())
 
 
-def _multirank(paths: list[Path], jobs: int, thresholds, fmt: str, executor, address) -> str:
+def _each_alone(paths: list[Path], why: str, thresholds, only, fmt: Format, color: bool) -> str:
+    """Traces that are not ranks of one job: one line saying so, then each report alone
+    (text and markdown; a JSON or HTML file holds one report, so those say why not)."""
+    from ..report.console import inert
+
+    if fmt in (Format.json, Format.html):
+        raise UsageError(f"{why}; --format {fmt.value} holds one report: explain them one by one")
+    loading = {"max_memory": "auto", "spill_dir": None}
+    rule = "## " if fmt is Format.md else "=== "
+    parts = [f"{inert(why)}: each is explained alone.\n"]
+    for path in paths:
+        parts.append(f"\n{rule}{inert(str(path))}\n\n")
+        parts.append(_single(path, thresholds, only, fmt, loading, color))
+    return "".join(parts)
+
+
+def _multirank(paths: list[Path], ranks: tuple, thresholds, only, fmt: Format, color: bool):
+    """The multi-rank report where the traces are ranks of one job, else each alone."""
+    jobs, executor, address = ranks
     try:
-        from ..multirank import explain_ranks
+        from ..multirank import NotRanks, explain_ranks
     except ImportError:
         raise UsageError(
             f"multi-rank analysis is not available ({len(paths)} traces given; "
             "explain one file at a time)"
         ) from None
-    return explain_ranks(
-        paths, jobs=jobs, config=thresholds, fmt=fmt, executor=executor, address=address
-    )
+    try:
+        return explain_ranks(
+            paths, jobs=jobs, config=thresholds, fmt=fmt.value, executor=executor, address=address
+        )
+    except NotRanks as exc:
+        return _each_alone(paths, str(exc), thresholds, only, fmt, color)

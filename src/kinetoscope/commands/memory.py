@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from .. import progress
 from ..analysis.memory import DeviceMemory, memory_timeline, op_label
 from ..errors import UsageError
 from ..outputs import refuse_inputs, say_where, write_file
@@ -37,7 +38,8 @@ def register(app: typer.Typer) -> None:
         """Allocated/reserved memory over time, the peak and its op, largest allocations."""
         if output is not None:  # before any work: the input is never written over
             refuse_inputs(output, [trace_path])
-        trace = load(trace_path)
+        with progress.reporting():  # a large trace says how far reading has got
+            trace = load(trace_path)
         devices = memory_timeline(trace, top=top)
         if not devices:
             raise UsageError(f"{trace_path}: no [memory] events in the trace; {RECORD_ADVICE}")
@@ -123,7 +125,10 @@ def memory_figure(plt, trace: Trace, devices: list[DeviceMemory]):
     largest = max(_top(d) for d in devices)
     shown = [d for d in devices if _top(d) >= SMALL_PANEL * largest] or devices
     left_out = [d for d in devices if all(d is not s for s in shown)]
-    scale, unit = _unit(max(_top(d) for d in shown))
+    from ..plotting import byte_scale, time_scale
+
+    scale, unit = byte_scale(max(_top(d) for d in shown))
+    per, t_unit = time_scale(trace.end_time - trace.start_time)
     fig, axes = plt.subplots(
         len(shown), 1, figsize=(11, 3.2 * len(shown)), squeeze=False, sharex=True
     )
@@ -170,11 +175,6 @@ def _top(d: DeviceMemory) -> float:
     """Highest byte count a panel shows (allocated or reserved)."""
     reserved = float(d.reserved.max()) if d.reserved is not None else 0.0
     return max(float(d.allocated.max()), reserved, 0.0)
-
-
-def _unit(top_bytes: float) -> tuple[float, str]:
-    """One unit for every panel: GiB from 1 GiB up, else MiB."""
-    return (2.0**30, "GiB") if top_bytes >= 2**30 else (2.0**20, "MiB")
 
 
 def _ms(us: float) -> str:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from .. import progress
 from ..errors import UsageError
 
 FORMATS = (".png", ".svg", ".pdf")
@@ -32,7 +33,8 @@ def plot_command(
     from ..plotting import trace_figure
     from ..trace import load
 
-    trace = load(trace_path)
+    with progress.reporting():  # a large trace says how far reading has got
+        trace = load(trace_path)
     if output.exists() and output.resolve() == trace_path.resolve():
         raise UsageError(f"{output}: is the input trace; choose another -o file")
     fig = trace_figure(plt, trace, trace_path.name)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import typer
 
+from .. import progress
 from ..errors import UsageError
 
 
@@ -230,7 +231,8 @@ def profile_command(
         if compile or dtype is not None or warmup:
             raise UsageError("--compile, --dtype and --warmup apply to workloads, not scripts")
         # a script's traces always carry tensorboard_trace_handler's names
-        _profile_script(target, script_args or [], schedule, step_on, device.value, common)
+        with progress.reporting():
+            _profile_script(target, script_args or [], schedule, step_on, device.value, common)
         return
     if script_args:
         raise UsageError(f"extra arguments {' '.join(script_args)!r}: only a script takes them")
@@ -250,15 +252,18 @@ def profile_command(
         tensorboard=tensorboard,
         **common,
     )
-    result = run_workload(target, overrides, options)
-    print(f"profiled {result.workload} ({result.tag}) on {result.device.name}")
-    _report_artifacts(result.written, result.renamed)
+    with progress.reporting():
+        result = run_workload(target, overrides, options)
+        progress.pause()
+        print(f"profiled {result.workload} ({result.tag}) on {result.device.name}")
+        _report_artifacts(result.written, result.renamed)
 
 
 def _profile_script(target, args, schedule, step_on, device, common) -> None:
     from ..capture.script import run_script
 
     result = run_script(target, args, schedule=schedule, step_on=step_on, device=device, **common)
+    progress.pause()
     print(
         f"profiled {result.script} on {result.device.name}: "
         f"{result.steps} steps ({result.step_source})"
@@ -302,4 +307,7 @@ def _print_explanation(path: Path) -> None:
     from ..report.console import output_width
     from ..report.text import render_text
 
-    sys.stdout.write(render_text(explain(path), width=output_width(), color=sys.stdout.isatty()))
+    progress.stage(f"reading the trace {path}")
+    report = explain(path)
+    progress.pause()
+    sys.stdout.write(render_text(report, width=output_width(), color=sys.stdout.isatty()))

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from .. import progress
 from ..analysis.summary import summarize
 from ..errors import UsageError
 from ..jsontext import dumps
@@ -28,7 +29,8 @@ def register(app: typer.Typer) -> None:
         if fmt not in ("text", "json"):
             raise UsageError(f"unknown --format {fmt!r}; choose text or json")
         parse_size(max_memory)  # a bad size is refused before any reading
-        result = summarize(load(trace_path, max_memory=max_memory, spill_dir=spill_dir))
+        with progress.reporting():  # a large trace says how far reading has got
+            result = summarize(load(trace_path, max_memory=max_memory, spill_dir=spill_dir))
         if fmt == "json":
             typer.echo(dumps(summary_data(result), indent=2, default=str))
             return

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import typer
 
+from .. import progress
 from ..errors import UsageError
 from ..jsontext import dumps
 
@@ -23,7 +24,9 @@ def register(app: typer.Typer) -> None:
     )
     def sweep(
         ctx: typer.Context,
-        workload: str = typer.Argument(..., help="Built-in workload, e.g. matmul_add."),
+        workload: str = typer.Argument(
+            ..., metavar="WORKLOAD", help="Built-in workload, e.g. matmul_add."
+        ),
         vary: str = typer.Option(..., "--vary", help="NAME=V1,V2,... e.g. size=64,128,256."),
         out: Path = typer.Option(Path("traces"), "--out", help="Folder for traces and plots."),
         timeout: float = typer.Option(600, "--timeout", help="Seconds allowed per run."),
@@ -37,8 +40,6 @@ def register(app: typer.Typer) -> None:
         unchanged to every `kinetoscope profile` run.
         """
         from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-        from rich.table import Table
         from rich.text import Text
 
         from ..capture.workloads import check_workload
@@ -52,7 +53,7 @@ def register(app: typer.Typer) -> None:
             sweep_dict,
         )
         from ..compare.sweep_plot import plot_sweep
-        from ..compare.sweep_table import table_rows
+        from ..compare.sweep_table import fitted_table, table_rows
         from ..outputs import make_folder, write_text
 
         check_workload(workload)
@@ -63,28 +64,22 @@ def register(app: typer.Typer) -> None:
             fixed.append("--force")
         console = Console() if sys.stdout.isatty() else Console(width=120)
         points = []
-        columns = [
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.completed}/{task.total}"),
-            TimeElapsedColumn(),
-        ]
-        with Progress(*columns, console=console, transient=True) as progress:
-            task = progress.add_task(f"{workload}", total=len(values))
-            for value in values:
-                progress.update(task, description=f"{workload} {param}={format_value(value)}")
+        with progress.reporting():
+            for k, value in enumerate(values):
+                what = f"run {k + 1} of {len(values)}: {workload} {param}={format_value(value)}"
+                progress.count(what, k, len(values), line=True)
                 argv = profile_argv(workload, param, value, fixed, out)
                 points.append(run_point(argv, value, timeout))
-                progress.advance(task)
         if not any(p.ok for p in points):
             errors = "; ".join(f"{format_value(p.value)}: {p.error}" for p in points)
             raise UsageError(f"every run of the sweep failed ({errors})")
         cross = crossover(points)
         headers, rows = table_rows(param, points)
-        table = Table(*headers, title=f"{workload}: sweep over {param}", show_edge=False)
-        for row in rows:
-            table.add_row(*(Text(cell) for cell in row))
+        title = f"{workload}: sweep over {param}"
+        table, note = fitted_table(headers, rows, title, console.width)
         console.print(table)
+        if note:
+            console.print(Text(f"{note} (all of them are in the sweep's .json)"))
         for p in points:
             if not p.ok:
                 console.print(Text(f"{param}={format_value(p.value)} failed: {p.error}"))

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from .. import progress
 from ..analysis.table import SORT_KEYS, KeyAverages, key_averages
 from ..errors import UsageError
 from ..jsontext import dumps
@@ -38,7 +39,8 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"unknown --sort-by {sort_by!r}; choose from {', '.join(SORT_KEYS)}")
         if fmt not in ("text", "json"):
             raise UsageError(f"unknown --format {fmt!r}; choose text or json")
-        trace = load(trace_path)
+        with progress.reporting():  # a large trace says how far reading has got
+            trace = load(trace_path)
         key = sort_by or ("self_device_time_total" if trace.has_device else "self_cpu_time_total")
         result = key_averages(trace, sort_by=key, window=window)
         if fmt == "json":

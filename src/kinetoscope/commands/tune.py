@@ -126,28 +126,28 @@ def _settings(extra: list[str]) -> dict:
 
 
 def _progress_bar():
-    """A rich progress bar on stderr (stdout stays clean for --format json)."""
+    """Trial k of N with elapsed and remaining time (`kinetoscope.progress`: a rich line
+    on a terminal, one line per trial on a piped stderr; stdout stays clean for
+    --format json)."""
     import contextlib
 
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(TextColumn("{task.description}"), BarColumn(),
-                   TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
-                   console=Console(stderr=True), transient=True)  # fmt: skip
+    from .. import progress
 
     @contextlib.contextmanager
     def running():
-        with bar:
-            task = bar.add_task("tune", total=1)
+        done = [0]
+        with progress.reporting():
 
             def update(label, planned):
                 if label is None:
-                    bar.update(task, advance=1, total=planned)
+                    done[0] += 1
+                    progress.count(f"tune: trial {done[0]} of {planned} done", done[0], planned)
                 else:
-                    bar.update(task, description=f"tune: {label}", total=planned)
+                    what = f"tune: trial {done[0] + 1} of {planned}: {label}"
+                    progress.count(what, done[0], planned, line=True)
 
             yield update
+            progress.pause()
 
     return running()
 
@@ -155,9 +155,10 @@ def _progress_bar():
 def _write_outputs(session, format: str, force: bool) -> None:
     from ..jsontext import dumps
     from ..outputs import write_file, write_text
-    from ..tune.report import HEADERS, figure, rows, to_dict, to_text
+    from ..report.console import output_width
+    from ..tune.report import figure, headers, rows, to_dict, to_text
 
-    table = _table(HEADERS, rows(session))
+    table = _table(headers(session), rows(session))
     diff, conclusion = _diff(session, force)
     written = [Path(t.trace) for t in session.trials if t.trace] + [
         Path(t.table) for t in session.trials if t.table
@@ -187,9 +188,34 @@ def _write_outputs(session, format: str, force: bool) -> None:
     if format == "json":
         sys.stdout.write(document)
         return
-    sys.stdout.write(text)
+    fitted, note = _fitted(headers(session), rows(session), output_width())
+    if note:  # the terminal gets columns that fit it; tune.txt keeps them all
+        fitted += f"\n({note}; all of them are in {session.folder / 'tune.txt'})"
+    sys.stdout.write(text.replace(table, fitted, 1))
     for path in written:
         print(f"wrote {path}")
+
+
+#: columns left out first when the table is wider than the terminal
+_DROP_FIRST = ("stage", "step time", "regime")
+
+
+def _fitted(headers: list[str], body: list[list[str]], width: int) -> tuple[str, str | None]:
+    """The table with columns left out in `_DROP_FIRST` order until it fits `width`, and a
+    note naming them (None when all fit)."""
+    keep = list(range(len(headers)))
+    dropped: list[str] = []
+
+    def render() -> str:
+        return _table([headers[k] for k in keep], [[r[k] for k in keep] for r in body])
+
+    for name in _DROP_FIRST:
+        if max(map(len, render().splitlines())) <= width:
+            break
+        keep.remove(headers.index(name))
+        dropped.append(name)
+    note = f"left out to fit {width} columns: {', '.join(dropped)}" if dropped else None
+    return render(), note
 
 
 def _table(headers: list[str], body: list[list[str]]) -> str:

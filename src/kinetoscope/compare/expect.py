@@ -28,6 +28,7 @@ true, else it stays not checked), and `check` exits non-zero on it.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from dataclasses import dataclass, field
@@ -252,6 +253,11 @@ class Facts:
     def names(self) -> list[str]:
         return sorted(self.metrics) + ["regime"]
 
+    def spellings(self) -> list[str]:
+        """Every name `metric` accepts: each `*_us` time also as `*_ms` and `*_s`."""
+        times = [n[:-2] + u for n in self.metrics if n.endswith("_us") for u in TIME_UNITS]
+        return sorted({*self.metrics, *times})
+
 
 @dataclass
 class Outcome:
@@ -295,8 +301,14 @@ def bind(node: Node, facts: Facts, text: str) -> None:
     else:
         known, _ = facts.metric(node.name)
         if not known:
+            close = difflib.get_close_matches(node.name, facts.spellings(), n=3, cutoff=0.75)
+            hint = f"did you mean {' or '.join(close)}? " if close else ""
             names = ", ".join(facts.names())
-            raise ExpressionError(text, f"unknown metric {node.name!r} (known: {names})")
+            raise ExpressionError(
+                text,
+                f"unknown metric {node.name!r} ({hint}known: {names}; "
+                "a time in us also reads in ms or s: step_time_ms, window_s)",
+            )
         if isinstance(node.value, str):
             raise ExpressionError(text, f"{node.name} is a number; compare it with a number")
         if node.unit == "%" and not node.name.endswith(RATIO_SUFFIXES):

@@ -52,3 +52,38 @@ def table_rows(param: str, points: list[SweepPoint]) -> tuple[list[str], list[li
             row.append(fmt_pct(share) if share is not None else "-")
         rows.append(row)
     return headers, rows
+
+
+#: Columns left out first when the table is wider than the terminal (the rest stay
+#: whole, never cut to `host/st...`): rated shares of peak, then TFLOP/s, then ratios.
+DROP_FIRST = ("conv % of peak", "attention % of peak", "GEMM % of peak", "TFLOP/s",
+              "busy ratio", "compute %", "dispatch/step")  # fmt: skip
+
+
+def fitted_table(headers: list[str], rows: list[list[str]], title: str, width: int):
+    """(rich Table, note): columns dropped in `DROP_FIRST` order until the table's
+    natural width fits `width`; the note names what was left out (all of it is in the
+    sweep's JSON), or is None."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    def build(keep: list[int]) -> Table:
+        table = Table(*(headers[k] for k in keep), title=title, show_edge=False)
+        for row in rows:
+            table.add_row(*(Text(row[k]) for k in keep))
+        return table
+
+    keep = list(range(len(headers)))
+    console = Console(width=10_000)  # measures the natural width, unbounded
+    table = build(keep)
+    dropped = []
+    for name in DROP_FIRST:
+        if console.measure(table).maximum <= width:
+            break
+        if name in headers and headers.index(name) in keep:
+            keep.remove(headers.index(name))
+            dropped.append(name)
+            table = build(keep)
+    note = f"left out to fit {width} columns: {', '.join(dropped)}" if dropped else None
+    return table, note

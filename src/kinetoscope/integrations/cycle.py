@@ -76,10 +76,10 @@ class CycleReader:
         outcomes = check_all(self.expect, facts_from_report(report)) if self.expect else []
         failed = [o for o in outcomes if not o.passed]
         result = CycleResult(
-            cycle=len(self.results),
+            cycle=len(self.results) + 1,  # counted from 1, as the trace's metadata counts
             trace=Path(trace),
             report=report,
-            line=verdict_line(report, trace, len(self.results)),
+            line=verdict_line(report, trace, len(self.results) + 1),
             metrics=cycle_metrics(report),
             failed=failed,
         )
@@ -98,7 +98,7 @@ class CycleReader:
 
 
 def verdict_line(report: Report, trace: str | os.PathLike, cycle: int) -> str:
-    """`kinetoscope: cycle 0: OVERHEAD-BOUND ... (file)`: the verdict as explain states it."""
+    """`kinetoscope: cycle 1: OVERHEAD-BOUND ... (file)`: the verdict as explain states it."""
     return (
         f"kinetoscope: cycle {cycle}: {report.verdict.regime.upper()}: "
         f"{inert(report.verdict.summary)} ({inert(os.fspath(trace))})"

@@ -18,12 +18,14 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from isal import isal_zlib
 
-from ..errors import TraceError
+from .. import progress
+from ..errors import TraceError, input_name
 
 #: bytes of text per step: as large as the decoder's pieces (decode.py `_PIECE`)
 _READ = 256 << 10
@@ -72,10 +74,37 @@ def trace_chunks(path: Path, warnings: list[str]) -> Iterator[bytes | memoryview
     except OSError as exc:
         handle.close()
         raise TraceError(path, f"cannot be read ({exc.strerror or exc})") from None
-    if first.startswith(_GZIP_MAGIC):
+    gzipped = first.startswith(_GZIP_MAGIC)
+    if gzipped:
         _check_gzip_header(first, path, handle)
-        return _gunzip(first, handle, path, warnings)
-    return _plain(handle, first)
+        pieces = _gunzip(first, handle, path, warnings)
+    else:
+        pieces = _plain(handle, first)
+    if stat.S_ISREG(info.st_mode) and info.st_size >= report_from(gzipped):
+        return _reported(pieces, handle, info.st_size, path)
+    return pieces
+
+
+#: files this large say how far reading has got (`kinetoscope.progress`, silent unless
+#: a command turned reporting on; load.py names the stage); a smaller one loads in ~1 s
+REPORT_FROM = 64 << 20
+
+
+def report_from(gzipped: bool) -> int:
+    """File size from which reading is reported: a trace's JSON gzips about 8-10x."""
+    return REPORT_FROM // 8 if gzipped else REPORT_FROM
+
+
+def _reported(pieces: Iterator, handle, size: int, path: Path) -> Iterator:
+    """`pieces`, with the file bytes read so far reported at most 4 times a second."""
+    due = time.monotonic()
+    for piece in pieces:
+        yield piece
+        if time.monotonic() >= due and not handle.closed:
+            due = time.monotonic() + 0.25
+            read = handle.tell()
+            what = f"reading {input_name(path)}: {read >> 20} of {size >> 20} MiB"
+            progress.count(what, read, size)
 
 
 def _open(path: Path):

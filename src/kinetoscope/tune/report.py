@@ -20,10 +20,23 @@ HEADERS = ["#", "trial", "stage", "step time", "throughput", "speed-up (95% CI)"
            "regime"]  # fmt: skip
 
 
+def headers(session: Session) -> list[str]:
+    """`HEADERS` with the throughput column named by its unit (`samples/s`)."""
+    return [unit(session) if h == "throughput" else h for h in HEADERS]
+
+
 def unit(session: Session) -> str:
     """`samples/s` when every trial knows its batch, else `steps/s`."""
     ok = [t for t in session.trials if t.ok]
     return "samples/s" if ok and all(t.samples_per_step for t in ok) else "steps/s"
+
+
+def rate(x: float) -> str:
+    """A rate with 3 significant digits and an SI prefix: `60.6k`, `1.25M`, `812`."""
+    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g}{prefix}"
+    return f"{x:.3g}"
 
 
 def outcome(t: Trial, best: str | None) -> str:
@@ -57,7 +70,7 @@ def rows(session: Session) -> list[list[str]]:
             step = spread([b * 1e6 for b in t.block_seconds])
             thr = spread(t.throughput())
             step_text = f"{fmt_us(step.median)} ±{fmt_us(step.iqr / 2)}"
-            thr_text = f"{thr.median:.4g} ±{thr.iqr / 2:.2g}"
+            thr_text = f"{rate(thr.median)} ±{rate(thr.iqr / 2)}"  # unit: headers()
         else:
             step_text = thr_text = "-"
         result = outcome(t, session.best)
