@@ -39,7 +39,7 @@ args = parser.parse_args()
 mode = kinetoscope.knob("mode", "ok")
 model = torch.nn.Linear(4, 4)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for step in range(200):
+for step in range(100_000):  # the tuner stops it once its trial is measured
     if mode == "crash" and step == 4:
         raise RuntimeError("the step broke (on purpose)")
     if mode == "oom" and step == 4:

@@ -12,11 +12,19 @@ A change is accepted only when that interval lies wholly above 1.0: a
 speed-up whose interval reaches 1.0 is what two runs of one configuration
 could show by chance, given the block-to-block spread measured in the same
 runs. The rule has no tuned threshold; what it assumes is that blocks are
-exchangeable within a trial, which is why the first steps (warm-up) are never
-timed. Slow drift of the machine between trials is not covered by the
-interval; the tuner re-measures the baseline at the end to show its size.
-Medians rather than means: one block hit by a page fault or a neighbour's job
-moves a mean, not a median.
+exchangeable within a trial, which is why the first steps (warm-up, where
+torch.compile compiles) are never timed. Medians rather than means: one block
+hit by a page fault or a neighbour's job moves a mean, not a median.
+
+The interval cannot see the machine change between runs (another job starts,
+clocks throttle): a baseline measured while the machine was busy makes any
+candidate measured after it look faster, by any factor. So every trial is
+measured between two runs of its reference (A B A B A ..., `judge`): it is
+accepted only when it beats the noise against the run before it and against
+the run after it. Where the two reference runs differ beyond their noise and
+the two comparisons disagree, the result is a measurement fault, said and not
+accepted: a "150x" that holds against one reference run and not the other is
+the machine, not the change.
 """
 
 from __future__ import annotations
@@ -87,7 +95,50 @@ def speed_up(reference: list[float], trial: list[float], seed: int = 0) -> Speed
     return SpeedUp(ratio, float(low), float(high))
 
 
+@dataclass(frozen=True)
+class Judgement:
+    """A trial against the runs of its reference before and after it."""
+
+    #: over the reference runs before and after, pooled (what the table shows)
+    speed: SpeedUp
+    before: SpeedUp
+    after: SpeedUp | None
+    #: the reference's run after over its run before (None without a run after)
+    drift: SpeedUp | None
+    accepted: bool | None  # None: not judged (no run after)
+    fault: str | None = None
+
+    @property
+    def drifted(self) -> bool:
+        return self.drift is not None and (self.drift.beats_noise or self.drift.worse)
+
+
+def judge(before: list[float], trial: list[float], after: list[float] | None) -> Judgement:
+    """Judge `trial` against its reference's runs right before and right after it (each a
+    list of throughput samples, higher is better)."""
+    speed = speed_up(before + list(after or []), trial)
+    first = speed_up(before, trial)
+    if not after:
+        why = "no run of its reference after it (the session stopped): not judged"
+        return Judgement(speed, first, None, None, None, why)
+    second = speed_up(after, trial)
+    drift = speed_up(before, after)
+    accepted = first.beats_noise and second.beats_noise
+    judged = Judgement(speed, first, second, drift, accepted)
+    disagree = first.beats_noise != second.beats_noise or first.worse != second.worse
+    if judged.drifted and disagree:
+        fault = (
+            f"measurement fault: the reference ran at {drift.ratio:.2f}x its own speed "
+            f"(95% interval {drift.low:.2f}-{drift.high:.2f}) between the runs before and "
+            f"after this trial, and the trial is {first.ratio:.2f}x the run before but "
+            f"{second.ratio:.2f}x the run after: the machine changed, not accepted"
+        )
+        return Judgement(speed, first, second, drift, False, fault)
+    return judged
+
+
 RULE = (
     "accepted when the 95% bootstrap interval of the speed-up (ratio of median "
-    "throughputs over timed blocks) lies above 1.0"
+    "throughputs over timed blocks) lies above 1.0 against the reference's runs both "
+    "before and after the trial"
 )
