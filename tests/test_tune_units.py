@@ -260,8 +260,9 @@ def test_without_a_run_after_there_is_no_judgement():
 # ---- the session interleaves: baseline, trial, baseline, trial, baseline ---------------
 
 
-def _fake_session(tmp_path, monkeypatch, seconds_per_step: list[float]):
-    """A workload session whose runs take the given seconds per step, in run order."""
+def _fake_session(tmp_path, monkeypatch, seconds_per_step: list[float], queued=0.0):
+    """A workload session whose runs take the given seconds per step, in run order, their
+    threads waiting `queued` of the timed time for a CPU."""
     from kinetoscope.tune import session as session_mod
     from kinetoscope.tune.session import Budget, Session, run_session
     from kinetoscope.tune.trials import Target, Timing
@@ -273,6 +274,7 @@ def _fake_session(tmp_path, monkeypatch, seconds_per_step: list[float]):
         trial.block_seconds = _samples(step, trial.index, n=8, rel=0.02)
         trial.regime = "host-only" if profile else None
         trial.params = {"size": 64}
+        trial.run_queue_share = queued
         return trial
 
     monkeypatch.setattr(session_mod, "run_trial", fake_run)
@@ -300,3 +302,24 @@ def test_session_accepts_a_steady_gain(tmp_path, monkeypatch):
     assert s.trial("compile=default").accepted is True
     assert s.trial("compile=max-autotune").accepted is False
     assert s.best == "compile=default"
+
+
+def test_a_busy_machine_is_said(tmp_path, monkeypatch):
+    """Threads waiting for a CPU 40% of the timed time (schedstat): other processes ran."""
+    s = _fake_session(tmp_path, monkeypatch, [20e-6] * 5, queued=0.4)
+    assert any(n.startswith("the machine was busy: in 5 of 5 runs") for n in s.notes)
+    quiet = _fake_session(tmp_path / "q", monkeypatch, [20e-6] * 5, queued=0.01)
+    assert not any("machine was busy" in n for n in quiet.notes)
+
+
+def test_clock_measures_the_run_queue(monkeypatch):
+    """The share is the run-queue seconds over the timed wall seconds."""
+    now, queue = [0.0], [0.0]
+    monkeypatch.setattr("kinetoscope.tune.clock.time.perf_counter", lambda: now[0])
+    monkeypatch.setattr("kinetoscope.tune.clock.run_queue_seconds", lambda: queue[0])
+    clock = StepClock(1, 4, 1, lambda: None, None, 0, 0.0)
+    while not clock.done:
+        now[0] += 1.0
+        queue[0] += 0.25
+        clock.on_step()
+    assert clock.run_queue_share() == pytest.approx(0.25)

@@ -22,7 +22,10 @@ It is driven by step boundaries only (a workload's loop or a script's
    block many slices long shares the machine's load in proportion, the same
    way for every block, so block medians compare. Ending a block by time needs
    no estimate of the step time, which the warm-up steps (first calls,
-   thread-pool start) would get wrong;
+   thread-pool start) would get wrong. How long the process's threads were
+   runnable but waiting for a CPU during the timed blocks (Linux
+   `/proc/self/task/*/schedstat`, second field) is kept too: it measures
+   the other processes' share of the machine directly;
 3. profiling: `profile_steps` more steps under torch.profiler (a separate phase,
    so the profiler's own overhead never enters the timings), for the regime and
    the `diff`.
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 #: the shortest timed block: about four of the longest CFS time slices (24 ms), so a
 #: block shares the machine's load in proportion instead of all or nothing
@@ -42,6 +46,19 @@ class TrialDone(BaseException):
     """Raised out of a script's step once everything is measured: the rest of its run
     would cost time and tell nothing. A BaseException, so `except Exception` in the
     script does not swallow it."""
+
+
+def run_queue_seconds() -> float | None:
+    """Seconds this process's threads have spent runnable but waiting for a CPU (Linux
+    schedstat; None where the kernel does not provide it)."""
+    total, seen = 0, False
+    for stat in Path("/proc/self/task").glob("*/schedstat"):
+        try:
+            total += int(stat.read_text().split()[1])
+            seen = True
+        except (OSError, IndexError, ValueError):  # a thread that ended meanwhile
+            continue
+    return total / 1e9 if seen else None
 
 
 class StepClock:
@@ -65,6 +82,7 @@ class StepClock:
         self.steps = 0  # step boundaries seen
         self.marks: list[float] = []  # perf_counter at each block boundary
         self.sizes: list[int] = []  # steps in each completed block
+        self.queued: list[float | None] = []  # run-queue seconds at each block boundary
         self.profiler = None
         self.profiled = 0
         self.on_timing_start: Callable[[], None] = lambda: None
@@ -83,12 +101,24 @@ class StepClock:
             (b - a) / n for a, b, n in zip(self.marks, self.marks[1:], self.sizes, strict=False)
         ]
 
+    def run_queue_share(self) -> float | None:
+        """Share of the timed wall time the threads spent waiting for a CPU (None where
+        unknown), summed over threads, so it can exceed 1 with several waiting at once."""
+        if len(self.queued) < 2 or None in (self.queued[0], self.queued[-1]):
+            return None
+        wall = self.marks[len(self.queued) - 1] - self.marks[0]
+        return (self.queued[-1] - self.queued[0]) / wall if wall > 0 else None
+
+    def _mark(self) -> None:
+        self.sync()
+        self.marks.append(time.perf_counter())
+        self.queued.append(run_queue_seconds())
+
     def on_step(self) -> None:
         """Called after each step; advances the phases."""
         self.steps += 1
         if self.steps == self.warmup:
-            self.sync()
-            self.marks.append(time.perf_counter())
+            self._mark()
             self.on_timing_start()
             return
         if self.steps < self.warmup:
@@ -98,8 +128,7 @@ class StepClock:
             if held >= self.block_steps and time.perf_counter() - self.marks[-1] >= (
                 self.min_block_s
             ):
-                self.sync()
-                self.marks.append(time.perf_counter())
+                self._mark()
                 self.sizes.append(held)
                 if self.timing_done and self.profile_steps:
                     self.profiler = self.make_profiler()

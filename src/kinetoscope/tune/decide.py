@@ -128,10 +128,10 @@ def judge(before: list[float], trial: list[float], after: list[float] | None) ->
     disagree = first.beats_noise != second.beats_noise or first.worse != second.worse
     if judged.drifted and disagree:
         fault = (
-            f"measurement fault: the reference ran at {drift.ratio:.2f}x its own speed "
-            f"(95% interval {drift.low:.2f}-{drift.high:.2f}) between the runs before and "
-            f"after this trial, and the trial is {first.ratio:.2f}x the run before but "
-            f"{second.ratio:.2f}x the run after: the machine changed, not accepted"
+            f"measurement fault: the reference's run after this trial ran at "
+            f"{drift.ratio:.2f}x the throughput of its run before (95% interval "
+            f"{drift.low:.2f}-{drift.high:.2f}), and the trial is {first.ratio:.2f}x the run "
+            f"before but {second.ratio:.2f}x the run after: the machine changed, not accepted"
         )
         return Judgement(speed, first, second, drift, False, fault)
     return judged

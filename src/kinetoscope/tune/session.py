@@ -66,6 +66,10 @@ class Session:
 
 #: stages of the trials that are judged against a reference (the rest are reference runs)
 JUDGED = ("single", "combination", "on top")
+#: run-queue wait per timed second above which a run is said to have shared a busy machine
+#: (one waiting thread-second in ten: the measurement is the machine's load as much as the
+#: program's)
+BUSY_SHARE = 0.1
 #: stages of the repeat runs of a reference
 REPEATS = ("baseline again", "reference again")
 
@@ -228,13 +232,26 @@ def _say_drift_and_faults(session: Session) -> None:
     if len(runs) >= 2:
         first = runs[0].throughput()
         ratios = [speed_up(first, t.throughput()).ratio for t in runs[1:]]
+        span = f"{min(ratios):.3f}x" + (
+            f"-{max(ratios):.3f}x" if max(ratios) != min(ratios) else ""
+        )
         session.notes.append(
-            f"the baseline ran {len(runs)} times, between the trials: at "
-            f"{min(ratios):.3f}x-{max(ratios):.3f}x its first throughput"
+            f"the baseline ran {len(runs)} times, between the trials: at {span} its "
+            "first throughput"
         )
     for t in session.trials:
         if t.judgement is not None and t.judgement.fault:
             session.notes.append(f"{t.label}: {t.judgement.fault}")
+    busy = [t for t in session.trials if (t.run_queue_share or 0) >= BUSY_SHARE]
+    if busy:
+        worst = max(busy, key=lambda t: t.run_queue_share)
+        session.notes.append(
+            f"the machine was busy: in {len(busy)} of {len(session.trials)} runs the trial's "
+            f"threads waited for a CPU for more than {BUSY_SHARE:.0%} of the timed time (up "
+            f"to {worst.run_queue_share:.0%}, {worst.label}; Linux schedstat): other "
+            "processes shared the cores, so timings carry their load; decisions hold only "
+            "against the reference runs around each trial"
+        )
 
 
 def _user_plans(session: Session, base: Trial, knobs: list[tuple[str, list[str]]]) -> list[Plan]:

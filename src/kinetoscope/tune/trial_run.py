@@ -88,6 +88,7 @@ def _measured(torch, device, clock: StepClock) -> dict:
     measured = {
         "block_seconds": clock.block_seconds(),
         "block_sizes": clock.sizes,
+        "run_queue_share": clock.run_queue_share(),
         "steps": clock.steps,
         "knobs_read": read_knobs(),
         "peak_memory_bytes": None,

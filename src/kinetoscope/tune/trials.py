@@ -64,6 +64,8 @@ class Trial:
     reference: str | None = None  # label of the trial it is compared with
     block_seconds: list[float] = field(default_factory=list)
     block_sizes: list[int] = field(default_factory=list)  # steps in each timed block
+    #: seconds the trial's threads waited for a CPU per second timed (`clock`; None: unknown)
+    run_queue_share: float | None = None
     #: runs of the reference measured right before and right after this one (indices)
     bracket: tuple[int, ...] = ()
     samples_per_step: float | None = None
@@ -202,6 +204,7 @@ def _read_result(trial: Trial, result: dict | None, done: subprocess.CompletedPr
         return
     trial.block_seconds = result.get("block_seconds", [])
     trial.block_sizes = result.get("block_sizes", [])
+    trial.run_queue_share = result.get("run_queue_share")
     trial.peak_memory = result.get("peak_memory_bytes")
     trial.device_memory = result.get("device_memory_bytes")
     trial.knobs_read = result.get("knobs_read", {})
