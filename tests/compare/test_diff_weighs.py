@@ -185,3 +185,14 @@ def test_sampled_ranks_name_no_cause_on_two_steps():
     assert "The loss is" not in d.conclusion and "The gain is" not in d.conclusion
     # both ranks of one 128-rank job: no world-size row
     assert not any(r.field == "world size" for r in d.environment.differences)
+
+
+def test_amd_architecture_is_not_read_as_an_nvidia_compute_capability():
+    """MI300X reports major.minor 9.4 (its gfx94x family); read as NVIDIA's 9.x it would be
+    'Hopper', the H100's architecture."""
+    d = _diff(
+        corpus("gpu/tracelens_h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"),
+        corpus("gpu/tracelens_mi300__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"),
+    )
+    rows = {r.field: (r.a, r.b) for r in d.environment.differences}
+    assert rows["GPU architecture"] == ("Hopper (compute capability 9.0)", "AMD gfx94x")

@@ -122,7 +122,8 @@ def _decomposition(d: TraceDiff) -> str:
         text += " With one step per run there is no step-to-step spread: treat these as unverified."
     elif fewest < MIN_STEPS:
         text += (
-            f" With {fewest} steps in a run no interval can be computed (it needs "
+            f" With {fewest} step{'s' if fewest != 1 else ''} in a run no interval can be "
+            "computed (it needs "
             f"{MIN_STEPS}): treat these as unverified."
         )
     if step.status == "noise":

@@ -90,18 +90,20 @@ def _devices(trace: Trace, vendors: list[str]) -> str:
     return devices_text([d.name for d in trace.devices])
 
 
-def architecture(cc: str | None) -> str | None:
-    """`7.0` -> `Volta (compute capability 7.0)`; None without a compute capability."""
+def architecture(cc: str | None, vendor: str | None = "NVIDIA") -> str | None:
+    """`7.0` -> `Volta (compute capability 7.0)`; on AMD the runtime's major.minor is the
+    gfx family (`9.4` on an MI300X is gfx94x), not an NVIDIA compute capability."""
     if not cc:
         return None
+    if vendor == "AMD":
+        return f"AMD gfx{cc.replace('.', '')}x"
     name = ARCHITECTURES.get(cc) or ARCHITECTURES.get(cc.split(".")[0])
     return f"{name} (compute capability {cc})" if name else f"compute capability {cc}"
 
 
 def _architectures(trace: Trace) -> str | None:
-    found = [a for a in dict.fromkeys(architecture(d.compute_capability) for d in trace.devices)]
-    found = [a for a in found if a]
-    return ", ".join(found) or None
+    found = dict.fromkeys(architecture(d.compute_capability, d.vendor) for d in trace.devices)
+    return ", ".join(a for a in found if a) or None
 
 
 def world_size(trace: Trace) -> int | None:
