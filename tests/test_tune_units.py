@@ -323,3 +323,14 @@ def test_clock_measures_the_run_queue(monkeypatch):
         queue[0] += 0.25
         clock.on_step()
     assert clock.run_queue_share() == pytest.approx(0.25)
+
+
+def test_a_gain_measured_on_a_saturated_machine_is_a_fault(tmp_path, monkeypatch):
+    """The same steady 2x gain, but every run's threads waited for a CPU 80% of the timed
+    time: the timings are of the machine's load, so nothing is accepted, and it is said."""
+    s = _fake_session(tmp_path, monkeypatch, [20e-6, 10e-6, 20e-6, 21e-6, 20e-6], queued=0.8)
+    compiled = s.trial("compile=default")
+    assert compiled.judgement.before.beats_noise and compiled.judgement.after.beats_noise
+    assert compiled.accepted is False
+    assert compiled.judgement.fault.startswith("measurement fault: the machine was busy")
+    assert s.best is None

@@ -24,7 +24,11 @@ accepted only when it beats the noise against the run before it and against
 the run after it. Where the two reference runs differ beyond their noise and
 the two comparisons disagree, the result is a measurement fault, said and not
 accepted: a "150x" that holds against one reference run and not the other is
-the machine, not the change.
+the machine, not the change. So is a run whose threads spent more than half
+of its timed time runnable but waiting for a CPU (`BUSY_FAULT`, read from
+Linux schedstat by the clock): it timed the other processes' load more than
+the program, and on a two-core machine under a load of 9 a 64x64 matmul's
+blocks read anywhere from 0.8 to 60 ms per step.
 """
 
 from __future__ import annotations
@@ -111,6 +115,25 @@ class Judgement:
     @property
     def drifted(self) -> bool:
         return self.drift is not None and (self.drift.beats_noise or self.drift.worse)
+
+
+#: run-queue wait per timed second above which a run measured the machine's load more than
+#: the program (more than half the time a thread was ready and not running)
+BUSY_FAULT = 0.5
+
+
+def busy_fault(shares: dict[str, float | None]) -> str | None:
+    """A measurement fault when any run (label -> run-queue share) waited for a CPU more
+    than half its timed time."""
+    busy = {k: v for k, v in shares.items() if v is not None and v > BUSY_FAULT}
+    if not busy:
+        return None
+    label, share = max(busy.items(), key=lambda kv: kv[1])
+    return (
+        f"measurement fault: the machine was busy: the threads of {label} waited for a CPU "
+        f"{share:.0%} of its timed time (Linux schedstat, over {BUSY_FAULT:.0%}), so its "
+        "timings measure other processes' load more than the change: not accepted"
+    )
 
 
 def judge(before: list[float], trial: list[float], after: list[float] | None) -> Judgement:

@@ -26,12 +26,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import UsageError
 from ..knob import env_name
-from .decide import judge, speed_up
+from .decide import busy_fault, judge, speed_up
 from .knobs import Facts, Plan, choose, literal, workload_value
 from .trials import Target, Timing, Trial, run_trial
 
@@ -142,6 +142,10 @@ class _Runner:
 
     def _judge(self, trial: Trial, before: Trial, after: Trial | None) -> None:
         j = judge(before.throughput(), trial.throughput(), after and after.throughput())
+        runs = [before, trial] + ([after] if after else [])
+        busy = busy_fault({f"{t.label} (#{t.index})": t.run_queue_share for t in runs})
+        if busy and j.after is not None and not j.fault:
+            j = replace(j, accepted=False, fault=busy)
         trial.bracket = (before.index,) + ((after.index,) if after else ())
         trial.judgement, trial.speed, trial.accepted = j, j.speed, j.accepted
         if not before.setting:  # the reference is the baseline
