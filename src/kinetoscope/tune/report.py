@@ -85,7 +85,11 @@ def reasons(session: Session) -> list[str]:
 def best_line(session: Session) -> str:
     best = session.trial(session.best) if session.best else None
     if best is None:
-        return "best configuration: the baseline (no change beat the noise)"
+        faults = [t for t in session.trials if t.judgement is not None and t.judgement.fault]
+        why = "a measurement fault or " if faults else ""
+        return (
+            f"best configuration: the baseline (no change was accepted: {why}none beat the noise)"
+        )
     s = best.speed_vs_baseline
     return (
         f"best configuration: {best.label}: {s.ratio:.2f}x the baseline's {unit(session)} "
