@@ -69,11 +69,16 @@ def _trial(doc: dict, label: str) -> dict:
 
 
 def _accepted_only_beyond_noise(doc: dict) -> None:
+    """Accepted: beyond the noise against the reference's runs before and after; rejected:
+    within it against one of them, or a measurement fault."""
     for t in doc["trials"]:
+        j = t["judgement"]
         if t["accepted"]:
-            assert t["speed"]["low"] > 1.0, t
+            assert j["before"]["low"] > 1.0 and j["after"]["low"] > 1.0, t
+            assert t["speed"]["low"] > 1.0 and j["fault"] is None, t
         elif t["accepted"] is False:
-            assert t["speed"]["low"] <= 1.0, t
+            beaten = j["before"]["low"] > 1.0 and j["after"]["low"] > 1.0
+            assert not beaten or j["fault"], t
 
 
 def test_tune_dataloader_finds_workers(tmp_path, monkeypatch):
