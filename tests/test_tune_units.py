@@ -325,12 +325,25 @@ def test_clock_measures_the_run_queue(monkeypatch):
     assert clock.run_queue_share() == pytest.approx(0.25)
 
 
-def test_a_gain_measured_on_a_saturated_machine_is_a_fault(tmp_path, monkeypatch):
-    """The same steady 2x gain, but every run's threads waited for a CPU 80% of the timed
-    time: the timings are of the machine's load, so nothing is accepted, and it is said."""
-    s = _fake_session(tmp_path, monkeypatch, [20e-6, 10e-6, 20e-6, 21e-6, 20e-6], queued=0.8)
+def test_a_gain_the_load_could_make_is_a_fault(tmp_path, monkeypatch):
+    """A 2x "gain" (20 -> 10 us per step) where every run's threads waited for a CPU 150% of
+    its timed time: the baselines waited 30 us per step, the trial 15 us, 15 us more, as much
+    as the 10 us the trial saves. The load alone could make it: a fault, said, not accepted."""
+    s = _fake_session(tmp_path, monkeypatch, [20e-6, 10e-6, 20e-6, 21e-6, 20e-6], queued=1.5)
     compiled = s.trial("compile=default")
     assert compiled.judgement.before.beats_noise and compiled.judgement.after.beats_noise
     assert compiled.accepted is False
     assert compiled.judgement.fault.startswith("measurement fault: the machine was busy")
     assert s.best is None
+
+
+def test_a_gain_larger_than_the_load_stands(tmp_path, monkeypatch):
+    """A 7x gain (22 -> 3.1 ms per step, a shorter sleep) on a busy machine: the baselines
+    waited 2.2 ms per step (10%), the trial 1.55 ms (50%): 0.65 ms more, far under the 19 ms
+    saved. Accepted."""
+    from kinetoscope.tune.decide import Waited, load_fault
+
+    ref, trial = Waited("baseline", 22e-3, 0.10), Waited("sleep_ms=2", 3.1e-3, 0.5)
+    assert load_fault([ref], trial) is None
+    assert load_fault([Waited("baseline", 22e-3, 1.0)], trial).startswith("measurement fault")
+    assert load_fault([ref], Waited("x", 3.1e-3, None)) is None  # unknown: not a fault

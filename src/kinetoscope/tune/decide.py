@@ -24,11 +24,14 @@ accepted only when it beats the noise against the run before it and against
 the run after it. Where the two reference runs differ beyond their noise and
 the two comparisons disagree, the result is a measurement fault, said and not
 accepted: a "150x" that holds against one reference run and not the other is
-the machine, not the change. So is a run whose threads spent more than half
-of its timed time runnable but waiting for a CPU (`BUSY_FAULT`, read from
-Linux schedstat by the clock): it timed the other processes' load more than
-the program, and on a two-core machine under a load of 9 a 64x64 matmul's
-blocks read anywhere from 0.8 to 60 ms per step.
+the machine, not the change. So is a gain the machine's load alone could
+make (`load_fault`): the clock reads how long each run's threads were ready
+but waiting for a CPU (Linux schedstat); when a reference run waited longer
+per step than the trial by at least what the trial saves per step, the
+"gain" may be only that the reference shared the cores more (on a two-core
+machine under a load of 9 a 64x64 matmul's blocks read anywhere from 0.8 to
+60 ms per step). A trial that waited more than its references and was still
+faster is not suspect: the load can only have hidden part of its gain.
 """
 
 from __future__ import annotations
@@ -117,23 +120,47 @@ class Judgement:
         return self.drift is not None and (self.drift.beats_noise or self.drift.worse)
 
 
-#: run-queue wait per timed second above which a run measured the machine's load more than
-#: the program (more than half the time a thread was ready and not running)
-BUSY_FAULT = 0.5
+@dataclass(frozen=True)
+class Waited:
+    """One run's median seconds per step and its threads' run-queue wait per timed second
+    (Linux schedstat, summed over threads; None where unknown)."""
+
+    label: str
+    step_s: float
+    share: float | None
+
+    @property
+    def waited_s(self) -> float | None:
+        """Seconds per step the run's threads were ready but not running."""
+        return None if self.share is None else self.share * self.step_s
 
 
-def busy_fault(shares: dict[str, float | None]) -> str | None:
-    """A measurement fault when any run (label -> run-queue share) waited for a CPU more
-    than half its timed time."""
-    busy = {k: v for k, v in shares.items() if v is not None and v > BUSY_FAULT}
-    if not busy:
+def load_fault(reference: list[Waited], trial: Waited) -> str | None:
+    """A measurement fault when waiting for a CPU could make the whole gain: a reference
+    run whose threads waited longer per step than the trial's, by at least the time per
+    step the trial saves, would have been as fast on a machine of its own. Thread waits
+    are summed, which overstates a multi-threaded run's lost wall time: the check errs
+    toward calling a gain a fault, never toward accepting one."""
+    if trial.waited_s is None:
         return None
-    label, share = max(busy.items(), key=lambda kv: kv[1])
-    return (
-        f"measurement fault: the machine was busy: the threads of {label} waited for a CPU "
-        f"{share:.0%} of its timed time (Linux schedstat, over {BUSY_FAULT:.0%}), so its "
-        "timings measure other processes' load more than the change: not accepted"
-    )
+    for ref in reference:
+        if ref.waited_s is None:
+            continue
+        saved = ref.step_s - trial.step_s
+        extra = ref.waited_s - trial.waited_s
+        if saved > 0 and extra >= saved:
+            return (
+                f"measurement fault: the machine was busy: {ref.label}'s threads waited for a "
+                f"CPU {_ms(ref.waited_s)} per step ({ref.share:.0%} of its timed time, Linux "
+                f"schedstat), the trial's {_ms(trial.waited_s)}: {_ms(extra)} more, as much as "
+                f"the {_ms(saved)} per step the trial saves, so the load alone could make the "
+                "gain: not accepted"
+            )
+    return None
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms"
 
 
 def judge(before: list[float], trial: list[float], after: list[float] | None) -> Judgement:

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..knob import env_name
-from .decide import busy_fault, judge, speed_up
+from .decide import Waited, judge, load_fault, speed_up, spread
 from .knobs import Facts, Plan, choose, literal, workload_value
 from .trials import Target, Timing, Trial, run_trial
 
@@ -142,10 +142,11 @@ class _Runner:
 
     def _judge(self, trial: Trial, before: Trial, after: Trial | None) -> None:
         j = judge(before.throughput(), trial.throughput(), after and after.throughput())
-        runs = [before, trial] + ([after] if after else [])
-        busy = busy_fault({f"{t.label} (#{t.index})": t.run_queue_share for t in runs})
-        if busy and j.after is not None and not j.fault:
-            j = replace(j, accepted=False, fault=busy)
+        if j.accepted:
+            refs = [_waited(t) for t in (before, after) if t is not None]
+            fault = load_fault(refs, _waited(trial))
+            if fault:
+                j = replace(j, accepted=False, fault=fault)
         trial.bracket = (before.index,) + ((after.index,) if after else ())
         trial.judgement, trial.speed, trial.accepted = j, j.speed, j.accepted
         if not before.setting:  # the reference is the baseline
@@ -154,6 +155,11 @@ class _Runner:
             base = [x for t in self.session.trials if t.ok and not t.setting
                     for x in t.throughput()]  # fmt: skip
             trial.speed_vs_baseline = speed_up(base, trial.throughput())
+
+
+def _waited(t: Trial) -> Waited:
+    step = spread(t.block_seconds).median
+    return Waited(f"{t.label} (#{t.index})", step, t.run_queue_share)
 
 
 def label_of(setting: dict) -> str:
