@@ -27,14 +27,16 @@ B_STEPS = [82, 166, 90, 140, 95, 120]
 
 
 def _run(tmp_path, name, steps_ms, *, cc=(8, 0), gpu="NVIDIA A100-SXM4-80GB", world=None,
-         sgemm="ampere_sgemm_128x64_nn", sync_us=0.0):  # fmt: skip
-    """Steps of the given durations; each holds one aten::mm (90% of the step) launching
-    one GEMM, and, with `sync_us`, a blocking cudaStreamSynchronize after it."""
+         sgemm="ampere_sgemm_128x64_nn", sync_us=0.0, mm_share=None):  # fmt: skip
+    """Steps of the given durations; each holds one aten::mm (`mm_share` of the step, 90%
+    unless given per step) launching one GEMM, and, with `sync_us`, a blocking
+    cudaStreamSynchronize after it."""
     events, t0 = [], 0.0
     for i, ms in enumerate(steps_ms):
         dur = ms * 1000
+        share = 0.9 if mm_share is None else mm_share[i]
         events.append(op(f"ProfilerStep#{i}", t0, dur, cat="user_annotation"))
-        events.append(op("aten::mm", t0 + 10, 0.9 * dur - 20 - sync_us))
+        events.append(op("aten::mm", t0 + 10, share * dur - 20 - sync_us))
         events.append(launch(t0 + 20, 10, i + 1))
         events.append(kernel(sgemm, t0 + 40, 0.5 * dur, i + 1))
         if sync_us:
@@ -99,12 +101,20 @@ def test_median_shift_is_deterministic_and_only_noise_where_sets_overlap():
 
 
 def test_parts_add_up_to_the_step(tmp_path):
-    """Each run's host parts are its median step's, so they add up to the step shown."""
-    d = _diff(_run(tmp_path, "a.json", A_STEPS), _run(tmp_path, "b.json", B_STEPS))
+    """A's three steps split differently between the op (dispatch) and Python/other:
+    100 ms (95% in the op), 101 ms (5%), 300 ms (97%). Part by part the medians are
+    dispatch 95 ms and Python/other 10.2 ms: 105 ms beside a 101 ms median step, parts
+    that move by more than the step does. The median step's own parts add up to it."""
+    a = _run(tmp_path, "a.json", [100, 101, 300], mm_share=[0.95, 0.05, 0.97])
+    b = _run(tmp_path, "b.json", [50, 50, 50], mm_share=[0.1, 0.1, 0.1])
+    d = _diff(a, b)
     step, parts = d.decomposition[0], d.decomposition[1:]
     host = [c for c in parts if c.words != "device busy"]
     for side in ("a_us", "b_us"):
         assert sum(getattr(c, side) for c in host) == pytest.approx(getattr(step, side))
+    assert sum(c.delta_us for c in host) == pytest.approx(step.delta_us)
+    dispatch = next(c for c in parts if c.words == "dispatch + launch")
+    assert dispatch.a_us == pytest.approx(0.05 * 101_000 - 20, abs=1)  # the 101 ms step's
     assert all(abs(c.delta_us) <= max(step.a_us, step.b_us) for c in parts)
 
 
