@@ -86,10 +86,8 @@ def best_line(session: Session) -> str:
     best = session.trial(session.best) if session.best else None
     if best is None:
         faults = [t for t in session.trials if t.judgement is not None and t.judgement.fault]
-        why = "a measurement fault or " if faults else ""
-        return (
-            f"best configuration: the baseline (no change was accepted: {why}none beat the noise)"
-        )
+        why = "measurement faults, and none beat the noise" if faults else "none beat the noise"
+        return f"best configuration: the baseline (no change was accepted: {why})"
     s = best.speed_vs_baseline
     return (
         f"best configuration: {best.label}: {s.ratio:.2f}x the baseline's {unit(session)} "
