@@ -203,8 +203,13 @@ def test_cpu_eager_vs_compiled(eager_and_compiled):
     # the rules see the compiled region appear
     # the environment row names the change the user made on purpose
     env = {r.field: (r.a, r.b) for r in d.environment.differences}
-    assert env["kinetoscope compile"][0] == "None" and env["kinetoscope compile"][1] != "None"
-    assert d.conclusion.startswith("The environment differs: ")
+    # (recorded as null when off: said as "off", never "None")
+    assert env["kinetoscope compile"] == ("off", "default")
+    assert d.conclusion.startswith("The environment differs: kinetoscope compile off -> default")
+    assert "None" not in d.conclusion
+    # Inductor's compiled graph is named after a hash of its code: shown without it
+    assert "Call CompiledFxGraph" in _ops(d, "appeared")
+    assert not re.search(r"[a-z0-9]{20,}|##", d.conclusion), d.conclusion
     findings = {r.id: r.status for r in d.findings}
     assert findings["compiled-region"] == "appeared"
     # CPU runs are judged on their compute share: a regime finding, never host-only

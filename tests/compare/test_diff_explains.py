@@ -1,12 +1,15 @@
-"""The diff explains: environment first, the step change split into parts held against
-noise, and device work that appeared or vanished by type.
+"""The diff explains: environment first, the step change split into parts judged over
+the two sets of steps, and device work that appeared or vanished by type.
 
 Expectations come from reading the traces (raw JSON here, not the tool): each
 ResNet-50 run holds six `ProfilerStep#5..10`; with num_workers=0 each step
 spends 62.6-73.4 ms in `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`
 (median 69.8 ms of a 176 ms median step), with num_workers=4 0.08-4.3 ms
-(median 1.31 ms of 127 ms). So the 50 ms gain is the data wait, and the other
-parts moved by less than their own step-to-step spread.
+(median 1.31 ms of 127 ms). So the 50 ms gain is the data wait. Four of the
+six workers=4 steps (116-127 ms) are faster than every workers=0 step
+(164-181 ms); two (164 and 182 ms) are not, which is why a rule holding the
+median difference against the steps' spread (46 ms) misses nothing here but a
+rule asking whether the sets overlap at all would call it noise.
 """
 
 from __future__ import annotations
@@ -70,25 +73,35 @@ def test_resnet_workers_gain_is_data_wait(resnet_pair):
     )
     parts = _parts(d)
     data = parts["data wait"]
-    assert data.a_us == pytest.approx(np.median(waits0), rel=1e-3)
-    assert data.b_us == pytest.approx(np.median(waits4), rel=1e-3)
-    # noise: the larger of the runs' max(IQR, p90 - median); workers=0 varies most (2.6 ms)
+    # the parts are the median step's: with six steps, the mean of the 3rd and 4th by
+    # duration (126.3 and 126.8 ms with workers=4, data wait 1.25 and 0.09 ms)
+    for waits, durs, figure in ((waits0, durs0, data.a_us), (waits4, durs4, data.b_us)):
+        middle = np.argsort(durs, kind="stable")[2:4]
+        assert figure == pytest.approx(np.mean(np.asarray(waits)[middle]), rel=1e-3)
+    assert data.b_us == pytest.approx(669, abs=1)
+    # the spread: the larger of the runs' max(IQR, p90 - median); workers=0 varies most
     assert data.noise_us == pytest.approx(max(spread(waits0), spread(waits4)), rel=1e-2)
-    assert data.noise_us < 3_000 and data.status == "gain"
+    assert data.status == "gain" and data.high_us < 0
     step = parts["step time"]
     assert step.a_us == pytest.approx(np.median(durs0)) and step.b_us == pytest.approx(
         np.median(durs4)
     )
     assert step.status == "gain" and step.delta_us == pytest.approx(-49725, abs=1)
-    # dispatch rose 16 ms but B's steps vary by 38 ms (step #5: 156 ms, #9: 135 ms): noise
-    assert parts["dispatch + launch"].status == "noise"
-    assert parts["dispatch + launch"].noise_us > abs(parts["dispatch + launch"].delta_us)
+    assert step.low_us < step.delta_us < step.high_us < 0
+    # the host parts of the median step add up to it: no part moves by more than a step
+    host = ("data wait", "sync wait", "dispatch + launch", "Python/other")
+    for side in ("a_us", "b_us"):
+        total = sum(getattr(parts[w], side) for w in host)
+        assert total == pytest.approx(getattr(step, side), rel=1e-6)
+    # dispatch: every workers=4 step (98-156 ms) dispatches longer than every workers=0
+    # step (89-94 ms; worker processes share the cores): a real loss, not noise
+    assert parts["dispatch + launch"].status == "loss"
+    assert parts["dispatch + launch"].low_us > 0
     # the same GPU and the same model: nothing in the environment differs
     assert not d.environment.differences and not d.environment.device_change
     assert d.conclusion.startswith("No difference in the recorded environment")
-    assert "The gain is data wait: 69.8 ms -> 1.31 ms per step." in d.conclusion
-    assert "dispatch + launch +16.0 ms (within noise, 37.6 ms)" in d.conclusion
-    assert "data wait -68.5 ms (noise 2.61 ms)" in d.conclusion
+    assert "The gain is data wait: 69.8 ms -> 669 us per step." in d.conclusion
+    assert "The step time moved -49.7 ms: a gain (95% interval" in d.conclusion
 
 
 def test_resnet_types_count_vanished_conv_kernels(resnet_pair):
@@ -139,7 +152,7 @@ def test_compare_base_vs_test_step_unchanged():
     assert _parts(d)["step time"].status == "none"
     assert "B takes about as long as A" in d.conclusion
     assert "The gain is" not in d.conclusion and "The loss is" not in d.conclusion
-    assert "With 2 steps in a run the noise figures are rough." in d.conclusion
+    assert "With 2 steps in a run no interval can be computed" in d.conclusion
     assert all(t.appeared == t.vanished == 0 for t in d.types)
 
 

@@ -42,7 +42,10 @@ def tune_command(
     timeout: float = typer.Option(300, "--timeout", min=1, help="Seconds allowed per trial."),
     warmup: int = typer.Option(5, "--warmup", min=1, help="Untimed steps first in each trial."),
     blocks: int = typer.Option(10, "--blocks", min=3, help="Timed blocks per trial (samples)."),
-    block_steps: int = typer.Option(5, "--block-steps", min=1, help="Steps per timed block."),
+    block_steps: int = typer.Option(5, "--block-steps", min=1, help="Fewest steps per timed "
+                                    "block."),
+    block_ms: float = typer.Option(100, "--block-ms", min=1, help="Shortest timed block: "
+                                   "fast steps are grouped until a block lasts this long."),
     device: str = typer.Option("auto", "--device", help="auto, cuda or cpu."),
     step_on: str | None = typer.Option(None, "--step-on", help="Script: module:function whose "
                                        "calls are the steps (default optimizer.step())."),
@@ -74,7 +77,7 @@ def tune_command(
             "(read with kinetoscope.knob(NAME, default) or --pass-as-arg)"
         )
     folder = claim_folder(out / "tune" / Path(target).stem, force)
-    session = Session(tgt, Timing(warmup, blocks, block_steps), folder)
+    session = Session(tgt, Timing(warmup, blocks, block_steps, block_ms / 1e3), folder)
     try:
         with _progress_bar() as progress:
             run_session(session, user_knobs, Budget(trials, time_budget), timeout, force,

@@ -2,12 +2,17 @@
 
 The paragraph answers, in order: what differs in the environment (the device
 first: another vendor or model makes every later number a comparison of two
-machines, not of two programs); the speed ratio per step; which part of the
-step changed (device busy, dispatch, data wait, sync wait, each against its
-step-to-step noise, so a change within the noise is not called a gain);
-whether the device does the same work (same kernels) or different work, by
-type, or why that cannot be told (different vendors, no device lane); which
-host ops appeared or vanished; how the verdict and findings moved.
+machines, not of two programs; then the job's world size, runtime versions and
+settings); the speed ratio per step; which part of the step changed (device
+busy, dispatch, data wait, sync wait, each judged by a bootstrap interval of
+the median difference over the two sets of steps, so a change the steps'
+variation explains is not called a gain);
+where the host now waits for the device (blocking calls, over the whole
+window); whether the device does the same work (same kernels) or different
+work, by type, or why that cannot be told (different vendors, no device lane);
+which host ops appeared or vanished; how the verdict and findings moved. All
+of it before any kernel name: a kernel that changed is a consequence of the
+machine, the job and the waits, rarely their cause.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 from ..units import fmt_us
 from .decompose import cause
 from .diff_model import TraceDiff
+from .shift import MIN_STEPS
 from .types import summary
 
 #: Ratios closer to 1 than this are "about the same".
@@ -23,6 +29,12 @@ SAME_SPEED = 0.05
 
 def same_speed(a: float, b: float) -> bool:
     return abs(a / b - 1) <= SAME_SPEED
+
+
+def times(ratio: float) -> str:
+    """A speed ratio as people write it: 1.3, 14, 150 (two significant digits, never
+    an exponent)."""
+    return f"{ratio:.2g}" if ratio < 100 else f"{float(f'{ratio:.2g}'):.0f}"
 
 
 def _speed(d: TraceDiff) -> str:
@@ -34,8 +46,8 @@ def _speed(d: TraceDiff) -> str:
     if same_speed(a, b):
         return f"B takes about as long as A {per} {numbers}."
     if b < a:
-        return f"B is {a / b:.2g}x faster {per} {numbers}."
-    return f"B is {b / a:.2g}x slower {per} {numbers}."
+        return f"B is {times(a / b)}x faster {per} {numbers}."
+    return f"B is {times(b / a)}x slower {per} {numbers}."
 
 
 _DEVICE_CHANGE = {
@@ -47,60 +59,95 @@ _DEVICE_CHANGE = {
 
 def _environment(d: TraceDiff) -> str:
     env = d.environment
-    rest = [r for r in env.differences if r.field not in ("devices", "vendor")]
+    shown = ("devices", "vendor", "world size")
+    rest = [r for r in env.differences if r.field not in shown]
     others = "; ".join(f"{r.field} {r.a} -> {r.b}" for r in rest)
+    world = next((r for r in env.differences if r.field == "world size"), None)
+    job = (
+        f"The job's size changed: A ran as {world.a}, B as {world.b} (the trace's "
+        "distributedInfo), so each rank's share of the work and its collectives differ."
+        if world
+        else ""
+    )
     if env.device_change:
         head = (
             f"The device changed ({_DEVICE_CHANGE[env.device_change]}): A ran on "
             f"{env.devices_a}, B on {env.devices_b}, so every difference below mixes the "
             "program with the hardware."
         )
-        return head + (f" Also different: {others}." if others else "")
-    if others:
-        return f"The environment differs: {others}."
+        also = f"Also different: {others}." if others else ""
+        return " ".join(x for x in (head, job, also) if x)
+    if others or job:
+        differs = f"The environment differs: {others}." if others else ""
+        return " ".join(x for x in (job, differs) if x)
     return (
         "No difference in the recorded environment "
         "(devices, runtime versions, profiler settings, steps)."
     )
 
 
+def _interval(c) -> str:
+    return f"95% interval {_signed(c.low_us)} to {_signed(c.high_us)}"
+
+
+def _judged(c) -> str:
+    """How a part's change reads: its figure and what the interval says of it."""
+    change = f"{c.words} {_signed(c.delta_us)}"
+    if c.status == "none":
+        return f"{c.words} unchanged"
+    if c.status == "unmeasured":
+        return change
+    if c.status == "noise":
+        return f"{change} (noise: {_interval(c)})"
+    if c.status == "negligible":
+        return f"{change} (under 1% of the step)"
+    return f"{change} ({_interval(c)})"
+
+
 def _decomposition(d: TraceDiff) -> str:
-    """The per-step change, part by part, each with its noise figure."""
+    """The per-step change, part by part, each judged over the two sets of steps."""
     if not d.decomposition:
         return ""
     step, parts = d.decomposition[0], d.decomposition[1:]
     if all(c.status == "none" for c in d.decomposition):
         return "Nothing changed: every part of the step is equal in both runs."
-
-    def one(c) -> str:
-        if c.status == "none":
-            return f"{c.words} unchanged"
-        change = f"{c.words} {_signed(c.delta_us)}"
-        if c.noise_us is None:
-            return change
-        if c.status == "noise":
-            return f"{change} (within noise, {fmt_us(c.noise_us, 1)})"
-        if c.status == "negligible":
-            return f"{change} (under 1% of the step)"
-        return f"{change} (noise {fmt_us(c.noise_us, 1)})"
-
-    listed = "; ".join(one(c) for c in parts)
-    lead = "Per step (medians; device busy runs under the host parts, which add up to the step)"
+    listed = "; ".join(_judged(c) for c in parts)
+    lead = (
+        "Per step (the median step's parts, which add up to it; device busy, the median "
+        "over steps, runs under them)"
+    )
     text = f"{lead}: {listed}."
+    fewest = min(d.a.steps, d.b.steps)
     if step.noise_us is None:
         text += " With one step per run there is no step-to-step spread: treat these as unverified."
-    elif min(d.a.steps, d.b.steps) < 4:
-        text += f" With {min(d.a.steps, d.b.steps)} steps in a run the noise figures are rough."
+    elif fewest < MIN_STEPS:
+        text += (
+            f" With {fewest} step{'s' if fewest != 1 else ''} in a run no interval can be "
+            "computed (it needs "
+            f"{MIN_STEPS}): treat these as unverified."
+        )
     if step.status == "noise":
         return (
-            f"{text} The step time moved {_signed(step.delta_us)}, within its step-to-step noise "
-            f"({fmt_us(step.noise_us, 1)}): that is noise, not a gain or a loss."
+            f"{text} The step time moved {_signed(step.delta_us)}, but the two runs' steps "
+            f"overlap and the median difference could be zero ({_interval(step)}): that is "
+            "noise, not a gain or a loss."
         )
     why = cause(d.decomposition)
+    verb = "gain" if step.delta_us < 0 else "loss"
+    if step.status in ("gain", "loss"):
+        verb = step.status
+        text += (
+            f" The step time moved {_signed(step.delta_us)}: a {verb} ({_interval(step)}, "
+            f"over {d.a.steps} and {d.b.steps} steps)."
+        )
     if why is None:
         return text
-    verb = "gain" if step.delta_us < 0 else "loss"
     numbers = f"{fmt_us(why.a_us, 1)} -> {fmt_us(why.b_us, 1)} per step"
+    if step.status == "unmeasured":  # too few steps: a direction, not a verdict
+        return (
+            f"{text} If the step's {_signed(step.delta_us)} is real, it comes mostly from "
+            f"{why.words}: {numbers}."
+        )
     return f"{text} The {verb} is {why.words}: {numbers}."
 
 
@@ -171,6 +218,28 @@ def _signed(us: float) -> str:
     return ("+" if us >= 0 else "-") + fmt_us(abs(us), 1)
 
 
+def _waits(d: TraceDiff) -> str:
+    """Where the host blocks on the device, over each whole window (steps or not): a new
+    wait is said before any kernel, since it can cost more than every kernel change."""
+    a, b = d.waits
+    if not a.total_us and not b.total_us:
+        return ""
+    if abs(b.total_us - a.total_us) < max(0.01 * max(a.window_us, b.window_us), 1.0):
+        return ""
+
+    def run(w) -> str:
+        if not w.total_us:
+            return "none"
+        top = f", mostly {w.top_call}" + (f" in {w.top_site}" if w.top_site else "")
+        return f"{fmt_us(w.total_us, 1)} in {w.sites} blocking call(s){top}"
+
+    more = "more" if b.total_us > a.total_us else "less"
+    return (
+        f"The host waits {more} for the device in blocking calls over the trace: "
+        f"A {run(a)}; B {run(b)}."
+    )
+
+
 def _ops(d: TraceDiff) -> str:
     def names(status: str) -> str:
         rows = sorted(
@@ -223,6 +292,7 @@ def conclude(d: TraceDiff) -> str:
         _environment(d),
         _speed(d),
         _decomposition(d),
+        _waits(d),
         _device(d),
         _types(d),
         _ops(d),

@@ -6,14 +6,20 @@ up to the step), and `analysis.steps` measures the device busy time the step
 launched (which runs under those host parts, not beside them). Comparing the
 medians of each part between two runs says where a change comes from.
 
-A difference is only a change when it is larger than the step-to-step spread
-of that part: the same program varies from step to step (data loading,
-allocator, clocks), so a 2 ms gain where steps already vary by 5 ms is noise.
-The noise figure of a part is the larger of the two runs' spreads, a run's
-spread being the larger of its interquartile range and its p90 - median (the
-second catches the rare slow step the IQR of a few steps ignores). With one
-step per run there is no spread to measure, and the diff says so instead of
-calling any difference real.
+The parts are those of each run's median step (with an even count, the mean of
+the two middle steps), so they add up to the step time shown: medians taken
+part by part come from different steps, do not add up, and can show a part
+moving by more than a whole step. Device busy (not a part: it runs under
+them) is the median over steps, as every command shows it.
+
+A difference is only a change when the two sets of steps differ: the same
+program varies from step to step (data loading, allocator, clocks), so each
+part is judged by a bootstrap interval of the difference of its medians over
+the per-step values of both runs (`shift`): a change where the interval
+excludes zero, "noise" where it holds zero (which can only happen where the
+two sets overlap), "unmeasured" with fewer than 3 steps in a run. The spread
+(the larger of the two runs' max(IQR, p90 - median)) is shown as the size of
+the step-to-step variation.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis.stats import TraceStats
+from .shift import Shift, median_shift
 
 #: The parts compared, as (key, StepFigures attribute, words). The step itself first.
 PARTS = (
@@ -35,27 +42,33 @@ PARTS = (
     ("sync_wait_us", "sync_wait_us", "sync wait"),
     ("other_us", "other_us", "Python/other"),
 )
+#: The host parts, which add up to the step: read from the median step.
+HOST_PARTS = frozenset({"dispatch_us", "data_wait_us", "sync_wait_us", "compute_us", "other_us"})
 #: Differences below this many microseconds are no change at all (timer resolution).
 RESOLUTION_US = 1.0
-#: Beyond the noise but under this share of A's median step: real, and too small to matter.
+#: A real change under this share of A's median step: real, and too small to matter.
 NEGLIGIBLE_SHARE = 0.01
 
 
 @dataclass(frozen=True)
 class Component:
-    """One part of the step: medians per step in each run, the change, and its noise."""
+    """One part of the step: its figure per step in each run, the change, and its judgement."""
 
     key: str
     words: str
     a_us: float
     b_us: float
     delta_us: float
-    #: the step-to-step spread this change is held against (None: fewer than 2 steps each)
+    #: the step-to-step spread, the larger of the two runs' (None: fewer than 2 steps each)
     noise_us: float | None
-    #: "none" (equal within timer resolution), "noise", "negligible" (beyond the noise but
-    #: under 1% of the step), "gain" (less time in B), "loss" (more time in B), or
-    #: "unmeasured" (a difference, but no spread to judge it by)
+    #: "none" (equal within timer resolution), "noise" (the interval of the median
+    #: difference holds zero), "negligible" (a real difference under 1% of the step),
+    #: "gain" (less time in B), "loss" (more time in B), or "unmeasured" (fewer than 3
+    #: steps in a run: no interval)
     status: str
+    #: 95% bootstrap interval of the per-step medians' difference B - A (None: too few steps)
+    low_us: float | None = None
+    high_us: float | None = None
 
 
 def spread(values: list[float]) -> float | None:
@@ -66,33 +79,64 @@ def spread(values: list[float]) -> float | None:
     return float(max(p75 - p25, p90 - p50))
 
 
-def _status(delta: float, noise: float | None, step_us: float) -> str:
+def _status(delta: float, shift: Shift | None, step_us: float) -> str:
     if abs(delta) < RESOLUTION_US:
         return "none"
-    if noise is None:
+    if shift is None or shift.low is None:
         return "unmeasured"
-    if abs(delta) <= noise:
+    if not shift.real:
         return "noise"
     if abs(delta) < NEGLIGIBLE_SHARE * step_us:
         return "negligible"
-    return "gain" if delta < 0 else "loss"
+    return "gain" if shift.high < 0 else "loss"  # the interval's side, not the point's
+
+
+def median_step_parts(run: TraceStats) -> dict[str, float]:
+    """The host parts of the median step: the mean of the middle one or two steps by
+    duration, so they add up to the median step time exactly."""
+    if not run.steps:
+        return {key: 0.0 for key in HOST_PARTS}
+    ordered = sorted(run.steps, key=lambda s: s.dur)
+    n = len(ordered)
+    middle = ordered[(n - 1) // 2 : n // 2 + 1]
+    return {
+        key: float(np.mean([getattr(s, attr) for s in middle]))
+        for key, attr, _ in PARTS
+        if key in HOST_PARTS
+    }
 
 
 def decompose(a: TraceStats, b: TraceStats) -> list[Component]:
-    """Each part's median in A and B, the change, the noise, and what the change is."""
+    """Each part's figure in A and B, the change, its spread, and what the change is."""
     out = []
     step_us = a.spreads["step_time_us"].median
     cpu = any(s.compute_us > 0 for run in (a, b) for s in run.steps)
+    parts = median_step_parts(a), median_step_parts(b)
     for key, attr, words in PARTS:
         if key == "compute_us" and not cpu:
             continue
-        med_a, med_b = a.spreads[key].median, b.spreads[key].median
-        spreads = [spread([getattr(s, attr) for s in run.steps]) for run in (a, b)]
-        known = [s for s in spreads if s is not None]
-        noise = max(known) if known else None
-        delta = med_b - med_a
-        status = _status(delta, noise, step_us)
-        out.append(Component(key, words, med_a, med_b, delta, noise, status))
+        if key in HOST_PARTS:
+            fig_a, fig_b = parts[0][key], parts[1][key]
+        else:
+            fig_a, fig_b = a.spreads[key].median, b.spreads[key].median
+        values = [[getattr(s, attr) for s in run.steps] for run in (a, b)]
+        known = [x for x in (spread(v) for v in values) if x is not None]
+        shift = median_shift(*values)
+        delta = fig_b - fig_a
+        status = _status(delta, shift, step_us)
+        out.append(
+            Component(
+                key,
+                words,
+                fig_a,
+                fig_b,
+                delta,
+                max(known) if known else None,
+                status,
+                None if shift is None else shift.low,
+                None if shift is None else shift.high,
+            )
+        )
     return out
 
 

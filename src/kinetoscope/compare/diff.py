@@ -17,6 +17,7 @@ import numpy as np
 
 from ..analysis.stats import trace_metrics, trace_stats
 from ..analysis.steps import StepStats, step_stats
+from ..analysis.syncs import sync_sites
 from ..rules.base import SEVERITY_ORDER, Finding
 from ..trace import Trace
 from .aggregate import KernelGroup, OpGroup, kernel_groups, op_groups
@@ -30,9 +31,11 @@ from .diff_model import (
     Side,
     StepPair,
     TraceDiff,
+    Waits,
 )
 from .environment import environment_diff
 from .kernels import family, identify_kernel, identify_kind, variant_change
+from .names import readable
 from .types import type_changes
 
 #: A per-step cost changed when it moved by more than this share of A's value ...
@@ -205,17 +208,31 @@ def vendor_neutral(name: str) -> str:
     return "cuda" + name[3:] if name.startswith("hip") else name
 
 
+def _by_readable_name(groups: dict[str, OpGroup], neutral: bool) -> dict[str, OpGroup]:
+    """Op groups keyed by their readable name (`names.readable`, under CUDA names across
+    vendors); groups whose names differ only in a generated hash are summed."""
+    out: dict[str, OpGroup] = {}
+    for name, g in groups.items():
+        key = readable(vendor_neutral(name) if neutral else name)
+        had = out.get(key) or OpGroup(key, 0, 0.0, 0.0)
+        out[key] = OpGroup(
+            key, had.calls + g.calls, had.self_us + g.self_us, had.total_us + g.total_us
+        )
+    return out
+
+
 def diff_ops(run_a: Run, run_b: Run, a: Side, b: Side, cross_vendor: bool) -> list[OpRow]:
-    groups_a, groups_b = op_groups(run_a.trace), op_groups(run_b.trace)
-    if cross_vendor:
-        groups_a = {vendor_neutral(n): g for n, g in groups_a.items()}
-        groups_b = {vendor_neutral(n): g for n, g in groups_b.items()}
+    raw = [*op_groups(run_a.trace), *op_groups(run_b.trace)]
+    groups_a = _by_readable_name(op_groups(run_a.trace), cross_vendor)
+    groups_b = _by_readable_name(op_groups(run_b.trace), cross_vendor)
+    shown: dict[str, dict[str, None]] = {}  # key -> each vendor's readable name
+    for name in raw:
+        key = readable(vendor_neutral(name) if cross_vendor else name)
+        shown.setdefault(key, {})[readable(name)] = None
     rows = []
     for key in groups_a.keys() | groups_b.keys():
-        ga, gb = groups_a.get(key), groups_b.get(key)
-        row = _op_row(key, ga, gb, a.steps, b.steps)
-        names = dict.fromkeys(g.name for g in (ga, gb) if g)
-        row.name = " | ".join(names)
+        row = _op_row(key, groups_a.get(key), groups_b.get(key), a.steps, b.steps)
+        row.name = " | ".join(shown[key])  # cudaLaunchKernel | hipLaunchKernel
         rows.append(row)
     rows.sort(key=lambda r: (-abs(r.self_us_b - r.self_us_a), r.name))
     return rows
@@ -263,6 +280,24 @@ def diff_findings(a: list[Finding], b: list[Finding]) -> list[FindingRow]:
     return rows
 
 
+def waits(trace: Trace) -> Waits:
+    """Host time blocked on the device over the window, from `analysis.syncs`."""
+    sites = sync_sites(trace)
+    by_site: dict[tuple[str, str], float] = {}
+    for s in sites:
+        around = s.index if s.kind == "scalar read" else s.context
+        where = readable(trace.name(around)) if around >= 0 else ""
+        by_site[(s.call, where)] = by_site.get((s.call, where), 0.0) + s.wait_us
+    top = max(by_site.items(), key=lambda kv: kv[1], default=(("", ""), 0.0))[0]
+    return Waits(
+        total_us=sum(s.wait_us for s in sites),
+        sites=len(sites),
+        top_call=top[0],
+        top_site=top[1],
+        window_us=trace_stats(trace).window_us,
+    )
+
+
 def diff_runs(run_a: Run, run_b: Run) -> TraceDiff:
     """Compare two runs; `conclusion` holds the plain-words summary."""
     from ..analysis.attention import backend_change
@@ -290,6 +325,7 @@ def diff_runs(run_a: Run, run_b: Run) -> TraceDiff:
             kernels.by_status("gone"),
             kernels.comparable,
         ),
+        waits=(waits(run_a.trace), waits(run_b.trace)),
     )
     result.llm = llm_diff(run_a.trace, run_b.trace)  # owned by compare/llm_diff.py
     result.conclusion = conclude(result)

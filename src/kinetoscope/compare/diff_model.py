@@ -107,6 +107,21 @@ class FindingRow:
     impact_us_b: float
 
 
+@dataclass(frozen=True)
+class Waits:
+    """Host time blocked on the device in one run, over the whole window (inside steps
+    and outside them), from `analysis.syncs` (the same sites the sync-wait figures
+    count)."""
+
+    total_us: float = 0.0
+    sites: int = 0
+    #: the blocking call and the op around it holding the most wait ("" when none)
+    top_call: str = ""
+    top_site: str = ""
+    #: the window the waits fall in (the trace's span), to say what is small
+    window_us: float = 0.0
+
+
 @dataclass
 class TraceDiff:
     a: Side
@@ -121,6 +136,8 @@ class TraceDiff:
     decomposition: list[Component] = field(default_factory=list)
     #: device work by type in each run, and what appeared or vanished
     types: list[TypeChange] = field(default_factory=list)
+    #: where each run's host blocks on the device (A, B)
+    waits: tuple[Waits, Waits] = (Waits(), Waits())
     conclusion: str = ""
     #: both runs' LLM passes per phase, TTFT and TPOT (compare/llm_diff.py); {} without
     llm: dict[str, Any] = field(default_factory=dict)

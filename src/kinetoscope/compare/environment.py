@@ -7,7 +7,12 @@ settings change the host cost of every op (`record_shapes` and `with_stack`
 add work to each op the profiler records, `profile_memory` adds an event per
 allocation); a different number of profiled steps changes how much the
 medians can be trusted; kinetoscope's own metadata (warm-up, compile, sizes)
-names the change the user made on purpose.
+names the change the user made on purpose. The job's world size (from the
+trace's `distributedInfo`) says how many ranks shared the work: the same
+program on 8 ranks and on 2 does a different share of it per rank and talks
+over different collectives. The GPU architecture comes from the device
+properties (compute capability), never from kernel names: a library kernel
+named `volta_sgemm...` was built for Volta and runs on Turing or Ampere too.
 
 Profiler settings are read from what the trace holds, because Kineto does not
 write the flags themselves: recorded input shapes mean `record_shapes`,
@@ -31,6 +36,22 @@ VERSION_FIELDS = (
     ("hip_driver_version", "HIP driver"),
     ("roctracer_version", "roctracer"),
 )
+
+#: NVIDIA architectures by compute capability major (and 8.9 / 7.5 by minor too).
+ARCHITECTURES = {
+    "3": "Kepler",
+    "5": "Maxwell",
+    "6": "Pascal",
+    "7": "Volta",
+    "7.5": "Turing",
+    "8": "Ampere",
+    "8.9": "Ada",
+    "9": "Hopper",
+    "10": "Blackwell",
+    "12": "Blackwell",
+}
+#: kinetoscope metadata keys whose recorded None means "off" (not compiled).
+_OFF_WHEN_NONE = frozenset({"compile", "compile_mode"})
 
 #: kinetoscope metadata keys left out of the comparison.
 _SKIPPED_META = frozenset({"written_at", "record_shapes", "profile_memory", "with_stack"})
@@ -69,6 +90,42 @@ def _devices(trace: Trace, vendors: list[str]) -> str:
     return devices_text([d.name for d in trace.devices])
 
 
+def architecture(cc: str | None, vendor: str | None = "NVIDIA") -> str | None:
+    """`7.0` -> `Volta (compute capability 7.0)`; on AMD the runtime's major.minor is the
+    gfx family (`9.4` on an MI300X is gfx94x), not an NVIDIA compute capability."""
+    if not cc:
+        return None
+    if vendor == "AMD":
+        return f"AMD gfx{cc.replace('.', '')}x"
+    name = ARCHITECTURES.get(cc) or ARCHITECTURES.get(cc.split(".")[0])
+    return f"{name} (compute capability {cc})" if name else f"compute capability {cc}"
+
+
+def _architectures(trace: Trace) -> str | None:
+    found = dict.fromkeys(architecture(d.compute_capability, d.vendor) for d in trace.devices)
+    return ", ".join(a for a in found if a) or None
+
+
+def world_size(trace: Trace) -> int | None:
+    """Ranks in the job, from distributedInfo: `world_size`, else the default group's size."""
+    info = trace.meta.distributed or {}
+    size = info.get("world_size")
+    if isinstance(size, int) and size > 0:
+        return size
+    groups = info.get("pg_config")
+    if isinstance(groups, list) and groups and isinstance(groups[0], dict):
+        size = groups[0].get("pg_size")
+        if isinstance(size, int) and size > 0:
+            return size
+    return None
+
+
+def _ranks(n: int | None) -> str:
+    """`8 ranks`; `not recorded` without distributedInfo (a job that never initialised
+    torch.distributed writes none)."""
+    return "not recorded" if n is None else f"{n} rank" + ("s" if n != 1 else "")
+
+
 def profiler_settings(trace: Trace) -> dict[str, bool]:
     """The profiler flags the trace's content proves were on."""
     return {
@@ -95,6 +152,8 @@ def _kinetoscope(trace: Trace) -> dict[str, str]:
         if isinstance(value, dict):
             for k, v in value.items():
                 walk(f"{prefix}.{k}" if prefix else str(k), v)
+        elif value is None:  # recorded as null: off for compile, else not set
+            out[prefix] = "off" if prefix.rsplit(".", 1)[-1] in _OFF_WHEN_NONE else "none"
         else:
             out[prefix] = str(value)
 
@@ -128,6 +187,12 @@ def environment_diff(
         rows.append(EnvRow("devices", env.devices_a, env.devices_b))
     if vendors_a != vendors_b:
         rows.append(EnvRow("vendor", "/".join(vendors_a) or "-", "/".join(vendors_b) or "-"))
+    for name, va, vb in (
+        ("GPU architecture", _architectures(a), _architectures(b)),
+        ("world size", _ranks(world_size(a)), _ranks(world_size(b))),
+    ):
+        if va != vb:
+            rows.append(EnvRow(name, _show(va), _show(vb)))
     for kind, (xa, xb) in (
         ("", (_versions(a), _versions(b))),
         ("profiler ", (profiler_settings(a), profiler_settings(b))),

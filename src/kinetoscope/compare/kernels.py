@@ -13,8 +13,12 @@ from __future__ import annotations
 from ..analysis.kernel_names import decode
 from ..analysis.kernel_types import kernel_type
 
-#: Decoded fields that name a dispatch choice, in the order they are reported.
-VARIANT_FIELDS = ("library", "arch", "dtype", "mma", "tile", "stages", "layout", "epilogue")
+#: Decoded fields that name a dispatch choice, in the order they are reported. Not the
+#: architecture in a library kernel's name (`volta_sgemm...`, `sm80_xmma...`): that is the
+#: target the kernel was built for, which a library also runs on newer GPUs, never the GPU
+#: it ran on; the GPU's architecture comes from the trace's device properties
+#: (`environment`).
+VARIANT_FIELDS = ("library", "dtype", "mma", "tile", "stages", "layout", "epilogue")
 
 
 def identify_kernel(name: str) -> tuple[str, str]:

@@ -98,20 +98,22 @@ _STATUS_WORDS = {
     "negligible": "< 1% of step",
     "gain": "gain",
     "loss": "loss",
-    "unmeasured": "no spread (1 step)",
+    "unmeasured": "too few steps",
 }
 
 
 def _decomposition(d: TraceDiff) -> Section:
-    sec = Section("Where the step time goes (median per step; change vs step-to-step noise)")
+    sec = Section("Where the step time goes (per step; each change judged over the steps)")
     sec.text.append(
-        "Data wait, sync wait, (on a CPU run) compute, dispatch + launch and Python/other "
-        "add up to the step; "
-        "device busy runs under them. Noise: the larger of the two runs' max(IQR, p90 - median)."
+        "Data wait, sync wait, (on a CPU run) compute, dispatch + launch and Python/other are "
+        "the median step's and add up to it; device busy (median over steps) runs under them. "
+        "Interval: 95% bootstrap interval of the difference of the per-step medians (B - A); "
+        "noise where it holds zero. Spread: the larger of the two runs' max(IQR, p90 - median)."
     )
-    sec.headers = ["part", "A", "B", "change", "noise", "reads as"]
+    sec.headers = ["part", "A", "B", "change", "95% interval", "spread", "reads as"]
     for c in d.decomposition:
-        noise = "-" if c.noise_us is None else fmt_us(c.noise_us, 1)
+        spread = "-" if c.noise_us is None else fmt_us(c.noise_us, 1)
+        interval = "-" if c.low_us is None else f"{_sign(c.low_us)} to {_sign(c.high_us)}"
         sign = "+" if c.delta_us >= 0 else "-"
         sec.rows.append(
             [
@@ -119,11 +121,16 @@ def _decomposition(d: TraceDiff) -> Section:
                 fmt_us(c.a_us, 1),
                 fmt_us(c.b_us, 1),
                 sign + fmt_us(abs(c.delta_us), 1),
-                noise,
+                interval,
+                spread,
                 _STATUS_WORDS[c.status],
             ]
         )
     return sec
+
+
+def _sign(us: float) -> str:
+    return ("+" if us >= 0 else "-") + fmt_us(abs(us), 1)
 
 
 def _types(d: TraceDiff) -> Section:

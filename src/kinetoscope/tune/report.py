@@ -44,11 +44,13 @@ def outcome(t: Trial, best: str | None) -> str:
         return "OOM" if t.oom else "failed"
     if t.stage == "baseline":
         return "reference"
-    if t.stage == "baseline again":
-        return "drift check"
+    if t.stage in ("baseline again", "reference again"):
+        return "reference again"
     mark = " (best)" if t.label == best else ""
     if t.speed is None or t.speed.low is None:
         return "too few blocks"
+    if t.judgement is not None and t.judgement.fault:
+        return "measurement fault" if t.judgement.after is not None else "not judged"
     if t.accepted:
         return "accepted" + mark
     return "slower" if t.speed.worse else "within noise"
@@ -58,6 +60,11 @@ def speed_text(t: Trial) -> str:
     s = t.speed_vs_baseline
     if s is None:
         return "1" if t.stage == "baseline" and t.ok else "-"
+    if t.judgement is not None and t.judgement.after is not None and t.reference == "baseline":
+        j = t.judgement  # the pooled figure, then against the run before and after
+        return (
+            f"{s.ratio:.2f}x ({s.low:.2f}-{s.high:.2f}; {j.before.ratio:.2f}/{j.after.ratio:.2f})"
+        )
     if s.low is None:
         return f"{s.ratio:.2f}x"
     return f"{s.ratio:.2f}x ({s.low:.2f}-{s.high:.2f})"
@@ -91,7 +98,9 @@ def reasons(session: Session) -> list[str]:
 def best_line(session: Session) -> str:
     best = session.trial(session.best) if session.best else None
     if best is None:
-        return "best configuration: the baseline (no change beat the noise)"
+        faults = [t for t in session.trials if t.judgement is not None and t.judgement.fault]
+        why = "measurement faults, and none beat the noise" if faults else "none beat the noise"
+        return f"best configuration: the baseline (no change was accepted: {why})"
     s = best.speed_vs_baseline
     return (
         f"best configuration: {best.label}: {s.ratio:.2f}x the baseline's {unit(session)} "
@@ -105,10 +114,13 @@ def to_text(session: Session, table: str, diff_conclusion: str | None) -> str:
     lines = [
         f"tune {session.target.name}: {len(session.trials)} trials in {session.seconds:.0f} s"
         + (" (interrupted: finished trials only)" if session.interrupted else ""),
-        f"each trial: {t.warmup} warm-up steps, then {t.blocks} blocks of {t.block_steps} "
-        "steps timed (step time and throughput: median ± half the interquartile range over "
-        "blocks), then 4 profiled steps for the regime",
-        f"rule: {RULE}; speed-up is over the baseline, result over the trial's reference",
+        f"each trial: {t.warmup} warm-up steps (untimed: compilation happens there), then "
+        f"{t.blocks} blocks timed, each of at least {t.block_steps} steps and "
+        f"{t.min_block_s * 1e3:g} ms (step time and throughput: median ± half the "
+        "interquartile range over blocks), then 4 profiled steps for the regime",
+        "each trial runs between two runs of its reference (baseline, trial, baseline, ...); "
+        "speed-up: over the baseline runs around it (against the run before / after)",
+        f"rule: {RULE}; result over the trial's reference",
         *reasons(session),
         "",
         table,

@@ -7,8 +7,14 @@
    knobs may relieve the same bottleneck, or compete for the same cores).
 4. Knobs that only exist on top of others (`prefetch_factor` needs workers) run
    on top of the winners and are judged against them (`on top`).
-5. If the budget allows, the baseline runs again: how far the machine drifted
-   during the session, which the per-trial intervals cannot see.
+
+Every judged trial runs between two runs of its reference (the baseline, or
+the winners it is tried on top of): baseline, trial, baseline, trial,
+baseline ... A run of the reference right before serves as the next trial's
+"before" too, so n single trials cost n + 1 baseline runs. `decide.judge`
+accepts a trial only against both neighbours and calls a disagreement that
+the reference's own drift explains a measurement fault. The repeat runs are
+timed only (not profiled), and count against `--time`, not `--trials`.
 
 The best configuration is the accepted trial with the largest speed-up over the
 baseline. A failed trial is recorded and the loop goes on; the budget
@@ -20,12 +26,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import UsageError
 from ..knob import env_name
-from .decide import speed_up
+from .decide import Waited, judge, load_fault, speed_up, spread
 from .knobs import Facts, Plan, choose, literal, workload_value
 from .trials import Target, Timing, Trial, run_trial
 
@@ -58,6 +64,15 @@ class Session:
         return next((t for t in self.trials if t.label == label), None)
 
 
+#: stages of the trials that are judged against a reference (the rest are reference runs)
+JUDGED = ("single", "combination", "on top")
+#: run-queue wait per timed second above which a run is said to have shared a busy machine
+#: (one waiting thread-second in ten: the measurement is the machine's load as much as the
+#: program's)
+BUSY_SHARE = 0.1
+#: stages of the repeat runs of a reference
+REPEATS = ("baseline again", "reference again")
+
 #: progress callback: (label of the trial starting or None when one finished, trials planned)
 Progress = Callable[[str | None, int], None]
 
@@ -73,34 +88,78 @@ class _Runner:
         self.started = time.monotonic()
         self.planned = 1
 
-    def allowed(self, label: str) -> bool:
+    def allowed(self, label: str, runs: int) -> bool:
+        """Whether a judged trial may start: `--trials` counts judged trials; `--time` must
+        leave room for its `runs` runs (the trial and its reference's runs around it)."""
         s, b = self.session, self.budget
-        run = len(s.trials) - 1
-        if b.trials is not None and run >= b.trials:
+        done = sum(1 for t in s.trials if t.stage in JUDGED)
+        if b.trials is not None and done >= b.trials:
             s.not_run.append((label, f"--trials {b.trials} reached"))
             return False
         longest = max((t.wall_s for t in s.trials), default=0.0)
-        if b.seconds is not None and time.monotonic() - self.started + longest > b.seconds:
+        if b.seconds is not None and time.monotonic() - self.started + runs * longest > b.seconds:
             s.not_run.append((label, f"--time {b.seconds:g} s would be exceeded"))
             return False
         return True
 
-    def run(self, label: str, setting: dict, stage: str, reference: Trial | None) -> Trial | None:
+    def run(self, label: str, setting: dict, stage: str, reference: Trial | None) -> Trial:
         s = self.session
-        if s.trials and not self.allowed(label):
-            return None
         trial = Trial(len(s.trials), label, setting, stage, reference and reference.label)
         self.progress(label, self.planned)
-        run_trial(s.target, trial, s.timing, s.folder, self.timeout, self.force)
+        run_trial(s.target, trial, s.timing, s.folder, self.timeout, self.force,
+                  profile=stage not in REPEATS)  # fmt: skip
         s.trials.append(trial)
         self.progress(None, self.planned)
-        base = s.baseline
-        if trial.ok and base is not None and base.ok and trial is not base:
-            trial.speed_vs_baseline = speed_up(base.throughput(), trial.throughput())
-            ref = reference or base
-            trial.speed = speed_up(ref.throughput(), trial.throughput())
-            trial.accepted = trial.speed.beats_noise if stage != "baseline again" else None
         return trial
+
+    def _repeat(self, reference: Trial) -> Trial:
+        if reference.stage == "baseline" or not reference.setting:
+            return self.run("baseline again", {}, "baseline again", reference)
+        return self.run(f"{reference.label} again", reference.setting, "reference again",
+                        reference)  # fmt: skip
+
+    def _latest(self, setting: dict) -> Trial | None:
+        """The last finished run, when it ran `setting` (a reference run right before)."""
+        ok = [t for t in self.session.trials if t.ok]
+        return ok[-1] if ok and ok[-1].setting == setting else None
+
+    def judged(self, label: str, setting: dict, stage: str, reference: Trial) -> Trial | None:
+        """Run a trial between two runs of `reference` and judge it against both."""
+        before = self._latest(reference.setting)
+        if not self.allowed(label, 2 if before is not None else 3):
+            return None
+        before = before or self._repeat(reference)
+        if not before.ok:
+            self.session.not_run.append((label, f"its reference failed: {before.error}"))
+            return None
+        trial = self.run(label, setting, stage, reference)
+        if not trial.ok:
+            return trial
+        self._judge(trial, before, None)  # stands if the run after never finishes
+        after = self._repeat(reference)
+        self._judge(trial, before, after if after.ok else None)
+        return trial
+
+    def _judge(self, trial: Trial, before: Trial, after: Trial | None) -> None:
+        j = judge(before.throughput(), trial.throughput(), after and after.throughput())
+        if j.accepted:
+            refs = [_waited(t) for t in (before, after) if t is not None]
+            fault = load_fault(refs, _waited(trial))
+            if fault:
+                j = replace(j, accepted=False, fault=fault)
+        trial.bracket = (before.index,) + ((after.index,) if after else ())
+        trial.judgement, trial.speed, trial.accepted = j, j.speed, j.accepted
+        if not before.setting:  # the reference is the baseline
+            trial.speed_vs_baseline = j.speed
+        else:  # tried on top of others: against every baseline run
+            base = [x for t in self.session.trials if t.ok and not t.setting
+                    for x in t.throughput()]  # fmt: skip
+            trial.speed_vs_baseline = speed_up(base, trial.throughput())
+
+
+def _waited(t: Trial) -> Waited:
+    step = spread(t.block_seconds).median
+    return Waited(f"{t.label} (#{t.index})", step, t.run_queue_share)
 
 
 def label_of(setting: dict) -> str:
@@ -147,15 +206,16 @@ def _loop(session: Session, runner: _Runner, user_knobs: list, memory_limit: flo
     if not session.plans:
         session.notes.append("no knob to try for this verdict")
     singles = [p for p in session.plans if not p.on_top]
-    runner.planned = 1 + sum(len(p.values) for p in session.plans) + 2
+    values = sum(len(p.values) for p in session.plans)
+    runner.planned = 1 + 2 * values + 2
     for plan in singles:
         for value in plan.values:
-            runner.run(label_of({plan.name: value}), {plan.name: value}, "single", base)
+            runner.judged(label_of({plan.name: value}), {plan.name: value}, "single", base)
     winners = _winners(session, singles)
     reference = base
     if len(winners) >= 2:
         setting = {k: v for w in winners for k, v in w.setting.items()}
-        combo = runner.run(label_of(setting), setting, "combination", base)
+        combo = runner.judged(label_of(setting), setting, "combination", base)
         reference = (
             combo
             if combo is not None and combo.ok and combo.accepted
@@ -172,16 +232,36 @@ def _loop(session: Session, runner: _Runner, user_knobs: list, memory_limit: flo
             continue
         for value in plan.values:
             setting = {**reference.setting, plan.name: value}
-            runner.run(label_of(setting), setting, "on top", reference)
-    again = runner.run("baseline again", {}, "baseline again", base)
-    if again is not None and again.ok:
-        drift = again.speed_vs_baseline
+            runner.judged(label_of(setting), setting, "on top", reference)
+    _say_drift_and_faults(session)
+
+
+def _say_drift_and_faults(session: Session) -> None:
+    """One note on how far the baseline's runs moved, one per measurement fault."""
+    runs = [t for t in session.trials if t.ok and not t.setting]
+    if len(runs) >= 2:
+        first = runs[0].throughput()
+        ratios = [speed_up(first, t.throughput()).ratio for t in runs[1:]]
+        span = f"{min(ratios):.3f}x" + (
+            f"-{max(ratios):.3f}x" if max(ratios) != min(ratios) else ""
+        )
         session.notes.append(
-            f"the baseline, run again at the end, ran at {drift.ratio:.3f}x its first "
-            f"throughput (95% interval {drift.low:.3f}-{drift.high:.3f}): "
-            + ("the machine drifted during the session; treat small gains with caution"
-               if drift.beats_noise or drift.worse else "no drift beyond the noise")
-        )  # fmt: skip
+            f"the baseline ran {len(runs)} times, between the trials: at {span} its "
+            "first throughput"
+        )
+    for t in session.trials:
+        if t.judgement is not None and t.judgement.fault:
+            session.notes.append(f"{t.label}: {t.judgement.fault}")
+    busy = [t for t in session.trials if (t.run_queue_share or 0) >= BUSY_SHARE]
+    if busy:
+        worst = max(busy, key=lambda t: t.run_queue_share)
+        session.notes.append(
+            f"the machine was busy: in {len(busy)} of {len(session.trials)} runs the trial's "
+            f"threads waited for a CPU for more than {BUSY_SHARE:.0%} of the timed time (up "
+            f"to {worst.run_queue_share:.0%}, {worst.label}; Linux schedstat): other "
+            "processes shared the cores, so timings carry their load; decisions hold only "
+            "against the reference runs around each trial"
+        )
 
 
 def _user_plans(session: Session, base: Trial, knobs: list[tuple[str, list[str]]]) -> list[Plan]:
@@ -239,6 +319,6 @@ def _winners(session: Session, singles: list[Plan]) -> list[Trial]:
 def _best(session: Session) -> str | None:
     good = [
         t for t in session.trials
-        if t.accepted and t.stage != "baseline again" and t.speed_vs_baseline.beats_noise
+        if t.accepted and t.stage in JUDGED and t.speed_vs_baseline.beats_noise
     ]  # fmt: skip
     return max(good, key=lambda t: t.speed_vs_baseline.ratio).label if good else None

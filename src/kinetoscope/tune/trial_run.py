@@ -21,7 +21,7 @@ from ..capture.device import resolve_device, resolve_dtype, synchronize
 from ..capture.schedule import Schedule
 from ..capture.session import Profile
 from ..knob import read_knobs
-from .clock import StepClock, TrialDone
+from .clock import MIN_BLOCK_S, StepClock, TrialDone
 
 #: profiler schedule of the profiling phase: 1 warm-up step, 3 recorded (ProfilerStep#1-#3)
 PROFILE_SCHEDULE = Schedule(wait=0, warmup=1, active=3)
@@ -57,6 +57,7 @@ def main(spec_path: str) -> int:
         sync,
         profiler if spec.get("trace_dir") else None,
         PROFILE_SCHEDULE.total_steps,
+        spec.get("min_block_s", MIN_BLOCK_S),
     )
 
     def reset_peak() -> None:
@@ -86,6 +87,8 @@ def main(spec_path: str) -> int:
 def _measured(torch, device, clock: StepClock) -> dict:
     measured = {
         "block_seconds": clock.block_seconds(),
+        "block_sizes": clock.sizes,
+        "run_queue_share": clock.run_queue_share(),
         "steps": clock.steps,
         "knobs_read": read_knobs(),
         "peak_memory_bytes": None,

@@ -26,7 +26,8 @@ from typing import Any
 
 from ..errors import KinetoscopeError
 from ..knob import env_name
-from .decide import SpeedUp
+from .clock import MIN_BLOCK_S
+from .decide import Judgement, SpeedUp
 
 #: knob names whose value is the number of samples in one step (throughput = it / step time)
 BATCH_NAMES = ("batch_size", "batch")
@@ -36,7 +37,8 @@ BATCH_NAMES = ("batch_size", "batch")
 class Timing:
     warmup: int = 5
     blocks: int = 10
-    block_steps: int = 5
+    block_steps: int = 5  # at least this many steps per block ...
+    min_block_s: float = MIN_BLOCK_S  # ... and lasting at least this long (`clock`)
 
 
 @dataclass
@@ -58,9 +60,14 @@ class Trial:
     index: int
     label: str
     setting: dict[str, Any]  # knob -> value, what differs from the baseline
-    stage: str  # baseline, single, combination, on top, baseline again
+    stage: str  # baseline, single, combination, on top, baseline again, reference again
     reference: str | None = None  # label of the trial it is compared with
     block_seconds: list[float] = field(default_factory=list)
+    block_sizes: list[int] = field(default_factory=list)  # steps in each timed block
+    #: seconds the trial's threads waited for a CPU per second timed (`clock`; None: unknown)
+    run_queue_share: float | None = None
+    #: runs of the reference measured right before and right after this one (indices)
+    bracket: tuple[int, ...] = ()
     samples_per_step: float | None = None
     error: str | None = None
     oom: bool = False
@@ -75,8 +82,10 @@ class Trial:
     params: dict[str, Any] = field(default_factory=dict)  # a workload's effective settings
     device: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0
-    speed: SpeedUp | None = None  # over the reference
+    speed: SpeedUp | None = None  # over the reference's runs around it, pooled
     speed_vs_baseline: SpeedUp | None = None
+    #: the decision over the runs before and after, with any measurement fault
+    judgement: Judgement | None = None
     accepted: bool | None = None
 
     @property
@@ -137,9 +146,11 @@ def run_trial(
     folder: Path,
     timeout: float,
     force: bool = False,
+    profile: bool = True,
 ) -> Trial:
     """Run `trial` (its `setting` over the target's base) in a subprocess; fill in what it
-    measured, or its error."""
+    measured, or its error. Without `profile` no steps are profiled (a repeat run of a
+    reference, measured for its timings only)."""
     stem = f"{trial.index:02d}_{slug(trial.label)}"
     if target.kind == "workload":
         spec, env = workload_spec(target, trial.setting), {}
@@ -153,7 +164,8 @@ def run_trial(
             warmup=timing.warmup,
             blocks=timing.blocks,
             block_steps=timing.block_steps,
-            trace_dir=str(folder),
+            min_block_s=timing.min_block_s,
+            trace_dir=str(folder) if profile else None,
             trace_name=stem,
             force=force,
             result=str(result_path),
@@ -176,7 +188,8 @@ def run_trial(
             raise KeyboardInterrupt
         result = json.loads(result_path.read_text()) if result_path.is_file() else None
     _read_result(trial, result, done)
-    _read_trace(trial, folder / f"{stem}.json")
+    if profile:
+        _read_trace(trial, folder / f"{stem}.json")
     trial.samples_per_step = _samples_per_step(target, trial)
     return trial
 
@@ -190,6 +203,8 @@ def _read_result(trial: Trial, result: dict | None, done: subprocess.CompletedPr
         )
         return
     trial.block_seconds = result.get("block_seconds", [])
+    trial.block_sizes = result.get("block_sizes", [])
+    trial.run_queue_share = result.get("run_queue_share")
     trial.peak_memory = result.get("peak_memory_bytes")
     trial.device_memory = result.get("device_memory_bytes")
     trial.knobs_read = result.get("knobs_read", {})
