@@ -127,3 +127,12 @@ def test_sweep_table_fits_80_columns_by_dropping_columns_with_a_note():
     assert note.startswith("left out to fit 80 columns: attention % of peak")
     wide, none = fitted_table(headers, rows, "t", 200)
     assert none is None
+
+
+def test_explain_names_the_cycle_the_metadata_names():
+    """Cycles count from 1 in the file name, the metadata and the table header; explain's
+    run line says the same number (it printed "cycle 2" for a one-cycle run's first trace)."""
+    from kinetoscope.report.run_text import run_line
+
+    line = run_line({"workload": "w", "cycle": 1})
+    assert "cycle 1" in line and "cycle 2" not in line

@@ -66,8 +66,8 @@ def run_parts(run: dict[str, Any]) -> list[str]:
     schedule = _schedule(run.get("schedule"))
     if schedule:
         parts.append(schedule)
-    if isinstance(run.get("cycle"), int):
-        parts.append(f"cycle {run['cycle'] + 1}")
+    if isinstance(run.get("cycle"), int):  # counted from 1 in the metadata (capture.session)
+        parts.append(f"cycle {run['cycle']}")
     device = run.get("device")
     if isinstance(device, dict) and device.get("name"):
         parts.append(f"device {device['name']}")
