@@ -1,10 +1,14 @@
 """Errors the CLI maps to exit codes.
 
 A `TraceError` is the user's input being unusable (exit 2, one line). Anything
-else escaping the library is our bug (exit 1).
+else escaping the library is our bug (exit 1). Every message passes `inert`:
+a path or name holding ESC, a newline or an RTL override prints as one inert
+line.
 """
 
 from __future__ import annotations
+
+from .escaping import inert
 
 #: how standard input (`-` on the command line) is named in messages and reports
 STDIN_NAME = "<stdin>"
@@ -20,6 +24,9 @@ class KinetoscopeError(Exception):
     """Base class for errors that carry a user-facing one-line message."""
 
     exit_code = 1
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(inert(a) if isinstance(a, str) else a for a in args))
 
 
 class TraceError(KinetoscopeError):

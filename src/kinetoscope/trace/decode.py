@@ -53,6 +53,15 @@ BOM = b"\xef\xbb\xbf"
 _RAW_BATCH = 32768
 
 
+#: the decoder's refusal of nesting it cannot recurse into, as the user is told it
+DEEP_PROBLEM = "has values nested too deeply to decode (about 1000 levels)"
+
+
+def utf8_problem(exc: UnicodeDecodeError) -> str:
+    """What is wrong with bytes that are not UTF-8, in the loader's words."""
+    return f"is not valid UTF-8 text ({exc.reason}: byte 0x{exc.object[exc.start]:02x})"
+
+
 class _Malformed(Exception):
     """A piece of text is not valid JSON (carries msgspec's message)."""
 
@@ -160,6 +169,20 @@ class EventStream:
             del rest[:cut]
             offset += cut
         return rest, offset
+
+    @property
+    def repairs(self) -> dict[str, int]:
+        """Repairs made so far, by kind (`repair.REPAIR_WARNINGS`), and how many."""
+        return dict(self._repairs)
+
+    def decode_events(self, text: bytes | bytearray) -> list[Any]:
+        """Events of `text` (`[event, ...]`, complete) with every check and repair
+        the loader makes; `slice` decides on these, so it reads what `explain`
+        reads and refuses what it refuses, with the same message."""
+        try:
+            return self._decode_array(text)
+        except _Malformed as exc:
+            raise TraceError(self.path, f"is not valid JSON ({exc})") from None
 
     # ---- the head: everything before the event array --------------------
     def _check_start(self, buf: bytearray) -> bool:
@@ -316,7 +339,10 @@ class EventStream:
             batch = self._typed_once(text)
         except RecursionError:
             text, deep = flatten_deep(text)
-            batch = self._typed_once(text)  # still too deep: the loader says so
+            try:
+                batch = self._typed_once(text)
+            except RecursionError:  # deeper than the decoder can go before level 4
+                raise TraceError(self.path, DEEP_PROBLEM) from None
             self._note("deep", deep)
         if BIG_INT.search(text):
             self._note("big_ints", drop_big_ints(batch))
@@ -327,6 +353,8 @@ class EventStream:
             return STRICT_BATCH.decode(text)
         except msgspec.ValidationError:
             pass
+        except UnicodeDecodeError as exc:
+            raise TraceError(self.path, utf8_problem(exc)) from None
         try:
             return normalize_lenient(LENIENT_BATCH.decode(text))
         except msgspec.ValidationError as exc:

@@ -135,6 +135,8 @@ def normalize_lenient(batch: list[Any]) -> list[Any]:
             value = getattr(ev, attr)
             if not isinstance(value, (int, str)):
                 setattr(ev, attr, str(value))
+        if ev.id is not None and not isinstance(ev.id, (int, str)):
+            ev.id = None  # a list or object is no flow id (the columns read it as absent)
         args = ev.args
         if not isinstance(args, LENIENT_ARGS):
             args = ev.args = LENIENT_ARGS()
