@@ -23,6 +23,7 @@ from typing import Any
 
 from ..analysis.hosttime import PARTS
 from ..errors import UsageError
+from ..escaping import inert
 from ..rules.base import SEVERITY_ORDER
 from ..units import fmt_share, fmt_us
 from .evidence import evidence_line, short_name
@@ -55,6 +56,17 @@ DECOMPOSITION = (
 )
 
 
+def _shown(value: Any) -> Any:
+    """Every plain string a template prints passes `inert` (then autoescaping): an
+    RTL override in a kernel name must not reorder the page, nor NUL or ESC land
+    in it. Markup (our own stylesheet, scripts, JSON payloads) is left as it is."""
+    from markupsafe import Markup
+
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return inert(value)
+    return value
+
+
 @cache
 def _environment():
     try:
@@ -66,6 +78,7 @@ def _environment():
         autoescape=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_shown,
     )
     env.filters["us"] = fmt_us
     env.filters["pct"] = fmt_share

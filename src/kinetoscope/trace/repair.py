@@ -125,3 +125,19 @@ REPAIR_WARNINGS = {
     "surrogates": "{} unpaired UTF-16 surrogate escape(s) were replaced by U+FFFD",
     "big_ints": "{} integer(s) in args beyond the 64-bit range were dropped (read as absent)",
 }
+
+#: what the load warnings that report changed or dropped data say (`changes_data`)
+_CHANGED = (
+    "were dropped (read as",  # REPAIR_WARNINGS: deep values, big ints
+    "replaced by U+FFFD",  # REPAIR_WARNINGS: surrogates
+    "gzip trailer",  # source.py: CRC-32 or length does not match
+    "after the end of the gzip data",  # source.py: bytes after the last member
+    "were not read as steps",  # steps.py: ProfilerStep#N with 19+ digits
+)
+
+
+def changes_data(warning: str) -> bool:
+    """True for a load warning saying the loader dropped or replaced something to
+    read the file (the trust grade shows these; replacing raw control characters
+    inside strings, which PyTorch writes, is not one)."""
+    return any(marker in warning for marker in _CHANGED)
