@@ -57,16 +57,18 @@ for _name in COMMANDS:
 
 def main() -> None:
     """Console entry point: run the app, turning library errors into one line."""
+    torch_before = "torch" in sys.modules  # a caller's own torch is its to tear down
     try:
         _main()
     except SystemExit as done:
-        if "torch" not in sys.modules or not isinstance(done.code, int | None):
+        if torch_before or "torch" not in sys.modules or not isinstance(done.code, int | None):
             raise
         _leave(done.code or 0)
 
 
 def _leave(code: int) -> None:
-    """Exit without the interpreter's teardown once torch was imported (`profile`).
+    """Exit without the interpreter's teardown once this command imported torch
+    (`profile`, `tune`).
 
     Tearing torch down (module finalisation, its C++ static destructors) takes
     about a second after the artifacts are complete, and runs after Python has
