@@ -47,6 +47,8 @@ SEEDS = [
     "gpu/cuda_event_sync.json.gz",
     "cpu/cpu_only_rank34.pt.trace.json.gz",
     "gpu/backward_thread.json",
+    # the one small seed with allocator events: `memory` reads them (and their Bytes)
+    "gpu/tiny_transformer_block_h100.pt.trace.json.gz",
 ]
 #: per-case bound (a hang or a super-linear blow-up fails it); generous because
 #: this 2-core machine is shared
