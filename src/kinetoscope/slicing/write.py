@@ -128,7 +128,7 @@ def _slice(name: Path, path: Path, selection: Selection, output: Path) -> SliceR
         tmp.unlink(missing_ok=True)
         raise
     if repaired:
-        warnings.append(f"{repaired} string(s) were made valid JSON text in the slice ({REPAIRS})")
+        warnings.append(f"{repaired} place(s) were made valid JSON text in the slice ({REPAIRS})")
     lo, hi = plan.window
     return SliceResult(
         source=name,
@@ -164,18 +164,21 @@ def valid_json_text(text: bytes) -> tuple[bytes, int]:
 
 
 def _controls_in_strings_as_spaces(text: bytes) -> tuple[bytes, int]:
-    """Raw control characters inside strings (which JSON forbids) as spaces; those
-    outside strings are whitespace and stay."""
+    """Raw control characters as spaces, where JSON forbids them: all of them inside
+    strings, and outside strings all but the whitespace JSON allows (tab, LF, CR),
+    as the loader reads them."""
     if not CONTROL_RE.search(text):
         return text, 0
     raw = np.frombuffer(text, np.uint8)
     controls = np.flatnonzero(raw < 32)
-    inside = controls[~outside_strings(unescaped_quotes(raw), controls)]
-    if not len(inside):
+    outside = outside_strings(unescaped_quotes(raw), controls)
+    whitespace = (raw[controls] == 9) | (raw[controls] == 10) | (raw[controls] == 13)
+    bad = controls[~(outside & whitespace)]
+    if not len(bad):
         return text, 0
     out = raw.copy()
-    out[inside] = 32
-    return out.tobytes(), len(inside)
+    out[bad] = 32
+    return out.tobytes(), len(bad)
 
 
 def _check_paths(path: Path, output: Path, force: bool) -> None:
