@@ -413,3 +413,23 @@ def test_deep_args_load_the_same_through_the_split_loader(tmp_path):
     one_pass = kinetoscope.load(path)
     split = kinetoscope.load(path, split_min_bytes=0)
     assert one_pass.names == split.names and one_pass.warnings == split.warnings
+
+
+def test_a_timestamp_of_1e308_is_not_cast_to_junk_when_flows_are_linked(tmp_path):
+    """The fuzz run's RuntimeWarning: flows are joined on int64 nanosecond keys, and a
+    time of 1e308 us cast to int64 is undefined. Such events are left unlinked; the
+    flow with real times still links its launch and kernel."""
+    import warnings
+
+    bare = [{**launch(2, 3, 7), "args": {}}, {**kernel("gemm", 5, 4, 7), "args": {}}]
+    flows = [
+        {"ph": "s", "cat": "ac2g", "name": "f", "id": 7, "pid": 100, "tid": 1, "ts": 2},
+        {"ph": "f", "cat": "ac2g", "name": "f", "id": 7, "pid": 0, "tid": 7, "ts": 5, "bp": "e"},
+        {"ph": "s", "cat": "ac2g", "name": "f", "id": 8, "pid": 100, "tid": 1, "ts": 1e308},
+    ]
+    late = {**launch(2, 3, 8), "ts": 1e308, "args": {}}
+    path = write_trace(tmp_path / "huge_ts.json", [op("aten::mm", 1, 10), *bare, *flows, late])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        trace = kinetoscope.load(path)
+    assert trace.correlation.tolist() == [-1, 7, 7, -1]

@@ -29,6 +29,10 @@ def stream_from_tid(tid: Any) -> int | None:
     return int(digits) if digits else None
 
 
+#: |ts| bound for linking by nanosecond keys: 2**61 ns, so differences fit int64
+_LINKABLE_US = 2.0**61 / 1000
+
+
 def link_flows(flows: tuple[np.ndarray, ...], ts, lane, cat, corr) -> None:
     """Give launch calls and device events without a `correlation` arg their flow id.
 
@@ -40,8 +44,10 @@ def link_flows(flows: tuple[np.ndarray, ...], ts, lane, cat, corr) -> None:
     linkable = np.isin(
         cat, np.array([int(c) for c in (Cat.RUNTIME, Cat.DRIVER, *DEVICE_CATS)], dtype=np.uint8)
     )
-    candidates = np.flatnonzero((corr < 0) & linkable)
-    timed = ~np.isnan(flow_ts)
+    # a time whose nanoseconds do not fit half of int64 is no time a profiler wrote
+    # (1e308 in a damaged file): such events are not linked, rather than cast to junk
+    candidates = np.flatnonzero((corr < 0) & linkable & (np.abs(ts) < _LINKABLE_US))
+    timed = np.abs(flow_ts) < _LINKABLE_US  # False for NaN too
     if not len(candidates) or not timed.any():
         return
     flow_id, flow_lane, flow_ts = flow_id[timed], flow_lane[timed], flow_ts[timed]
