@@ -36,7 +36,7 @@ class TraceError(KinetoscopeError):
 
     def __init__(self, path: object, problem: str) -> None:
         self.path = input_name(path)
-        self.problem = problem
+        self.problem = inert(problem)  # shown on its own too (a rank's row in `explain DIR`)
         super().__init__(f"{self.path}: {problem}")
 
 
