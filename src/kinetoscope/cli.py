@@ -16,6 +16,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from . import __version__
 from .errors import KinetoscopeError
+from .escaping import inert
 
 
 def _flags_unlabelled(params: list) -> list:
@@ -102,6 +103,35 @@ for _info in app.registered_commands:
 
 def main() -> None:
     """Console entry point: run the app, turning library errors into one line."""
+    torch_before = "torch" in sys.modules  # a caller's own torch is its to tear down
+    try:
+        _main()
+    except SystemExit as done:
+        if torch_before or "torch" not in sys.modules or not isinstance(done.code, int | None):
+            raise
+        _leave(done.code or 0)
+
+
+def _leave(code: int) -> None:
+    """Exit without the interpreter's teardown once this command imported torch
+    (`profile`, `tune`).
+
+    Tearing torch down (module finalisation, its C++ static destructors) takes
+    about a second after the artifacts are complete, and runs after Python has
+    put SIGINT back to the default action: a Ctrl-C then killed the process with
+    no message. Here the atexit callbacks run with a handler that says what was
+    kept and exits 130, then the process ends at once with its own code."""
+    import atexit
+    import os
+
+    signal.signal(signal.SIGINT, lambda _signum, _frame: _interrupted(now=True))
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _main() -> None:
     _DEBUG["on"] = "--debug" in sys.argv
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # never replace a caller's handler
         signal.signal(signal.SIGTERM, _terminated)
@@ -133,7 +163,7 @@ def main() -> None:
         if _DEBUG["on"]:
             raise
         print(
-            f"kinetoscope: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
+            inert(f"kinetoscope: internal error: {type(exc).__name__}: {exc} (rerun with --debug)"),
             file=sys.stderr,
         )
         sys.exit(1)
@@ -142,14 +172,20 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-def _interrupted() -> None:
+def _interrupted(now: bool = False) -> None:
     """Ctrl-C: one line saying what this run kept (outputs are published whole or not at
-    all, so nothing partial is left), exit 130 as shells expect after SIGINT."""
+    all, so nothing partial is left), exit 130 as shells expect after SIGINT (`now`:
+    at once, from `_leave`, with no further teardown)."""
     from .outputs import published
 
     kept = published()
     what = "kept " + ", ".join(map(str, kept)) if kept else "nothing written"
-    print(f"kinetoscope: interrupted; {what}", file=sys.stderr)
+    print(inert(f"kinetoscope: interrupted; {what}"), file=sys.stderr, flush=True)
+    if now:
+        import os
+
+        sys.stdout.flush()
+        os._exit(130)
     sys.exit(130)
 
 
@@ -162,5 +198,5 @@ def _terminated(signum: int, _frame) -> None:
 
     kept = published()
     what = "kept " + ", ".join(map(str, kept)) if kept else "nothing written"
-    print(f"kinetoscope: terminated; {what}", file=sys.stderr)
+    print(inert(f"kinetoscope: terminated; {what}"), file=sys.stderr)
     raise SystemExit(128 + signum)

@@ -1,10 +1,14 @@
 """Errors the CLI maps to exit codes.
 
 A `TraceError` is the user's input being unusable (exit 2, one line). Anything
-else escaping the library is our bug (exit 1).
+else escaping the library is our bug (exit 1). Every message passes `inert`:
+a path or name holding ESC, a newline or an RTL override prints as one inert
+line.
 """
 
 from __future__ import annotations
+
+from .escaping import inert
 
 #: how standard input (`-` on the command line) is named in messages and reports
 STDIN_NAME = "<stdin>"
@@ -21,6 +25,9 @@ class KinetoscopeError(Exception):
 
     exit_code = 1
 
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(inert(a) if isinstance(a, str) else a for a in args))
+
 
 class TraceError(KinetoscopeError):
     """The input trace cannot be read: missing, corrupt, not a Kineto trace."""
@@ -29,7 +36,7 @@ class TraceError(KinetoscopeError):
 
     def __init__(self, path: object, problem: str) -> None:
         self.path = input_name(path)
-        self.problem = problem
+        self.problem = inert(problem)  # shown on its own too (a rank's row in `explain DIR`)
         super().__init__(f"{self.path}: {problem}")
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from .errors import UsageError
+from .escaping import inert
 
 #: Files published by this process, in order (what an interrupted run kept).
 _PUBLISHED: list[Path] = []
@@ -188,9 +189,9 @@ def say_where(wanted: Path, written: Path, file=None) -> None:
     """`wrote X`, with the reason when X is not the name asked for."""
     out = file or sys.stderr
     if Path(written) != Path(wanted):
-        print(f"{wanted} exists (use --force to replace it); wrote {written}", file=out)
+        print(inert(f"{wanted} exists (use --force to replace it); wrote {written}"), file=out)
     else:
-        print(f"wrote {written}", file=out)
+        print(inert(f"wrote {written}"), file=out)
 
 
 def _claim(temp: Path, target: Path) -> None:

@@ -28,6 +28,7 @@ the C++ name (`cpp_kernel_names`); the record lives in `kernel_name_record`.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from functools import lru_cache
 
@@ -108,9 +109,17 @@ def _library_of(name: str) -> str:
     return "other"
 
 
+#: characters of a name that are parsed (the longest real CUTLASS/Triton names are
+#: a few thousand); the parsers walk a name per character in Python, so a 10 MB
+#: name in a damaged trace cost 13 s of `explain` before this bound
+LONGEST_PARSED = 16384
+
+
 @lru_cache(maxsize=16384)
 def decode(name: str) -> KernelName:
     """Everything the kernel name says; see the module docstring for the fields."""
+    if len(name) > LONGEST_PARSED:
+        return dataclasses.replace(decode(name[:LONGEST_PARSED]), raw=name.strip())
     name = name.strip()
     low = name.lower()
     triton = decode_triton(name)

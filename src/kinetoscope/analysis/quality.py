@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..trace import Trace
+from ..trace.repair import changes_data
 from .gpu_lane import buffer_requests
 from .resolution import Resolution, timestamp_resolution
 from .steps import step_stats
@@ -275,6 +276,23 @@ def _artifacts(trace: Trace) -> list[QualityIssue]:
     ]
 
 
+def _input_repaired(trace: Trace) -> list[QualityIssue]:
+    """Values the loader dropped or replaced to read the file (a value nested too deep,
+    an integer past int64, a gzip trailer that does not match): the figures rest on
+    what was left, so the grade says so."""
+    changed = [w for w in trace.warnings if changes_data(w)]
+    if not changed:
+        return []
+    return [
+        QualityIssue(
+            "input-repaired",
+            "caution",
+            f"the loader changed the input to read it: {'; '.join(changed)}",
+            len(changed),
+        )
+    ]
+
+
 def trace_quality(trace: Trace) -> TraceQuality:
     resolution = timestamp_resolution(trace)
     issues: list[QualityIssue] = _damage(trace)
@@ -295,5 +313,6 @@ def trace_quality(trace: Trace) -> TraceQuality:
     issues += _occupancy_blind_spot(trace)
     issues += _steps(trace, tolerance)
     issues += _artifacts(trace)
+    issues += _input_repaired(trace)
     levels = [GRADES.index(i.level) for i in issues if i.level in GRADES]
     return TraceQuality(GRADES[max(levels, default=0)], resolution, issues)

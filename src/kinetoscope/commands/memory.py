@@ -14,6 +14,7 @@ import typer
 from .. import progress
 from ..analysis.memory import DeviceMemory, memory_timeline, op_label
 from ..errors import UsageError
+from ..escaping import inert
 from ..outputs import refuse_inputs, say_where, write_file
 from ..rules.memory import RECORD_ADVICE, fmt_bytes
 from ..trace import Trace, load
@@ -52,15 +53,15 @@ def register(app: typer.Typer) -> None:
 
 
 def render(trace: Trace, devices: list[DeviceMemory]) -> str:
-    lines = [f"{trace.path}: {sum(d.events for d in devices)} [memory] events"]
+    lines = [f"{inert(trace.path)}: {sum(d.events for d in devices)} [memory] events"]
     for d in devices:
         lines.append("")
         note = " (allocated rebuilt from the byte counts: relative to recording start)"
-        lines.append(f"{d.device}: {d.events} events{note if d.relative else ''}")
+        lines.append(f"{inert(d.device)}: {d.events} events{note if d.relative else ''}")
         lines.append(
             f"  peak allocated {fmt_bytes(d.peak_bytes)} at {_ms(trace.rel(d.peak.ts))}"
             f"{_step(d.peak.step)}, right after {fmt_bytes(d.peak.nbytes)} for "
-            f"{op_label(trace, d.peak.op)}"
+            f"{inert(op_label(trace, d.peak.op))}"
         )
         if d.reserved is not None:
             lines.append(f"  peak reserved  {fmt_bytes(float(d.reserved.max()))}")
@@ -69,7 +70,7 @@ def render(trace: Trace, devices: list[DeviceMemory]) -> str:
             for a in d.largest:
                 lines.append(
                     f"    {fmt_bytes(a.nbytes):>11}  at {_ms(trace.rel(a.ts)):>12}"
-                    f"{_step(a.step):<12}  {op_label(trace, a.op)}"
+                    f"{_step(a.step):<12}  {inert(op_label(trace, a.op))}"
                 )
         if d.churn:
             lines.append("  per-step churn:")
@@ -150,7 +151,7 @@ def memory_figure(plt, trace: Trace, devices: list[DeviceMemory]):
         ax.plot([peak_ms], [d.peak_bytes / scale], "v", color="C3")
         right_half = peak_ms > (float(t_ms.min()) + float(t_ms.max())) / 2
         ax.annotate(
-            f"peak {fmt_bytes(d.peak_bytes)}: {op_label(trace, d.peak.op)}",
+            f"peak {fmt_bytes(d.peak_bytes)}: {inert(op_label(trace, d.peak.op))}",
             (peak_ms, d.peak_bytes / scale),
             textcoords="offset points",
             xytext=(-8 if right_half else 8, -4),
@@ -162,11 +163,11 @@ def memory_figure(plt, trace: Trace, devices: list[DeviceMemory]):
         low = min(0.0, float(d.allocated.min()) / scale)
         ax.set_ylim(bottom=low, top=max(_top(d) / scale * 1.08, 1e-9))
         rel = " (relative)" if d.relative else ""
-        ax.set_ylabel(f"{d.device} {unit}{rel}")
+        ax.set_ylabel(f"{inert(d.device)} {unit}{rel}")
         ax.legend(loc="lower right", fontsize=8)
     axes[-1, 0].set_xlabel("time since trace start (ms)")
     note = "; ".join(f"{d.device}: peak {fmt_bytes(d.peak_bytes)}, not drawn" for d in left_out)
-    fig.suptitle(Path(trace.path).name + (f" ({note})" if note else ""), fontsize=9)
+    fig.suptitle(inert(Path(trace.path).name + (f" ({note})" if note else "")), fontsize=9)
     fig.tight_layout()
     return fig
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import typer
 
-from ..errors import UsageError
+from ..errors import UsageError, input_name
+from ..escaping import inert
 
 
 def register(app: typer.Typer) -> None:
@@ -20,7 +21,9 @@ def register(app: typer.Typer) -> None:
 
 
 def slice_command(
-    trace: Path = typer.Argument(..., metavar="TRACE", help="Kineto trace (.json or .json.gz)."),
+    trace: Path = typer.Argument(
+        ..., metavar="TRACE", help="Kineto trace (.json or .json.gz); - reads standard input."
+    ),
     output: Path = typer.Option(
         ..., "--output", "-o", help="The slice to write (.json, or .json.gz to compress)."
     ),
@@ -52,12 +55,14 @@ def slice_command(
     result = slice_trace(trace, selection, output, force=force)
     lo, hi = result.window_rel_us
     span = f"{lo / 1e3:.3f}-{hi / 1e3:.3f} ms" if hi != float("inf") else f"{lo / 1e3:.3f} ms-end"
+    for warning in result.warnings:
+        typer.echo(inert(f"warning: {warning}"), err=True)
     typer.echo(
-        f"{result.source}: {_size(result.source_bytes)} on disk "
+        f"{inert(input_name(result.source))}: {_size(result.source_bytes)} on disk "
         f"({_size(result.source_json_bytes)} of JSON), {result.events_in:,} events"
     )
     typer.echo(
-        f"{result.output}: {_size(result.output_bytes)}, {result.events_out:,} events "
+        f"{inert(result.output)}: {_size(result.output_bytes)}, {result.events_out:,} events "
         f"({result.events_out / max(result.events_in, 1):.1%}); {selection.describe()}, "
         f"{span} from the trace start, steps kept: {_steps(result.steps)}"
     )

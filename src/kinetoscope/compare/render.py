@@ -10,6 +10,7 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..escaping import inert
 from ..jsontext import dumps
 from ..own_files import signature
 from ..units import fmt_us
@@ -267,6 +268,18 @@ def _findings(d: TraceDiff) -> Section:
 
 
 def sections(d: TraceDiff, limit: int = ROW_LIMIT) -> list[Section]:
+    """Every section, its text and cells made `inert` (names from the traces, paths):
+    the one place every format (text, Markdown, HTML) takes them from."""
+    return [_inert(sec) for sec in _sections(d, limit)]
+
+
+def _inert(sec: Section) -> Section:
+    sec.text = [inert(line) for line in sec.text]
+    sec.rows = [[inert(cell) for cell in row] for row in sec.rows]
+    return sec
+
+
+def _sections(d: TraceDiff, limit: int) -> list[Section]:
     return [
         Section("Conclusion", text=[d.conclusion]),
         _environment(d),

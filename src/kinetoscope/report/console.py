@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 import sys
+
+from ..escaping import inert
 
 
 def output_width() -> int:
@@ -15,12 +16,5 @@ def output_width() -> int:
     return min(shutil.get_terminal_size((100, 24)).columns, 120)
 
 
-#: C0 controls, DEL and C1 controls: ESC starts terminal escape sequences (colours,
-#: cursor moves, window titles, OSC 8 links), CR rewrites a line, BEL rings
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-
-
-def inert(text: str) -> str:
-    """`text` with every control character shown as `\\xNN`, so names from a
-    trace print as text and never act on the terminal."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+#: the escaper every command uses, here for the renderers that import it from here
+__all__ = ["inert", "output_width"]

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..analysis.stats import decomposition_parts
 from ..errors import UsageError
+from ..escaping import inert
 from ..rules.base import SEVERITY_ORDER
 from ..units import fmt_pct, fmt_us
 from .evidence import evidence_line, short_name
@@ -57,6 +58,17 @@ DECOMPOSITION = (
 )
 
 
+def _shown(value: Any) -> Any:
+    """Every plain string a template prints passes `inert` (then autoescaping): an
+    RTL override in a kernel name must not reorder the page, nor NUL or ESC land
+    in it. Markup (our own stylesheet, scripts, JSON payloads) is left as it is."""
+    from markupsafe import Markup
+
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return inert(value)
+    return value
+
+
 @cache
 def _environment():
     try:
@@ -68,6 +80,7 @@ def _environment():
         autoescape=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_shown,
     )
     env.filters["us"] = fmt_us
     env.filters["pct"] = fmt_pct  # the text and Markdown form: one printed digit everywhere

@@ -1,23 +1,25 @@
 """The few fields `slice` decides on, decoded per batch of events into numpy columns.
 
 Deciding what to keep needs an event's phase, category, name (for
-`ProfilerStep#N`), time span, flow id and correlation id, nothing else; msgspec
-decodes just those from a batch's text and skips the rest in C.
+`ProfilerStep#N`), time span, flow id and correlation id. The batch is decoded
+by the loader's own decoder (`trace.decode.EventStream.decode_events`): the same
+types, the same repairs (control characters, unpaired surrogates, a value
+nested too deep, integers past int64) and the same one-line refusals (bytes
+that are not UTF-8, events of the wrong shape) as every other command.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
 import numpy as np
 
 from ..trace.categories import DEVICE_CATS, Cat, normalize_category
-from .scan import Batch, ScanError
+from ..trace.decode import EventStream
+from ..trace.steps import STEP_RE
+from .scan import Batch
 
-STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 #: flows whose id is the correlation id of a launch (Kineto's launch -> device arrows)
 LAUNCH_FLOW_CATS = frozenset({"ac2g", "async"})
 _TIMED_PH = frozenset({"X", "i", "I"})  # the events whose ts the loader keeps
@@ -26,23 +28,6 @@ _INT64 = 1 << 63
 
 # event kinds
 OTHER, METADATA, LAUNCH, DEVICE, FLOW, DROPPED = range(6)
-
-
-class _Args(msgspec.Struct):
-    correlation: Any = None
-
-
-class _Event(msgspec.Struct):
-    ph: Any = None
-    cat: Any = None
-    name: Any = None
-    ts: float | str | None = None
-    dur: float | str | None = None
-    id: Any = None
-    args: _Args | None = None
-
-
-_DECODER = msgspec.json.Decoder(list[_Event])
 
 
 @dataclass
@@ -64,30 +49,26 @@ class Columns:
 class Classifier:
     """Decodes batches into `Columns`; categories in `drop` become DROPPED."""
 
-    def __init__(self, drop: frozenset[str] = frozenset()) -> None:
+    def __init__(self, stream: EventStream, drop: frozenset[str] = frozenset()) -> None:
+        self.stream = stream  # the loader's decoder (its warnings are the slice's)
         self.drop = drop
         self._cat_kind: dict[Any, int] = {}
 
     def columns(self, batch: Batch) -> Columns:
-        text = b"[" + batch.data[batch.starts[0] : batch.ends[-1]] + b"]"
-        try:
-            events = _DECODER.decode(text)
-        except msgspec.DecodeError as exc:
-            raise ScanError(f"an event is not a Kineto event ({exc})") from None
+        events = self.stream.decode_events(
+            b"[" + batch.data[batch.starts[0] : batch.ends[-1]] + b"]"
+        )
         n = len(events)
         phs = [e.ph for e in events]
         cats = [e.cat for e in events]
         kind = np.fromiter((self._kind(c) for c in cats), np.int8, n)
-        phase = np.fromiter((_FLOW_PH.get(p, 0) if p.__class__ is str else 0 for p in phs),
-                            np.int8, n)  # fmt: skip
+        phase = np.fromiter((_FLOW_PH.get(p, 0) for p in phs), np.int8, n)
         kind[(phase > 0) & (kind != DROPPED)] = FLOW
         kind[np.fromiter((p == "M" for p in phs), bool, n)] = METADATA
-        ts = _floats([e.ts for e in events])
-        dur = _floats([e.dur for e in events])
-        end = np.where(np.isnan(dur), ts, ts + dur)
-        corr = np.fromiter(
-            (_int(e.args.correlation) if e.args is not None else -1 for e in events), np.int64, n
-        )
+        ts = np.fromiter((e.ts for e in events), np.float64, n)
+        end = ts + np.fromiter((e.dur for e in events), np.float64, n)
+        end = np.where(np.isnan(end), ts, end)
+        corr = np.fromiter((_int(e.args.correlation) for e in events), np.int64, n)
         flow_key = np.zeros(n, np.int64)
         launch_flow = np.zeros(n, bool)
         for i in np.flatnonzero(kind == FLOW).tolist():
@@ -100,7 +81,7 @@ class Classifier:
         host_step = np.zeros(n, bool)
         for i, e in enumerate(events):
             name = e.name
-            if name.__class__ is not str or phs[i] == "M" or not name.startswith("ProfilerStep#"):
+            if phs[i] == "M" or not name.startswith("ProfilerStep#"):
                 continue
             if m := STEP_RE.match(name):
                 step[i] = int(m.group(1))
@@ -114,7 +95,7 @@ class Classifier:
             if cat in self.drop:
                 kind = DROPPED
             else:
-                norm = normalize_category(cat if cat.__class__ is str else None, "")
+                norm = normalize_category(cat, "")
                 if norm in (Cat.RUNTIME, Cat.DRIVER):
                     kind = LAUNCH
                 elif norm in DEVICE_CATS:
@@ -125,15 +106,8 @@ class Classifier:
         return kind
 
 
-def _floats(values: list) -> np.ndarray:
-    try:
-        return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
-    except ValueError as exc:
-        raise ScanError(f"a timestamp is not a number ({exc})") from None
-
-
 def _int(value: Any) -> int:
     """A correlation or flow id as a non-negative int, -1 when it is not one."""
-    if value.__class__ is str and value.isdigit():
+    if value.__class__ is str and len(value) < 20 and value.isascii() and value.isdigit():
         value = int(value)
     return value if value.__class__ is int and 0 <= value < _INT64 else -1

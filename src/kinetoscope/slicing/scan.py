@@ -26,6 +26,8 @@ _OPEN_OBJ, _CLOSE_OBJ, _OPEN_ARR, _CLOSE_ARR = 123, 125, 91, 93
 #: bytes gathered before a scan: large enough that numpy's per-call cost vanishes
 SCAN_BYTES = 4 << 20
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*$')
+_BOM = b"\xef\xbb\xbf"
+_ARRAY_HEAD = b'{"traceEvents":'
 
 
 class ScanError(ValueError):
@@ -68,19 +70,55 @@ class EventScanner:
         self._in_events = False  # `_pending` starts inside the traceEvents array
         self._threshold = SCAN_BYTES
         self.offset = 0  # bytes of the document scanned so far (for messages)
+        self._started = False  # the start was looked at (`_start`)
+        self.array_format = False  # a bare array of events, read as `{"traceEvents": [...]}`
 
     def feed(self, data: bytes | memoryview) -> Batch | None:
         self._pending += data
+        if not self._started and not self._start():
+            return None
         if len(self._pending) < self._threshold:
             return None
         return self._scan(final=False)
 
+    def _start(self) -> bool:
+        """Before the first scan: drop a UTF-8 byte-order mark, and read a bare array
+        of events (Chrome's JSON Array Format) as the events of `{"traceEvents": [`."""
+        text = bytes(self._pending[:16]).lstrip(b" \t\r\n")
+        if not text or _BOM.startswith(text[:3]) and len(text) < 3:
+            return False  # too little to tell yet
+        self._started = True
+        if text.startswith(_BOM):
+            del self._pending[: self._pending.index(_BOM) + len(_BOM)]
+            text = text[len(_BOM) :].lstrip(b" \t\r\n")
+        if text.startswith(b"["):
+            self.array_format = True
+            self._pending[:0] = _ARRAY_HEAD
+        return True
+
     def finish(self) -> Batch | None:
         """Scan what is left; raises `ScanError` unless the document is complete."""
+        if not self._started:
+            self._start()
+        if self.array_format:
+            return self._finish_array()
         batch = self._scan(final=True)
         if not self.events_seen:
             raise ScanError("no top-level traceEvents array")
         return batch
+
+    def _finish_array(self) -> Batch | None:
+        """A bare array, closed, or left open after its last event (and a comma),
+        which the format allows: close it, and the object it was read into."""
+        pending = bytes(self._pending)
+        try:
+            self._pending += b"}"
+            return self._scan(final=True)
+        except ScanError:
+            body = pending.rstrip(b" \t\r\n")
+            self._pending = bytearray(body[:-1] if body.endswith(b",") else body)
+            self._pending += b"]}"
+            return self._scan(final=True)
 
     # ---- the scan ---------------------------------------------------------
     def _scan(self, final: bool) -> Batch | None:

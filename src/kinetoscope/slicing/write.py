@@ -11,22 +11,30 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
+import numpy as np
 from isal import igzip
 
-from ..errors import TraceError, UsageError
-from ..trace.source import trace_chunks
+from ..errors import TraceError, UsageError, input_name
+from ..trace.decode import DEEP_PROBLEM, EventStream, utf8_problem
+from ..trace.json_strings import outside_strings, unescaped_quotes
+from ..trace.repair import flatten_deep, replace_lone_surrogates
+from ..trace.source import is_regular_file, is_stdin, trace_chunks
+from ..trace.top_decode import CONTROL_RE
 from .columns import Classifier
 from .plan import Plan, Selection, survey
 from .scan import Batch, EventScanner, ScanError
 
 #: top-level key saying what the slice was cut from (Perfetto ignores unknown keys)
 SLICE_KEY = "kinetoscopeSlice"
+REPAIRS = "bytes not UTF-8 as U+FFFD, control characters as spaces, unpaired surrogates as \\ufffd"
 
 
 @dataclass
@@ -40,23 +48,56 @@ class SliceResult:
     events_out: int
     steps: list[int]
     window_rel_us: tuple[float, float]  # from the trace start, as Perfetto shows
+    warnings: list[str]  # what was repaired or ignored on the way (the loader's words)
 
 
 def slice_trace(path: Path, selection: Selection, output: Path, force: bool = False) -> SliceResult:
     """Write the part of `path` that `selection` asks for to `output` (gzip if it
-    ends in .gz); see `plan.py` for what is kept."""
+    ends in .gz); see `plan.py` for what is kept.
+
+    Standard input (`-`), a FIFO or `/dev/fd/N` can be read only once: it is
+    first copied as it is (still compressed) to a temporary file, removed after."""
     _check_paths(path, output, force)
     try:
-        return _slice(path, selection, output)
+        if is_regular_file(path):
+            return _slice(path, path, selection, output)
+        with _spooled(path) as copy:
+            return _slice(path, copy, selection, output)
     except ScanError as exc:
         raise TraceError(path, f"not a Kineto trace: {exc}") from None
 
 
-def _slice(path: Path, selection: Selection, output: Path) -> SliceResult:
-    classifier = Classifier(selection.drop)
+@contextlib.contextmanager
+def _spooled(path: Path) -> Iterator[Path]:
+    """A private temporary copy of a stream that can be read only once."""
+    fd, name = tempfile.mkstemp(prefix="kinetoscope-slice-", suffix=".input")
+    copy = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as sink, _open_stream(path) as source:
+            shutil.copyfileobj(source, sink, 1 << 20)
+        yield copy
+    finally:
+        copy.unlink(missing_ok=True)
+
+
+def _open_stream(path: Path):
+    if is_stdin(path):
+        return os.fdopen(os.dup(sys.stdin.fileno()), "rb")
+    try:
+        return open(path, "rb")  # noqa: SIM115 (closed by the caller's with)
+    except OSError as exc:
+        raise TraceError(path, f"cannot be read ({exc.strerror or exc})") from None
+
+
+def _slice(name: Path, path: Path, selection: Selection, output: Path) -> SliceResult:
+    """Slice `path` (`name` is what the user gave: `-` for a spooled stdin)."""
+    warnings: list[str] = []
+    stream = EventStream(input_name(name), warnings)
+    classifier = Classifier(stream, selection.drop)
     scanner = EventScanner()
-    plan = survey(_batches(path, scanner), classifier, selection, lambda: bytes(scanner.top))
-    head = _head(path, plan, selection)
+    batches = _batches(path, scanner, warnings)
+    plan = survey(batches, classifier, selection, lambda: bytes(scanner.top))
+    head, repaired = valid_json_text(_head(name, plan, selection))
     events_out = 0
     fd, tmp_name = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".tmp")
     tmp = Path(tmp_name)
@@ -66,22 +107,31 @@ def _slice(path: Path, selection: Selection, output: Path) -> SliceResult:
             with sink if sink is not raw else contextlib.nullcontext():
                 sink.write(head)
                 separator = b""
-                for batch in _batches(path, EventScanner()):
-                    kept = plan.keep(classifier.columns(batch)).nonzero()[0].tolist()
+                quiet = EventStream(input_name(name), [])  # pass one warned already
+                second = Classifier(quiet, selection.drop)
+                for batch in _batches(path, EventScanner(), []):
+                    kept = plan.keep(second.columns(batch)).nonzero()[0].tolist()
                     if kept:
                         data, starts, ends = batch.data, batch.starts, batch.ends
+                        text = b",\n".join([data[starts[k] : ends[k]] for k in kept])
+                        if "deep" in stream.repairs:  # drop them from the slice too
+                            text = flatten_deep(text, value_level=3)[0]
+                        text, fixed = valid_json_text(text)
                         sink.write(separator)
-                        sink.write(b",\n".join([data[starts[k] : ends[k]] for k in kept]))
+                        sink.write(text)
                         separator = b",\n"
                         events_out += len(kept)
+                        repaired += fixed
                 sink.write(b"\n]}\n")
         os.replace(tmp, output)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    if repaired:
+        warnings.append(f"{repaired} place(s) were made valid JSON text in the slice ({REPAIRS})")
     lo, hi = plan.window
     return SliceResult(
-        source=path,
+        source=name,
         output=output,
         source_bytes=path.stat().st_size,
         source_json_bytes=scanner.offset,
@@ -90,16 +140,52 @@ def _slice(path: Path, selection: Selection, output: Path) -> SliceResult:
         events_out=events_out,
         steps=plan.steps,
         window_rel_us=(max(lo, plan.start) - plan.start, hi - plan.start),
+        warnings=warnings,
     )
 
 
+def valid_json_text(text: bytes) -> tuple[bytes, int]:
+    """`text` as strict JSON in valid UTF-8, and how many pieces were changed.
+
+    The bytes are copied verbatim, but the decoder reads only the fields it
+    needs: a string it skips may hold bytes that are not UTF-8, a raw control
+    character or an unpaired surrogate escape. Those become U+FFFD, a space and
+    `\\ufffd` (the loader's repairs), so every reader can open the slice."""
+    text, changed = _controls_in_strings_as_spaces(text)
+    text, surrogates = replace_lone_surrogates(text)
+    changed += surrogates
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        fixed = text.decode("utf-8", "replace")
+        changed += fixed.count("\ufffd") - text.count("\ufffd".encode())
+        text = fixed.encode("utf-8")
+    return text, changed
+
+
+def _controls_in_strings_as_spaces(text: bytes) -> tuple[bytes, int]:
+    """Raw control characters as spaces, where JSON forbids them: all of them inside
+    strings, and outside strings all but the whitespace JSON allows (tab, LF, CR),
+    as the loader reads them."""
+    if not CONTROL_RE.search(text):
+        return text, 0
+    raw = np.frombuffer(text, np.uint8)
+    controls = np.flatnonzero(raw < 32)
+    outside = outside_strings(unescaped_quotes(raw), controls)
+    whitespace = (raw[controls] == 9) | (raw[controls] == 10) | (raw[controls] == 13)
+    bad = controls[~(outside & whitespace)]
+    if not len(bad):
+        return text, 0
+    out = raw.copy()
+    out[bad] = 32
+    return out.tobytes(), len(bad)
+
+
 def _check_paths(path: Path, output: Path, force: bool) -> None:
-    if not path.exists():
+    if not is_stdin(path) and not path.exists():
         raise TraceError(path, "no such file")
-    if not path.is_file():
-        raise TraceError(
-            path, "slice reads its input twice: give a regular file (not a directory or a pipe)"
-        )
+    if path.is_dir():
+        raise TraceError(path, "is a directory, not a trace file")
     if output.exists():
         with contextlib.suppress(OSError):
             if output.samefile(path):
@@ -112,14 +198,13 @@ def _check_paths(path: Path, output: Path, force: bool) -> None:
         raise UsageError(f"{output.parent}: no such directory for -o")
 
 
-def _batches(path: Path, scanner: EventScanner) -> Iterator[Batch]:
-    """The trace's events in batches, decompressing as a stream."""
-    warnings: list[str] = []
+def _batches(path: Path, scanner: EventScanner, warnings: list[str]) -> Iterator[Batch]:
+    """The trace's events in batches, decompressing as a stream. The source's
+    warnings (a gzip trailer that does not match, bytes after the gzip data) are
+    kept; a text cut off early fails the scanner's check that it is complete."""
     for piece in trace_chunks(path, warnings):
         if (batch := scanner.feed(piece)) is not None:
             yield batch
-    if warnings:
-        raise TraceError(path, f"{warnings[0]}; slice needs a complete trace")
     if (batch := scanner.finish()) is not None:
         yield batch
 
@@ -132,9 +217,13 @@ def _head(path: Path, plan: Plan, selection: Selection) -> bytes:
         top = msgspec.json.decode(plan.top, type=dict[str, msgspec.Raw])
     except msgspec.DecodeError as exc:
         raise TraceError(path, f"the top-level object is not valid JSON ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise TraceError(path, utf8_problem(exc)) from None
+    except RecursionError:
+        raise TraceError(path, DEEP_PROBLEM) from None
     encode = msgspec.json.encode
     about = {
-        "source": path.name,
+        "source": input_name(path) if is_stdin(path) else path.name,
         "selection": selection.describe(),
         "steps": plan.steps,
         "window_us_from_start": [

@@ -12,6 +12,7 @@ import re
 import msgspec
 
 from .json_strings import EVENT_BOUNDARY
+from .repair import flatten_deep
 from .schema import RAW_LIST, TOP_DECODER
 
 EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*\[')
@@ -30,6 +31,13 @@ def head_is_top_level(head: bytes) -> bool:
 
 def complete_array_end(text: bytes) -> int | None:
     """Where the array opening `text` closes, when the object's remaining keys follow."""
+    try:
+        return _complete_array_end(text)
+    except RecursionError:  # a value too deep to decode: dropped, as the decoder does
+        return _complete_array_end(flatten_deep(text)[0])
+
+
+def _complete_array_end(text: bytes) -> int | None:
     try:
         RAW_LIST.decode(text)
     except msgspec.DecodeError as exc:

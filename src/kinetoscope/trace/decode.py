@@ -33,14 +33,33 @@ from .cuts import (
     last_boundary,
 )
 from .json_strings import last_boundary_outside_strings
+from .repair import (
+    BIG_INT,
+    REPAIR_WARNINGS,
+    drop_big_ints,
+    flatten_deep,
+    replace_lone_surrogates,
+)
 from .schema import LENIENT_BATCH, STRICT_BATCH, TOP_DECODER, TopLevel, normalize_lenient
 from .top_decode import CONTROL_RE, CONTROL_TABLE, CONTROL_WARNING, decode_top, short_error
 
 #: decompressed bytes decoded per batch: small enough that the text, its events
 #: and their columns stay in the CPU caches (4 MB pieces load ~30% slower)
 _PIECE = 256 << 10
+#: what a bare array of events (Chrome's JSON Array Format) is read as the events of
+ARRAY_HEAD = b'{"traceEvents": ['
+BOM = b"\xef\xbb\xbf"
 #: the batch size when the whole text is decoded at once (fallback path)
 _RAW_BATCH = 32768
+
+
+#: the decoder's refusal of nesting it cannot recurse into, as the user is told it
+DEEP_PROBLEM = "has values nested too deeply to decode (about 1000 levels)"
+
+
+def utf8_problem(exc: UnicodeDecodeError) -> str:
+    """What is wrong with bytes that are not UTF-8, in the loader's words."""
+    return f"is not valid UTF-8 text ({exc.reason}: byte 0x{exc.object[exc.start]:02x})"
 
 
 class _Malformed(Exception):
@@ -66,10 +85,16 @@ class EventStream:
         self.count = 0
         self._clean = False  # control characters seen: clean every later piece
         self.is_suffix = False  # True: decoding the second part of a split file
+        self._repairs: dict[str, int] = {}  # repairs made so far, by kind (`_note`)
+        self.array_format = False  # the text is a bare array of events
 
     def batches(self, chunks: Iterable[bytes | memoryview]) -> Iterator[list[Any]]:
         chunks = iter(chunks)
         buf, match = self._read_head(chunks)
+        if self.array_format:  # Chrome's JSON Array Format: `[event, ...` alone
+            rest, offset = yield from self._events(chunks, buf[match.end() :], match.end())
+            yield from self._finish(rest, ARRAY_HEAD, offset)
+            return
         head = bytes(buf[: match.end()]) if match else b""
         if not match or not head_is_top_level(head):
             for chunk in chunks:  # copy each piece before the next overwrites it
@@ -86,7 +111,7 @@ class EventStream:
         not the usual one."""
         chunks = iter(chunks)
         buf, match = self._read_head(chunks)
-        if not match or not head_is_top_level(bytes(buf[: match.end()])):
+        if self.array_format or not match or not head_is_top_level(bytes(buf[: match.end()])):
             raise NotSplittable
         rest, _ = yield from self._events(chunks, buf[match.end() :], match.end())
         try:
@@ -106,14 +131,22 @@ class EventStream:
         yield from self._finish(rest, head, offset)
 
     def _read_head(self, chunks: Iterator[bytes | memoryview]) -> tuple[bytearray, Any]:
-        """Read until `"traceEvents": [` (the match) or the end of the text (None)."""
+        """Read until `"traceEvents": [` (the match) or the end of the text (None);
+        for a bare array (`array_format`), the match is its opening `[`. A UTF-8
+        byte-order mark is dropped (editors on Windows write one)."""
         buf = bytearray()
         started = False
         for chunk in chunks:
             searched = max(0, len(buf) - 32)
             buf += chunk
             if not started:
+                if len(buf) < len(BOM) and BOM.startswith(bytes(buf)):
+                    continue
+                if buf.startswith(BOM):
+                    del buf[: len(BOM)]
                 started = self._check_start(buf)
+                if self.array_format:
+                    return buf, FIRST_BYTE.match(buf)
             if started and (match := EVENTS_KEY.search(buf, searched)):
                 return buf, match
         if not started:
@@ -137,17 +170,30 @@ class EventStream:
             offset += cut
         return rest, offset
 
+    @property
+    def repairs(self) -> dict[str, int]:
+        """Repairs made so far, by kind (`repair.REPAIR_WARNINGS`), and how many."""
+        return dict(self._repairs)
+
+    def decode_events(self, text: bytes | bytearray) -> list[Any]:
+        """Events of `text` (`[event, ...]`, complete) with every check and repair
+        the loader makes; `slice` decides on these, so it reads what `explain`
+        reads and refuses what it refuses, with the same message."""
+        try:
+            return self._decode_array(text)
+        except _Malformed as exc:
+            raise TraceError(self.path, f"is not valid JSON ({exc})") from None
+
     # ---- the head: everything before the event array --------------------
     def _check_start(self, buf: bytearray) -> bool:
         first = FIRST_BYTE.match(buf)
         if first is None:
             return False
         if first.group(1) == b"[":
-            raise TraceError(
-                self.path, "is a JSON array, not a Kineto trace object with 'traceEvents'"
-            )
+            self.array_format = True
+            return True
         if first.group(1) != b"{":
-            raise TraceError(self.path, "is not JSON (it does not start with '{')")
+            raise TraceError(self.path, "is not JSON (it does not start with '{' or '[')")
         return True
 
     # ---- the event array, piece by piece ---------------------------------
@@ -183,6 +229,10 @@ class EventStream:
             yield self._decode_array(text[:end])
             self.top = self._decode_tail(head, text[end:])
             return
+        if self.array_format and (batch := self._bare_array(text)) is not None:
+            yield batch
+            self.top = TOP_DECODER.decode(head + b"]}")
+            return
         # no closing bracket: the file was cut off; keep every complete event
         if self.is_suffix:
             raise NotSplittable
@@ -199,11 +249,24 @@ class EventStream:
             f"recovered {self.count} complete events before the cut"
         )
 
+    def _bare_array(self, text: bytes) -> list[Any] | None:
+        """The events of a bare array, closed or left open after its last complete
+        event (Chrome's JSON Array Format allows that, and a trailing comma); None
+        when the text ends inside an event (the caller recovers what it can)."""
+        body = text.rstrip(b" \t\r\n")
+        if not body.endswith(b"]"):
+            body = (body[:-1] if body.endswith(b",") else body) + b"]"
+        try:
+            return self._decode_array(body)
+        except _Malformed:
+            return None
+
     def _array_end(self, text: bytes) -> int | None:
         """Length of the complete event array at the start of `text` ('[' included)."""
         end = complete_array_end(text)
-        if end is None and not self._clean and CONTROL_RE.search(text):
-            end = complete_array_end(text.translate(CONTROL_TABLE))
+        if end is None:  # the repairs `_decode_array` makes keep the length: the same end
+            repaired = replace_lone_surrogates(text.translate(CONTROL_TABLE))[0]
+            end = complete_array_end(repaired) if repaired != text else None
         return end
 
     def _decode_tail(self, head: bytes, tail: bytes) -> TopLevel:
@@ -237,37 +300,82 @@ class EventStream:
         return None
 
     def _decode_array(self, text: bytes | bytearray) -> list[Any]:
-        """Decode `[event, ...]`, cleaning control characters once they are seen."""
+        """Decode `[event, ...]`, cleaning control characters once they are seen
+        and repairing lone surrogate escapes (`repair.py`)."""
         if self._clean:
             text = text.translate(CONTROL_TABLE)
         try:
             batch = self._typed(text)
         except msgspec.DecodeError as exc:
-            if self._clean or not CONTROL_RE.search(text):
-                raise _Malformed(short_error(exc)) from None
-            # PyTorch writes raw control characters inside strings (kernel
-            # names, stack frames); JSON forbids them. Outside strings they
-            # are whitespace, so mapping every one to a space is safe.
-            try:
-                batch = self._typed(text.translate(CONTROL_TABLE))
-            except msgspec.DecodeError:
-                raise _Malformed(short_error(exc)) from None
-            self._clean = True
-            self._warn_clean()
+            batch = self._decode_repaired(text, exc)
         self.count += len(batch)
         return batch
 
+    def _decode_repaired(self, text: bytes | bytearray, exc: msgspec.DecodeError) -> list[Any]:
+        """The batch after the repairs that apply, or `_Malformed` (a wrong cut,
+        or text that no repair makes JSON)."""
+        cleaned = self._clean or not CONTROL_RE.search(text)
+        if not cleaned:
+            # PyTorch writes raw control characters inside strings (kernel
+            # names, stack frames); JSON forbids them. Outside strings they
+            # are whitespace, so mapping every one to a space is safe.
+            text = text.translate(CONTROL_TABLE)
+        text, surrogates = replace_lone_surrogates(text)
+        if cleaned and not surrogates:
+            raise _Malformed(short_error(exc)) from None
+        try:
+            batch = self._typed(text)
+        except msgspec.DecodeError:
+            raise _Malformed(short_error(exc)) from None
+        if not cleaned:
+            self._clean = True
+            self._warn_clean()
+        self._note("surrogates", surrogates)
+        return batch
+
     def _typed(self, text: bytes | bytearray) -> list[Any]:
+        """Typed events; a value nested too deep for the decoder is dropped first."""
+        try:
+            batch = self._typed_once(text)
+        except RecursionError:
+            text, deep = flatten_deep(text)
+            try:
+                batch = self._typed_once(text)
+            except RecursionError:  # deeper than the decoder can go before level 4
+                raise TraceError(self.path, DEEP_PROBLEM) from None
+            self._note("deep", deep)
+        if BIG_INT.search(text):
+            self._note("big_ints", drop_big_ints(batch))
+        return batch
+
+    def _typed_once(self, text: bytes | bytearray) -> list[Any]:
         try:
             return STRICT_BATCH.decode(text)
         except msgspec.ValidationError:
             pass
+        except UnicodeDecodeError as exc:
+            raise TraceError(self.path, utf8_problem(exc)) from None
         try:
             return normalize_lenient(LENIENT_BATCH.decode(text))
         except msgspec.ValidationError as exc:
-            raise TraceError(
-                self.path, f"has events of an unexpected shape ({short_error(exc)})"
-            ) from None
+            what = (
+                "is a JSON array, not of trace events"
+                if self.array_format
+                else ("has events of an unexpected shape")
+            )
+            raise TraceError(self.path, f"{what} ({short_error(exc)})") from None
+
+    def _note(self, kind: str, count: int) -> None:
+        """Count a repair in its one warning (kept up to date as pieces are decoded)."""
+        if not count:
+            return
+        old = REPAIR_WARNINGS[kind].format(self._repairs.get(kind, 0))
+        self._repairs[kind] = self._repairs.get(kind, 0) + count
+        new = REPAIR_WARNINGS[kind].format(self._repairs[kind])
+        if old in self.warnings:
+            self.warnings[self.warnings.index(old)] = new
+        else:
+            self.warnings.append(new)
 
     def _warn_clean(self) -> None:
         if CONTROL_WARNING not in self.warnings:

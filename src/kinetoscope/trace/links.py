@@ -29,6 +29,11 @@ def stream_from_tid(tid: Any) -> int | None:
     return int(digits) if digits else None
 
 
+#: |ts| bound for linking by nanosecond keys: 2**62 ns (the year 2116 in epoch
+#: microseconds), so every time cast to int64 nanoseconds is defined
+_LINKABLE_US = 2.0**62 / 1000
+
+
 def link_flows(flows: tuple[np.ndarray, ...], ts, lane, cat, corr) -> None:
     """Give launch calls and device events without a `correlation` arg their flow id.
 
@@ -40,15 +45,17 @@ def link_flows(flows: tuple[np.ndarray, ...], ts, lane, cat, corr) -> None:
     linkable = np.isin(
         cat, np.array([int(c) for c in (Cat.RUNTIME, Cat.DRIVER, *DEVICE_CATS)], dtype=np.uint8)
     )
-    candidates = np.flatnonzero((corr < 0) & linkable)
-    timed = ~np.isnan(flow_ts)
+    # a time whose nanoseconds do not fit int64 is no time a profiler wrote
+    # (1e308 in a damaged file): such events are not linked, rather than cast to junk
+    candidates = np.flatnonzero((corr < 0) & linkable & (np.abs(ts) < _LINKABLE_US))
+    timed = np.abs(flow_ts) < _LINKABLE_US  # False for NaN too
     if not len(candidates) or not timed.any():
         return
     flow_id, flow_lane, flow_ts = flow_id[timed], flow_lane[timed], flow_ts[timed]
     cand_ns = np.rint(ts[candidates] * 1000).astype(np.int64)
     flow_ns = np.rint(flow_ts * 1000).astype(np.int64)
-    origin = min(cand_ns.min(), flow_ns.min())
-    span = int(max(cand_ns.max(), flow_ns.max()) - origin) + 1
+    origin = int(min(cand_ns.min(), flow_ns.min()))
+    span = int(max(cand_ns.max(), flow_ns.max())) - origin + 1  # Python ints: no overflow
     lanes = max(int(lane.max()), int(flow_lane.max())) + 1
     if span * lanes >= 2**62:  # cannot pack (lane, time) into one key
         return

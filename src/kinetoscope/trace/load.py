@@ -19,6 +19,7 @@ from .schema import TopLevel
 from .source import is_regular_file, report_from, trace_chunks
 from .spill import MemoryParts, SpillParts
 from .split import SPLIT_MIN_BYTES, build_split, cores
+from .steps import long_step_warning
 from .top_meta import devices_of, trace_meta
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -71,6 +72,8 @@ def _load(path: Path, split_min_bytes: int | None, sink: MemoryParts | SpillPart
     if top is None or top.traceEvents is None:
         raise TraceError(path, "is JSON but not a Kineto trace (no 'traceEvents' key)")
     trace = builder.finish(trace_meta(top), devices_of(top), warnings)
+    if (long_steps := long_step_warning(trace.names)) is not None:
+        trace.warnings.append(long_steps)
     if len(trace) == 0:
         if count == 0:
             raise TraceError(path, "has no events (empty 'traceEvents')")

@@ -15,7 +15,7 @@ import msgspec
 # (absent) so the loader can read them column-wise without testing for None.
 # The lenient decoder, used only when the strict one meets an unexpected value
 # type, takes the same keys as `Any`, and `normalize_lenient` coerces them.
-_ARG_FIELDS: list[tuple[str, str, Any, Any]] = [
+ARG_FIELDS: list[tuple[str, str, Any, Any]] = [
     ("external_id", "External id", int | None, -1),
     ("external_id_old", "external id", int | None, -1),
     ("correlation", "correlation", int | None, -1),
@@ -55,7 +55,7 @@ def _make_structs(lenient: bool):
             Any if lenient and typ is not msgspec.Raw else typ,
             msgspec.field(default=default, name=key),
         )
-        for attr, key, typ, default in _ARG_FIELDS
+        for attr, key, typ, default in ARG_FIELDS
     ]
     # strict Args are frozen so that events without args can share one default
     args_type = msgspec.defstruct("Args", arg_fields, gc=False, frozen=not lenient)
@@ -135,6 +135,8 @@ def normalize_lenient(batch: list[Any]) -> list[Any]:
             value = getattr(ev, attr)
             if not isinstance(value, (int, str)):
                 setattr(ev, attr, str(value))
+        if ev.id is not None and not isinstance(ev.id, (int, str)):
+            ev.id = None  # a list or object is no flow id (the columns read it as absent)
         args = ev.args
         if not isinstance(args, LENIENT_ARGS):
             args = ev.args = LENIENT_ARGS()
@@ -151,13 +153,15 @@ def normalize_lenient(batch: list[Any]) -> list[Any]:
 
 
 def as_int(value: Any, default: int = -1) -> int:
-    """`value` as an int, `default` where absent or not a number (ids use -1)."""
+    """`value` as an int, `default` where absent, not a number, or outside int64
+    (the columns are int64; no id or byte count the profiler writes is larger)."""
     if value is None:
         return default
     try:
-        return int(value)
-    except (TypeError, ValueError):
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
         return default
+    return number if -(2**63) <= number < 2**63 else default
 
 
 def as_float(value: Any) -> float:

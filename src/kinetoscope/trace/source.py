@@ -169,37 +169,82 @@ def plain_range(path: Path, start: int, stop: int | None = None) -> Iterator[mem
 def _gunzip(first: bytes, handle, path: Path, warnings: list[str]) -> Iterator[bytes]:
     """Stream-decompress (concatenated members too), at most `_READ` bytes out per
     step whatever the compression ratio, keeping the output of a stream that
-    ends early or turns corrupt; `first` is the header already read."""
-    inflater = isal_zlib.decompressobj(31)
-    produced = 0
+    ends early or turns corrupt; `first` is the header already read.
+
+    The last 8 bytes read are held back until more come or the input ends, so a
+    member's trailer (CRC-32 and length) is checked only after every byte of its
+    text was handed on: a wrong trailer costs a warning, not the text. Bytes
+    after the last member are ignored with a warning (zero padding, which tape
+    and block devices add, without one)."""
+    gunzip = _Members(warnings)
+    pending = first
     consumed = len(first)
     with handle:
-        try:
-            data = first
-            while data:
-                while data:
-                    out = inflater.decompress(data, _READ)
-                    data = inflater.unconsumed_tail
-                    if inflater.eof and inflater.unused_data:  # next gzip member
-                        data = inflater.unused_data
-                        inflater = isal_zlib.decompressobj(31)
-                    produced += len(out)
-                    yield out
-                data = handle.read(_GZIP_READ)
-                consumed += len(data)
-            tail = inflater.flush()
-        except isal_zlib.error as exc:
-            if not produced:
-                problem = f"has corrupt gzip data before any trace text ({exc})"
-                raise TraceError(path, problem) from None
-            warnings.append(f"gzip data is corrupt after {produced} bytes ({exc})")
+        while True:
+            more = handle.read(_GZIP_READ)
+            consumed += len(more)
+            pending += more
+            feed, pending = (pending, b"") if not more else (pending[:-8], pending[-8:])
+            try:
+                yield from gunzip.feed(feed)
+            except isal_zlib.error as exc:
+                gunzip.failed(exc, path)
+                return
+            if not more:
+                break
+    gunzip.finish(path, consumed)
+
+
+class _Members:
+    """The gzip members of one input, inflated in turn, and what follows them."""
+
+    def __init__(self, warnings: list[str]) -> None:
+        self.warnings = warnings
+        self.inflater = isal_zlib.decompressobj(31)
+        self.produced = 0  # text bytes handed on
+        self.after = bytearray()  # bytes after the last member that are not gzip
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        if self.after:
+            self.after += data
             return
-        produced += len(tail)
-        yield tail
-    if not inflater.eof:
-        if not produced:
-            raise TraceError(
-                path,
-                f"is a gzip stream cut off before any trace text ({consumed} compressed bytes)",
+        while data:
+            out = self.inflater.decompress(data, _READ)
+            data = self.inflater.unconsumed_tail
+            if self.inflater.eof and self.inflater.unused_data:
+                data = self.inflater.unused_data
+                if not data.startswith(_GZIP_MAGIC[: len(data)]):
+                    self.after += data  # not another member: trailing bytes
+                    data = b""
+                else:  # the next member
+                    self.inflater = isal_zlib.decompressobj(31)
+            self.produced += len(out)
+            yield out
+
+    def failed(self, exc: Exception, path: Path) -> None:
+        """Corrupt data: the text before it is kept, with a warning saying so."""
+        message = str(exc)
+        if "checksum" in message or "length" in message:  # the trailer, after all the text
+            self.warnings.append(
+                f"the gzip trailer's CRC-32 or length does not match the text ({message}); "
+                f"all {self.produced} bytes of text were read"
             )
-        warnings.append("gzip stream ends early (file truncated)")
+            return
+        if not self.produced:
+            raise TraceError(path, f"has corrupt gzip data before any trace text ({message})")
+        self.warnings.append(f"gzip data is corrupt after {self.produced} bytes ({message})")
+
+    def finish(self, path: Path, consumed: int) -> None:
+        if self.after:
+            if self.after.count(0) != len(self.after):
+                self.warnings.append(
+                    f"{len(self.after)} bytes after the end of the gzip data were ignored"
+                )
+            return
+        if not self.inflater.eof:
+            if not self.produced:
+                raise TraceError(
+                    path,
+                    f"is a gzip stream cut off before any trace text ({consumed} compressed bytes)",
+                )
+            self.warnings.append("gzip stream ends early (file truncated)")

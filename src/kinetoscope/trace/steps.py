@@ -12,7 +12,22 @@ from .categories import Cat
 if TYPE_CHECKING:
     from .model import Step, Trace
 
-STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+#: at most 18 digits: every such number fits the int64 columns steps are kept in
+#: (10**18 < 2**63); a longer one is no step the profiler counted
+STEP_RE = re.compile(r"^ProfilerStep#(\d{1,18})$")
+_LONG_STEP_RE = re.compile(r"^ProfilerStep#\d{19,}$")
+
+
+def long_step_warning(names: list[str]) -> str | None:
+    """The load warning for `ProfilerStep#N` names whose N is too long to be a
+    step number (they are read as plain annotations), or None."""
+    long = sum(1 for n in names if n.startswith("ProfilerStep#") and _LONG_STEP_RE.match(n))
+    if not long:
+        return None
+    return (
+        f"{long} ProfilerStep#N name(s) with a step number of 19 or more digits "
+        "were not read as steps"
+    )
 
 
 def find_steps(trace: Trace) -> list[Step]:
