@@ -86,7 +86,7 @@ def cpu_overhead_bound(ctx, call: RegimeCall) -> Finding:
             "bookkeeping out of the step."
         ),
         impact_us=max(call.window_us - call.compute_us, 0.0) / call.step_count,
-        evidence=_numbers(call) + _top_math_ops(ctx.trace),
+        evidence=_numbers(call) + _top_math_ops(ctx.trace) + peak_evidence(ctx),
         measured=_measured(call, threshold=call.overhead_max_ratio),
     )
 
@@ -132,7 +132,7 @@ def cpu_mixed(ctx, call: RegimeCall) -> Finding:
             "shift the balance toward compute."
         ),
         impact_us=rest / call.step_count,
-        evidence=_numbers(call) + _top_math_ops(ctx.trace),
+        evidence=_numbers(call) + _top_math_ops(ctx.trace) + peak_evidence(ctx),
         measured=_measured(
             call,
             overhead_threshold=call.overhead_max_ratio,
