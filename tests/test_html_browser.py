@@ -560,9 +560,10 @@ def test_notebook_fragment_follows_jupyters_theme(
 def test_finding_markers_never_hide_each_other(browser, tmp_path):
     """ResNet-50 with num_workers=0: the critical dataloader-bound finding (data-bound folded
     into it: one wait) points at the same DataLoader waits as several warn and info
-    findings, so their markers crowd the same spots at full view. Placed markers on one level stay a marker's width
-    apart; every critical marker is placed, never folded into a "+n"; the placed ones and
-    the counts add up to every marker in view; a selected finding's markers are all placed."""
+    findings, so their markers crowd the same spots at full view. Placed markers on one
+    level stay a marker's width apart; every critical marker is placed, never folded into
+    a "+n"; the placed ones and the counts add up to every marker in view; a selected
+    finding's markers are all placed."""
     html_path, report = _report(tmp_path, RESNET)
     assert sum(f.severity == "critical" for f in report.findings) >= 1
     page, errors = _open(browser, html_path)

@@ -17,10 +17,10 @@ from kinetoscope.trace import load
 from .capture_helpers import run_cli
 from .conftest import corpus
 
-
 #: a CPU run gets a verdict like a GPU run (compute- or overhead-bound; host-only without
 #: any math op): the roofline evidence rides on whichever verdict fired
 REGIME_RULES = ["compute-bound", "overhead-bound", "mixed", "host-only"]
+
 
 def test_one_h100_sdpa_by_hand():
     # tracelens_h100 Qwen, read with `zcat | python -m json.tool`: the first

@@ -26,6 +26,7 @@ MI300_RESNET = "gpu/tracelens_mi300__resnet_act_checkpoint.json.gz"
 #: any math op): the roofline evidence rides on whichever verdict fired
 REGIME_RULES = ["compute-bound", "overhead-bound", "mixed", "host-only"]
 
+
 def _call(trace, external_id):
     ops, _ = rated_ops(trace)
     return next(o for o in ops if trace.external_id[o.index] == external_id)
