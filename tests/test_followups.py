@@ -1,0 +1,111 @@
+"""Leftovers of issues 19 and 20: one sync wait is one finding, advice never tells a run to
+do what it already does, CPU runs are spoken of as CPU runs.
+
+Expectations come from reading the traces: the SGLang decode trace holds the host 463 ms
+of its 474 ms in one blocking `hipMemcpyWithStream` (sync-bound, and host-sync names that
+copy); DLRM rank 1 blocks 7.51 ms of its one step in 8 `cudaStreamSynchronize` calls
+(sync-bound at 37.7%, host-sync names the 8 sites).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import kinetoscope
+from kinetoscope.rules.engine import run_rules
+
+from .conftest import corpus, op, write_trace
+
+SYNC_BOUND = [
+    "gpu/tracelens_sglang_decode__sglang_Qwen3-8B_decode.json.gz",
+    "multirank/dlrm_8ranks/worker1_step_12.1694128201556.pt.trace.json.gz",
+]
+
+
+@pytest.mark.parametrize("name", SYNC_BOUND, ids=lambda n: n.split("/")[-1][:30])
+def test_a_sync_wait_is_one_finding(name):
+    report = kinetoscope.explain(corpus(name))
+    waits = [f for f in report.findings if {f.id, *f.merged} & {"host-sync", "sync-bound"}]
+    (wait,) = waits
+    # host-sync names the sites (a mechanism); sync-bound is the verdict's summary of them
+    assert wait.id == "host-sync" and wait.merged == ["sync-bound"]
+    assert wait.severity == "critical"  # sync-bound's severity joins the kept finding
+    assert any(e.text.startswith("also sync-bound:") for e in wait.evidence)
+    assert report.verdict.regime == "sync-bound"  # the verdict itself is unchanged
+
+
+def test_host_sync_alone_is_not_merged():
+    # FLUX on MI300X: compute-bound, with a few syncs host-sync reports; no sync-bound
+    report = kinetoscope.explain(
+        corpus("gpu/tracelens_xdit_flux.1_aiter_sage__profile_trace_rank_0.json.gz")
+    )
+    (f,) = [f for f in report.findings if f.id == "host-sync"]
+    assert f.merged == [] and report.verdict.regime == "compute-bound"
+
+
+def _loader_steps(tmp_path, iterator: str):
+    """3 CPU steps, each 8 ms of 9 ms inside the DataLoader's __next__ (`iterator`)."""
+    events = []
+    for n in range(3):
+        base = n * 10_000
+        events.append(op(f"ProfilerStep#{n + 1}", base, 9_000, cat="user_annotation"))
+        events.append(op(f"enumerate(DataLoader)#{iterator}.__next__", base + 1, 8_000))
+        events.append(op("aten::mm", base + 8_100, 800))
+    return kinetoscope.load(write_trace(tmp_path / "loader.json", events))
+
+
+def test_data_bound_with_workers_is_not_told_to_add_workers(tmp_path):
+    trace = _loader_steps(tmp_path, "_MultiProcessingDataLoaderIter")
+    (f,) = run_rules(trace, only=["data-bound"]).findings
+    assert "already loads in worker processes" in f.suggestion
+    assert "num_workers > 0)" in f.suggestion  # says why, not "add workers"
+    assert "Load batches in background processes" not in f.suggestion
+    assert "pin_memory" not in f.suggestion  # a CPU-only run
+
+
+def test_data_bound_without_workers_is_told_to_add_workers(tmp_path):
+    trace = _loader_steps(tmp_path, "_SingleProcessDataLoaderIter")
+    (f,) = run_rules(trace, only=["data-bound"]).findings
+    assert "Load batches in background processes" in f.suggestion
+    assert "already loads in worker processes" not in f.suggestion
+
+
+@pytest.mark.parametrize(
+    ("name", "rule"),
+    [
+        # Torch-Compiled Region / CompiledFxGraph rows; overhead-bound
+        ("gpu/tracelens_b200__eager_trace.json.gz", "overhead-bound"),
+        # triton_poi_* kernels from Inductor beside eager elementwise chains
+        (
+            "gpu/tracelens_xdit_flux.1_aiter_sage__profile_trace_rank_0.json.gz",
+            "fusion-opportunity",
+        ),
+    ],
+    ids=lambda v: v.split("/")[-1][:30],
+)
+def test_a_compiled_run_is_not_told_to_compile(name, rule):
+    report = kinetoscope.explain(corpus(name))
+    (f,) = [f for f in report.findings if f.id == rule]
+    assert "already uses torch.compile" in f.suggestion
+    assert "(torch.compile)" not in f.suggestion and "torch.compile the module" not in f.suggestion
+
+
+@pytest.mark.parametrize(
+    ("name", "rule", "advice"),
+    [
+        # ResNet-50 eager, data-bound: eager elementwise chains (BN -> ReLU ...), no compile
+        (
+            "gpu/resnet50_dataloader_workers0.pt.trace.json.gz",
+            "fusion-opportunity",
+            "torch.compile the module",
+        ),
+        # a loop of tiny eager adds on an A100: overhead-bound, no compile event or kernel
+        ("gpu/simple_add_a100.json.gz", "overhead-bound", "fuse operations (torch.compile)"),
+    ],
+    ids=lambda v: v.split("/")[-1][:30],
+)
+def test_an_eager_run_is_told_to_compile(name, rule, advice):
+    report = kinetoscope.explain(corpus(name))
+    (f,) = [f for f in report.findings if f.id == rule]
+    assert advice in f.suggestion
+    assert "already uses torch.compile" not in f.suggestion
