@@ -15,6 +15,7 @@ import kinetoscope
 from kinetoscope.rules.engine import run_rules
 
 from .conftest import corpus, op, write_trace
+from .torch_traces import torch_traces  # noqa: F401 - the fixture
 
 SYNC_BOUND = [
     "gpu/tracelens_sglang_decode__sglang_Qwen3-8B_decode.json.gz",
@@ -109,3 +110,65 @@ def test_an_eager_run_is_told_to_compile(name, rule, advice):
     (f,) = [f for f in report.findings if f.id == rule]
     assert advice in f.suggestion
     assert "already uses torch.compile" not in f.suggestion
+
+
+def _summary_text(path) -> str:
+    import io
+
+    from rich.console import Console
+
+    from kinetoscope.analysis.summary import summarize
+    from kinetoscope.report.summary_view import render_summary
+
+    out = io.StringIO()
+    summary = summarize(kinetoscope.load(path))
+    render_summary(summary, Console(file=out, width=200, color_system=None))
+    return out.getvalue(), summary
+
+
+def test_summary_calls_a_cpu_run_a_cpu_run(torch_traces):  # noqa: F811
+    # matmul 64x64 + Linear on the CPU: aten::mm / addmm are math ops with self time
+    text, summary = _summary_text(torch_traces["warm"])
+    share = summary.metrics["compute_share"]
+    assert share > 0
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("device ")]
+    assert "CPU only: no device lane" in line and f"compute {100 * share:.1f}%" in line
+    assert "host-only" not in line
+
+
+def test_summary_names_the_gpu_of_a_gpu_run():
+    text, _ = _summary_text(corpus("gpu/simple_add_a100.json.gz"))
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("device ")]
+    assert "A100" in line and "CPU only" not in line
+
+
+def test_call_count_on_a_cpu_run_speaks_of_no_kernel_launch(torch_traces):  # noqa: F811
+    # 150 aten::add per step on 8-element tensors, CPU only
+    (f,) = run_rules(kinetoscope.load(torch_traces["loop"]), only=["call-count"]).findings
+    assert "kernel launch" not in f.explanation
+    assert "the framework code around the op" in f.explanation
+
+
+def test_call_count_on_a_gpu_run_names_the_kernel_launch():
+    # ResNet-50 with 4 workers on a GPU: call-count fires on the many small ops
+    report = kinetoscope.explain(corpus("gpu/resnet50_dataloader_workers4.pt.trace.json.gz"))
+    (f,) = [f for f in report.findings if f.id == "call-count"]
+    assert "a kernel launch" in f.explanation
+
+
+def _tune_reason(regime, gpu, **shares):
+    from kinetoscope.tune.knobs import Facts, choose
+
+    facts = Facts(regime, shares, 0.93, gpu, "cuda" if gpu else "cpu", 8)
+    plans, skipped = choose(facts, {"compile": None, "dtype": "fp32", "tf32": False})
+    return " ".join(p.why for p in plans) + " " + " ".join(why for _, why in skipped)
+
+
+def test_tune_gives_a_cpu_run_its_compute_share():
+    text = _tune_reason("compute-bound", False, compute_share=0.97, other_share=0.02)
+    assert "CPU compute 97% of the window" in text and "device busy" not in text
+
+
+def test_tune_gives_a_gpu_run_its_device_share():
+    text = _tune_reason("compute-bound", True, dispatch_share=0.05)
+    assert "device busy 93% of host time" in text
