@@ -9,12 +9,14 @@ copy); DLRM rank 1 blocks 7.51 ms of its one step in 8 `cudaStreamSynchronize` c
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import kinetoscope
 from kinetoscope.rules.engine import run_rules
 
-from .conftest import corpus, op, write_trace
+from .conftest import corpus, kernel, launch, op, write_trace
 from .torch_traces import torch_traces  # noqa: F401 - the fixture
 
 SYNC_BOUND = [
@@ -172,3 +174,40 @@ def test_tune_gives_a_cpu_run_its_compute_share():
 def test_tune_gives_a_gpu_run_its_device_share():
     text = _tune_reason("compute-bound", True, dispatch_share=0.05)
     assert "device busy 93% of host time" in text
+
+
+def _decode_step(tmp_path, copy: str):
+    """One SGLang decode step: a 500 us kernel, then a `copy` runtime call from 50 us to 600
+    us whose device copy (Device -> Pageable) runs after the kernel, at 505-515 us."""
+    memcpy = kernel("Memcpy DtoH (Device -> Pageable)", 505, 10, 2)
+    memcpy["cat"] = "gpu_memcpy"
+    events = [
+        op("step[DECODE bs=8]", 0, 700, cat="user_annotation"),
+        launch(5, 5, 1),
+        kernel("decode_kernel", 10, 495, 1),
+        launch(50, 550, 2, name=copy),
+        memcpy,
+    ]
+    return kinetoscope.load(write_trace(tmp_path / "decode.json", events))
+
+
+def test_a_pass_counts_a_blocking_copy_of_any_name(tmp_path):
+    # cudaMemcpyAsync into pageable memory returns only once the copy is done (CUDA's "API
+    # synchronization behavior"): analysis.blocking counts it, so the pass does
+    from kinetoscope.analysis.llm import llm_view
+
+    (p,) = llm_view(_decode_step(tmp_path, "cudaMemcpyAsync")).passes
+    assert p.phase == "decode" and p.blocked_us == pytest.approx(550)
+
+
+def test_a_pass_counts_no_launch_as_blocking(tmp_path):
+    from kinetoscope.analysis.llm import llm_view
+
+    trace = _decode_step(tmp_path, "cudaMemcpyAsync")
+    trace_path = trace.path
+    # the same step with the copy into pinned memory: an asynchronous copy, no wait
+    text = Path(trace_path).read_text().replace("Pageable", "Pinned")
+    pinned = tmp_path / "pinned.json"
+    pinned.write_text(text)
+    (p,) = llm_view(kinetoscope.load(pinned)).passes
+    assert p.blocked_us == 0
