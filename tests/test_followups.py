@@ -211,3 +211,32 @@ def test_a_pass_counts_no_launch_as_blocking(tmp_path):
     pinned.write_text(text)
     (p,) = llm_view(kinetoscope.load(pinned)).passes
     assert p.blocked_us == 0
+
+
+def _ranks_html(tmp_path, llm: bool) -> str:
+    from kinetoscope.multirank import explain_ranks
+
+    from .test_llm import _vllm_piecewise_trace
+
+    folder = tmp_path / ("tp" if llm else "dlrm")
+    folder.mkdir()
+    if llm:  # rank 1's decode kernels take 110 us instead of 100: slowest in every decode
+        for r in range(2):
+            _vllm_piecewise_trace(folder, 300.0, f"rank{r}.json", 110.0 if r == 1 else 100.0, r)
+    else:
+        for r in range(2):
+            name = next(corpus("multirank/dlrm_8ranks").glob(f"worker{r}_*.json.gz"))
+            (folder / name.name).write_bytes(name.read_bytes())
+    return explain_ranks([folder], jobs=1, config={}, fmt="html")
+
+
+def test_the_ranks_page_lines_up_llm_passes(tmp_path):
+    html = _ranks_html(tmp_path, llm=True)
+    assert "<h2>LLM passes across ranks</h2>" in html
+    assert "10 passes lined up by order across ranks 0, 1; rank 1 is the slowest in 9" in html
+    assert "<th>slowest rank</th>" in html and "<td>decode</td>" in html
+
+
+def test_the_ranks_page_of_training_ranks_has_no_llm_passes(tmp_path):
+    html = _ranks_html(tmp_path, llm=False)
+    assert "<h2>Ranks</h2>" in html and "LLM passes across ranks" not in html
