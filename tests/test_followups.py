@@ -240,3 +240,73 @@ def test_the_ranks_page_lines_up_llm_passes(tmp_path):
 def test_the_ranks_page_of_training_ranks_has_no_llm_passes(tmp_path):
     html = _ranks_html(tmp_path, llm=False)
     assert "<h2>Ranks</h2>" in html and "LLM passes across ranks" not in html
+
+
+# ---- chain / memory / table --format json: the data the MCP tools return -------------
+
+MOE = "gpu/switch_transformer_moe_a100.json.gz"  # profile_memory: [memory] events
+RESNET = "gpu/resnet_train_ns.pt.trace.json.gz"
+
+
+def _cli_json(*args: str):
+    import json
+
+    from typer.testing import CliRunner
+
+    from kinetoscope.cli import app
+
+    done = CliRunner().invoke(app, list(args), prog_name="kinetoscope")
+    assert done.exit_code == 0, done.output
+    return json.loads(done.stdout)
+
+
+def _tool_json(data):
+    """What the MCP server sends: the tool's data through JSON."""
+    import json
+
+    from kinetoscope.jsontext import dumps
+
+    return json.loads(dumps(data))
+
+
+def test_chain_json_is_the_mcp_chain_answer():
+    from kinetoscope.agent import tools
+
+    path = corpus(RESNET)
+    cli = _cli_json("chain", str(path), "--format", "json", "--limit", "3", "--op", "conv")
+    tool = tools.chain(path.parent, path.name, op="conv", limit=3)
+    assert cli == _tool_json(tool)
+    assert cli["shown"] == 3 and cli["matched"] >= 3 and cli["tree"][0]["children"]
+
+
+def test_memory_json_is_the_mcp_memory_answer():
+    from kinetoscope.agent import tools
+
+    path = corpus(MOE)
+    cli = _cli_json("memory", str(path), "--format", "json", "--top", "2")
+    tool = tools.memory(path.parent, path.name, top=2, steps=10**6)
+    assert cli == _tool_json(tool)
+    assert cli["devices"][0]["peak_bytes"] > 0 and len(cli["devices"][0]["largest"]) == 2
+
+
+def test_table_json_is_the_mcp_table_answer():
+    from kinetoscope.agent import tools
+
+    path = corpus(RESNET)
+    cli = _cli_json("table", str(path), "--format", "json", "--row-limit", "5")
+    tool = tools.table(path.parent, path.name, row_limit=5)
+    assert cli == _tool_json(tool)
+    assert len(cli["rows"]) == 5 and cli["trimmed"]["rows"] > 0
+    assert cli["sort_by"] == "self_device_time_total" and cli["scope"] == "whole trace"
+
+
+def test_chain_and_memory_text_stay_text():
+    from typer.testing import CliRunner
+
+    from kinetoscope.cli import app
+
+    done = CliRunner().invoke(app, ["chain", str(corpus(RESNET)), "--limit", "2"])
+    assert done.exit_code == 0 and "dispatch chain" in done.stdout
+    done = CliRunner().invoke(app, ["memory", str(corpus(MOE)), "--format", "yaml"])
+    # the CLI's entry point turns this UsageError into one line on stderr and exit 2
+    assert "choose text or json" in str(done.exception)
