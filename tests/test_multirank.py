@@ -63,7 +63,9 @@ def test_text_and_markdown(dlrm):
     assert "0.00" not in text  # every time in a unit that shows it
     assert "  rank 7: " + str(dlrm / "worker7_step_12.1694128201553.pt.trace.json.gz") in text
     assert "Straggler: rank 7 (waits 1.53 ms at collectives" in text
-    assert "ranks 0-7: [warn] host-sync" in text
+    # rank 1 is sync-bound (7.51 ms of 8 syncs, 37.7% of its step): host-sync takes the
+    # verdict's severity there (one sync wait, one finding: rules.merge)
+    assert "ranks 0-7: [critical] host-sync" in text
     assert "overlap" in text.splitlines()[2]
     md = explain_ranks(sorted(dlrm.iterdir()), jobs=2, config={}, fmt="md")
     assert "| rank | steps | step |" in md and "| 7 * | 1 | 12.5 ms |" in md

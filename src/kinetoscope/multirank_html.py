@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .api import explain
 from .multirank import MultiRankReport
+from .rank_llm import notes, table
 from .report.html import render_ranks_html, timeline_side
 from .trace import load
 from .units import fmt_us
@@ -54,4 +55,8 @@ def render_ranks_page(report: MultiRankReport, config: dict | None) -> str:
                 bool(trace.steps),
             )
         )
-    return render_ranks_html(report, sides)
+    llm = None
+    if aligned := report.llm_passes:  # the lined-up passes text, Markdown and JSON show
+        head, rows = table(aligned)
+        llm = {"notes": notes(aligned), "head": head, "rows": rows}
+    return render_ranks_html(report, sides, llm)

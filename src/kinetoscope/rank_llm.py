@@ -56,18 +56,17 @@ def align_passes(ranks: dict[int, RankSummary]) -> dict[str, Any] | None:
     }
 
 
-def render_lines(aligned: dict[str, Any], markdown: bool) -> list[str]:
-    """The aligned passes as a heading, one summary line and a per-pass table."""
-    h = "## " if markdown else ""
-    lines = [f"{h}LLM passes across ranks", ""]
+def notes(aligned: dict[str, Any]) -> list[str]:
+    """The sentences above the per-pass table: disagreements first, then the summary."""
+    out = []
     counts = set(aligned["pass_counts"].values())
     if len(counts) > 1:
-        lines.append(
+        out.append(
             f"Ranks hold different pass counts ({aligned['pass_counts']}): the first "
             f"{aligned['aligned']} are compared."
         )
     if aligned["phases_disagree"]:
-        lines.append(f"Phases differ across ranks at passes {aligned['phases_disagree']}.")
+        out.append(f"Phases differ across ranks at passes {aligned['phases_disagree']}.")
     line = (
         f"{aligned['aligned']} passes lined up by order across ranks "
         f"{', '.join(map(str, aligned['ranks']))}"
@@ -78,7 +77,11 @@ def render_lines(aligned: dict[str, Any], markdown: bool) -> list[str]:
             f"; rank {rank} is the slowest in {times} of them (each pass lasts as long "
             "as its slowest rank)"
         )
-    lines += [line + ".", ""]
+    return out + [line + "."]
+
+
+def table(aligned: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """(head, rows) of the per-pass table, as every format shows it."""
     head = ["pass", "phase", "median ms", "slowest rank", "its ms", "spread ms"]
     rows = [
         [
@@ -91,6 +94,14 @@ def render_lines(aligned: dict[str, Any], markdown: bool) -> list[str]:
         ]
         for p in aligned["passes"]
     ]
+    return head, rows
+
+
+def render_lines(aligned: dict[str, Any], markdown: bool) -> list[str]:
+    """The aligned passes as a heading, the `notes` and the per-pass `table`."""
+    h = "## " if markdown else ""
+    lines = [f"{h}LLM passes across ranks", "", *notes(aligned), ""]
+    head, rows = table(aligned)
     if markdown:
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(r) + " |" for r in rows]

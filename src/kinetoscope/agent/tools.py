@@ -14,18 +14,22 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..analysis.chain import ChainNode, build_tree, select_device_events
-from ..analysis.memory import memory_timeline, op_label
+from ..analysis.chain import select_device_events
+from ..analysis.memory import memory_timeline
 from ..analysis.summary import summarize
-from ..analysis.table import SORT_KEYS, key_averages
+from ..analysis.table import SORT_KEYS
 from ..api import explain as explain_trace
 from ..compare.check import run_check
 from ..compare.diff import diff_runs
 from ..compare.render import to_json as diff_json
 from ..compare.runs import load_run
 from ..errors import UsageError
+from ..report.chain_data import chain_data
+from ..report.memory_data import memory_data
 from ..report.summary_view import summary_data
-from ..trace import Cat, Trace, load
+from ..report.table_data import table_data
+from ..rules.memory import RECORD_ADVICE
+from ..trace import load
 from .paths import readable, writable
 
 
@@ -69,16 +73,7 @@ def table(root: Path, path: str, sort_by: str = "", row_limit: int = 20) -> dict
     """`kinetoscope table --format json --row-limit N`."""
     if sort_by and sort_by not in SORT_KEYS:
         raise UsageError(f"unknown sort_by {sort_by!r}; choose from {', '.join(SORT_KEYS)}")
-    trace = load(readable(root, path))
-    key = sort_by or ("self_device_time_total" if trace.has_device else "self_cpu_time_total")
-    result = key_averages(trace, sort_by=key)
-    return {
-        "sort_by": key,
-        "self_cpu_total_us": result.self_cpu_total_us,
-        "self_device_total_us": result.self_device_total_us,
-        "rows": [dict(r.__dict__) for r in result.rows[:row_limit]],
-        "trimmed": {"rows": max(len(result.rows) - row_limit, 0)},
-    }
+    return table_data(load(readable(root, path)), sort_by, row_limit)
 
 
 def diff(root: Path, a: str, b: str, top: int = 20) -> dict[str, Any]:
@@ -112,28 +107,7 @@ def chain(root: Path, path: str, kernel: str | None = None, op: str | None = Non
     if kernel is not None and op is not None:
         raise UsageError("give kernel or op, not both")
     trace = load(readable(root, path))
-    selected = select_device_events(trace, kernel=kernel, op=op, step=step)
-    shown = selected[:limit]
-    tree = build_tree(trace, shown)
-    return {
-        "matched": len(selected),
-        "shown": len(shown),
-        "device_us": tree.device_us,
-        "tree": [_node(trace, child) for child in tree.children.values()],
-    }
-
-
-def _node(trace: Trace, node: ChainNode) -> dict[str, Any]:
-    i = node.index
-    return {
-        "name": trace.name(i),
-        "category": Cat(int(trace.cat[i])).name.lower(),
-        "ts_us": trace.rel(float(trace.ts[i])),
-        "dur_us": float(trace.dur[i]),
-        "device_us": node.device_us,
-        "kernels": node.kernels,
-        "children": [_node(trace, child) for child in node.children.values()],
-    }
+    return chain_data(trace, select_device_events(trace, kernel=kernel, op=op, step=step), limit)
 
 
 def memory(root: Path, path: str, top: int = 10, steps: int = 20) -> dict[str, Any]:
@@ -141,28 +115,8 @@ def memory(root: Path, path: str, top: int = 10, steps: int = 20) -> dict[str, A
     trace = load(readable(root, path))
     devices = memory_timeline(trace, top=top)
     if not devices:
-        raise UsageError(f"{path}: no [memory] events in the trace (record with profile_memory)")
-
-    def allocation(a) -> dict[str, Any]:
-        return {"ts_us": trace.rel(a.ts), "step": a.step, "bytes": a.nbytes,
-                "op": op_label(trace, a.op)}  # fmt: skip
-
-    return {
-        "devices": [
-            {
-                "device": d.device,
-                "events": d.events,
-                "relative": d.relative,
-                "peak_bytes": d.peak_bytes,
-                "peak": allocation(d.peak),
-                "peak_reserved_bytes": None if d.reserved is None else float(d.reserved.max()),
-                "largest": [allocation(a) for a in d.largest],
-                "churn": [asdict(c) for c in d.churn[:steps]],
-                "trimmed": {"churn": max(len(d.churn) - steps, 0)},
-            }
-            for d in devices
-        ]
-    }
+        raise UsageError(f"{path}: no [memory] events in the trace; {RECORD_ADVICE}")
+    return memory_data(trace, devices, steps)
 
 
 def slice_(root: Path, path: str, output: str, steps: str | None = None,

@@ -22,9 +22,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ..trace import Cat, Trace
+from .blocking import blocking_calls
 from .intervals import merge, union_length
 from .steps import device_anchor, host_activity_mask
-from .syncs import BLOCKING_CALLS
 
 GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "hipGraphLaunch", "cuGraphLaunch"})
 #: Device kernels that write new keys/values into a preallocated (paged) cache.
@@ -98,8 +98,8 @@ class Costs:
         host = trace.mask(Cat.RUNTIME, Cat.DRIVER) & (trace.lane_kind == 1)
         graph_ids = trace.name_ids_matching(lambda n: n in GRAPH_LAUNCHES)
         self.graph_ts = np.sort(trace.ts[np.flatnonzero(host & np.isin(trace.name_id, graph_ids))])
-        block_ids = trace.name_ids_matching(lambda n: n in BLOCKING_CALLS)
-        block = np.flatnonzero(host & np.isin(trace.name_id, block_ids))
+        # every call that waited for the device, whatever its name (analysis.blocking)
+        block = blocking_calls(trace)
         self.block_s, self.block_e = merge(trace.ts[block], trace.end[block])
         ops = np.flatnonzero(host_activity_mask(trace) & trace.mask(Cat.CPU_OP))
         wanted = trace.name_ids_matching(lambda n: n in ("aten::cat", "aten::index_copy_"))

@@ -30,26 +30,6 @@ from ..trace import Cat, Trace
 from .blocking import blocking_calls
 from .stepmap import step_of
 
-#: The named blocking calls of the CUDA and HIP APIs (what `analysis.blocking` matches by
-#: name: synchronize calls and copies without `Async`), for readers that need a name list.
-BLOCKING_CALLS = frozenset(
-    {
-        "cudaDeviceSynchronize",
-        "cudaStreamSynchronize",
-        "cudaEventSynchronize",
-        "cudaMemcpy",
-        "cuCtxSynchronize",
-        "cuStreamSynchronize",
-        "cuEventSynchronize",
-        "hipDeviceSynchronize",
-        "hipStreamSynchronize",
-        "hipEventSynchronize",
-        "hipMemcpy",
-        # ROCm PyTorch's memcpy_and_sync: one blocking call where CUDA issues
-        # cudaMemcpyAsync + cudaStreamSynchronize (a blocking .cpu() / copy_)
-        "hipMemcpyWithStream",
-    }
-)
 #: Scalar reads: `.item()`, `bool(tensor)` / `if tensor:`.
 SCALAR_OPS = frozenset({"aten::item", "aten::_local_scalar_dense", "aten::is_nonzero"})
 DEVICE_SYNC_NAMES = frozenset({"cudaDeviceSynchronize", "hipDeviceSynchronize", "cuCtxSynchronize"})

@@ -2,11 +2,13 @@
 
 Prints the dispatch chain as a tree: ProfilerStep#N -> annotations -> aten ops
 -> runtime calls -> the kernels they launched, with device time per node. The
-chain itself is rebuilt in `analysis.chain`; this module only selects and prints.
+chain itself is rebuilt in `analysis.chain`; this module only selects and prints
+(`--format json`: the data of `report.chain_data`, what the MCP `chain` tool returns).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -16,6 +18,8 @@ from .. import progress
 from ..analysis.chain import ChainNode, build_tree, select_device_events
 from ..analysis.kernel_names import decode
 from ..errors import UsageError
+from ..jsontext import dumps
+from ..report.chain_data import chain_data
 from ..report.console import inert
 from ..trace import Cat, Trace, load
 from ..units import fmt_us
@@ -49,15 +53,8 @@ def _add(tree: Tree, trace: Trace, node: ChainNode, full_names: bool) -> None:
         _add(branch, trace, child, full_names)
 
 
-def render_chain(
-    trace: Trace,
-    kernel: str | None,
-    op: str | None,
-    step: int | None,
-    limit: int,
-    full_names: bool = False,
-) -> tuple[Tree, int, int]:
-    """The tree for the selection, with (kernels shown, kernels matched)."""
+def select(trace: Trace, kernel: str | None, op: str | None, step: int | None) -> np.ndarray:
+    """The device events to trace back, in time order; a usage error where none can be."""
     if kernel is not None and op is not None:
         raise UsageError("give --kernel or --op, not both")
     if not trace.device_work.any():
@@ -75,6 +72,19 @@ def render_chain(
         )
         where = f" in ProfilerStep#{step}" if step is not None else ""
         raise UsageError(inert(f"no {what}{where} in {trace.path}"))
+    return selected
+
+
+def render_chain(
+    trace: Trace,
+    kernel: str | None,
+    op: str | None,
+    step: int | None,
+    limit: int,
+    full_names: bool = False,
+) -> tuple[Tree, int, int]:
+    """The tree for the selection, with (kernels shown, kernels matched)."""
+    selected = select(trace, kernel, op, step)
     shown = selected[:limit]
     root = build_tree(trace, shown)
     title = (
@@ -95,10 +105,18 @@ def register(app: typer.Typer) -> None:
         step: int = typer.Option(None, "--step", help="Only work launched in ProfilerStep#N."),
         limit: int = typer.Option(20, "--limit", min=1, help="Kernels to show (first in time)."),
         full_names: bool = typer.Option(False, "--full-names", help="Do not shorten kernel names."),
+        fmt: str = typer.Option(
+            "text", "--format", help="text or json (the tree the MCP chain tool returns)."
+        ),
     ) -> None:
         """Show how kernels were dispatched: step -> annotation -> aten op -> launch -> kernel."""
+        if fmt not in ("text", "json"):
+            raise UsageError(f"unknown --format {fmt!r}; choose text or json")
         with progress.reporting():  # a large trace says how far reading has got
             trace = load(trace_path)
+        if fmt == "json":
+            typer.echo(dumps(chain_data(trace, select(trace, kernel, op, step), limit), indent=2))
+            return
         tree, shown, matched = render_chain(trace, kernel, op, step, limit, full_names)
         console = Console()
         console.print(tree)

@@ -15,7 +15,9 @@ from .. import progress
 from ..analysis.memory import DeviceMemory, memory_timeline, op_label
 from ..errors import UsageError
 from ..escaping import inert
+from ..jsontext import dumps
 from ..outputs import refuse_inputs, say_where, write_file
+from ..report.memory_data import memory_data
 from ..rules.memory import RECORD_ADVICE, fmt_bytes
 from ..trace import Trace, load
 from ..units import fmt_us
@@ -35,8 +37,13 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(
             False, "--force", help="Replace the -o file if it exists (default: FILE_2, ...)."
         ),
+        fmt: str = typer.Option(
+            "text", "--format", help="text or json (the data the MCP memory tool returns)."
+        ),
     ) -> None:
         """Allocated/reserved memory over time, the peak and its op, largest allocations."""
+        if fmt not in ("text", "json"):
+            raise UsageError(f"unknown --format {fmt!r}; choose text or json")
         if output is not None:  # before any work: the input is never written over
             refuse_inputs(output, [trace_path])
         with progress.reporting():  # a large trace says how far reading has got
@@ -47,7 +54,10 @@ def register(app: typer.Typer) -> None:
         written = None
         if output is not None:  # before printing: a missing extra fails fast
             written = plot(trace, devices, output, force=force, inputs=[trace_path])
-        typer.echo(render(trace, devices))
+        if fmt == "json":  # every step's churn: the MCP tool cuts it to its `steps`
+            typer.echo(dumps(memory_data(trace, devices), indent=2))
+        else:
+            typer.echo(render(trace, devices))
         if written is not None:
             say_where(output, written)
 

@@ -10,6 +10,7 @@ from .. import progress
 from ..analysis.table import SORT_KEYS, KeyAverages, key_averages
 from ..errors import UsageError
 from ..jsontext import dumps
+from ..report.table_data import default_sort, table_data
 from ..report.table_text import render_table
 from ..trace import load
 from ..units import table_time
@@ -41,22 +42,10 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"unknown --format {fmt!r}; choose text or json")
         with progress.reporting():  # a large trace says how far reading has got
             trace = load(trace_path)
-        key = sort_by or ("self_device_time_total" if trace.has_device else "self_cpu_time_total")
-        result = key_averages(trace, sort_by=key, window=window)
         if fmt == "json":
-            rows = result.rows if row_limit < 0 else result.rows[:row_limit]
-            typer.echo(
-                dumps(
-                    {
-                        "self_cpu_total_us": result.self_cpu_total_us,
-                        "self_device_total_us": result.self_device_total_us,
-                        "scope": "active window" if window else "whole trace",
-                        "rows": [{**r.__dict__} for r in rows],
-                    },
-                    indent=2,
-                )
-            )
+            typer.echo(dumps(table_data(trace, sort_by, row_limit, window), indent=2))
             return
+        result = key_averages(trace, sort_by=sort_by or default_sort(trace), window=window)
         typer.echo(render_table(result, row_limit), nl=False)
         if not window:
             typer.echo(_window_note(result, key_averages(trace, window=True)))

@@ -229,9 +229,10 @@ def timeline_side(
     }
 
 
-def render_ranks_html(report, sides: list[dict[str, Any]] = ()) -> str:
+def render_ranks_html(report, sides: list[dict[str, Any]] = (), llm: dict | None = None) -> str:
     """Multi-rank `explain DIR --format html` (a multirank.MultiRankReport), with the
-    timelines of the ranks in `sides` (`timeline_side` each) under the ranks table."""
+    timelines of the ranks in `sides` (`timeline_side` each) under the ranks table, and
+    the LLM passes lined up across ranks (`llm`: notes, head and rows of rank_llm's table)."""
     _environment()
     findings = sorted(
         report.findings,
@@ -246,6 +247,7 @@ def render_ranks_html(report, sides: list[dict[str, Any]] = ()) -> str:
         folder=_common_folder([s.path for s in report.ranks.values()]),
         sides=list(sides),
         has_timeline=bool(sides),
+        llm=llm,
     )
 
 

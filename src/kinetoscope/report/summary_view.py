@@ -86,6 +86,14 @@ def _ranked_table(title: str, rows: list[Ranked], share_label: str) -> Table:
     return table
 
 
+def _no_device_line(summary: TraceSummary) -> str:
+    """The device line of a run without device work: a CPU run, with the share of the window
+    its math ops compute (`analysis.cpu_compute`) where it has one."""
+    share = summary.metrics.get("compute_share", 0.0)
+    compute = f"; compute {100 * share:.1f}% of the window" if share > 0 else ""
+    return f"CPU only: no device lane{compute}"
+
+
 def render_summary(summary: TraceSummary, console: Console) -> None:
     head = Text()
     head.append("trace    ", style="bold")
@@ -98,7 +106,7 @@ def render_summary(summary: TraceSummary, console: Console) -> None:
             inert("; ".join(sorted(names))) + (f"  x{len(devices)}" if len(devices) > 1 else "")
         )
     else:
-        head.append("none recorded (host-only trace)" if not summary.top_kernels else "unnamed")
+        head.append(_no_device_line(summary) if not summary.top_kernels else "unnamed")
     head.append("\n")
     if summary.versions:
         head.append("versions ", style="bold")

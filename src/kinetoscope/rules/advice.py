@@ -49,3 +49,17 @@ def compiled_run(ctx) -> bool:
             meta.get("compile") or len(marks) or len(ctx.analysis(compile_events)) or inductor
         )
     return ctx.cache[key]
+
+
+#: what to say instead of "torch.compile it" to a run that already compiles: the work the
+#: finding is about ran outside its compiled code
+COMPILED_ALREADY = (
+    "the run already uses torch.compile, so this work runs outside its compiled code: find "
+    "the graph breaks (TORCH_LOGS=graph_breaks) and compile the code around them"
+)
+
+
+def fuse_with_compile(ctx, eager: str) -> str:
+    """`eager` (advice to fuse with torch.compile) on an eager run; on a run that already
+    compiles (`compiled_run`), where the compiler has not reached instead."""
+    return COMPILED_ALREADY if compiled_run(ctx) else eager

@@ -14,6 +14,7 @@ from ..analysis.fusion import elementwise_chains
 from ..analysis.optimizer import optimizer_steps
 from ..analysis.stepmap import step_count, step_of
 from ..units import count, fmt_us
+from .advice import fuse_with_compile
 from .base import Evidence, Finding, rule
 from .impact import host_saving_per_step
 from .requires import need_kernels
@@ -114,8 +115,10 @@ def fusion_opportunity(ctx) -> list[Finding]:
                 "never counted: they touch different tensors."
             ),
             suggestion=(
-                "torch.compile the module (or write the fused op); the estimate assumes the "
-                "fused kernel costs about as much as the longest kernel of each chain."
+                "Fuse each chain into one kernel: "
+                + fuse_with_compile(ctx, "torch.compile the module")
+                + " (or write the fused op); the estimate assumes the fused kernel costs about "
+                "as much as the longest kernel of each chain."
             ),
             impact_us=per_step,
             evidence=evidence,

@@ -160,8 +160,14 @@ def call_count(ctx) -> list[Finding]:
                 f"median op ({median:g} calls; thresholds {factor:g}x and {min_calls:g} calls)"
             ),
             explanation=(
-                "Each call is cheap, but the per-call cost (Python, dispatcher, a kernel launch) "
-                "is paid every time and adds up: small ops in a Python loop are the usual cause."
+                "Each call is cheap, but the per-call cost ("
+                + (
+                    "Python, dispatcher, a kernel launch"
+                    if trace.has_device
+                    else "Python, the dispatcher, the framework code around the op"
+                )
+                + ") is paid every time and adds up: small ops in a Python loop are the usual "
+                "cause."
                 + (
                     f" {in_loader:.0%} of these calls run inside DataLoader.__next__: they are "
                     "the data loading's own work (collate, transforms), part of the data wait."

@@ -19,7 +19,7 @@ from ..analysis.window import (
 )
 from ..trace import Trace
 from ..units import fmt_pct, fmt_us
-from .advice import cuda_graphs_fit
+from .advice import cuda_graphs_fit, fuse_with_compile
 from .base import Evidence, Finding, rule
 from .regime_cpu import cpu_compute_bound, cpu_mixed, cpu_overhead_bound
 from .roofline import peak_evidence
@@ -146,8 +146,8 @@ def overhead_bound(ctx) -> list[Finding]:
                 "waits. Each kernel is too small to pay for its launch."
             ),
             suggestion=(
-                "Give each kernel more work (larger batch or shapes, batched ops), fuse "
-                "operations (torch.compile)"
+                "Give each kernel more work (larger batch or shapes, batched ops), "
+                + fuse_with_compile(ctx, "fuse operations (torch.compile)")
                 + (
                     ', or replay the step as a CUDA graph (torch.compile(mode="reduce-overhead")).'
                     if cuda_graphs_fit(ctx)

@@ -14,6 +14,7 @@ from ..analysis.cpu_compute import math_ops
 from ..analysis.window import in_window, time_by_name
 from ..trace import Trace
 from ..units import fmt_pct, fmt_us
+from .advice import fuse_with_compile
 from .base import Evidence, Finding
 from .roofline import peak_evidence
 from .verdict import RegimeCall
@@ -82,8 +83,9 @@ def cpu_overhead_bound(ctx, call: RegimeCall) -> Finding:
         ),
         suggestion=(
             "Give each op more work (larger batch or shapes, batched ops instead of Python "
-            "loops over small tensors), fuse operations (torch.compile), or move the loop's "
-            "bookkeeping out of the step."
+            "loops over small tensors), "
+            + fuse_with_compile(ctx, "fuse operations (torch.compile)")
+            + ", or move the loop's bookkeeping out of the step."
         ),
         impact_us=max(call.window_us - call.compute_us, 0.0) / call.step_count,
         evidence=_numbers(call) + _top_math_ops(ctx.trace) + peak_evidence(ctx),

@@ -13,6 +13,7 @@ from ..analysis.stepmap import step_of
 from ..analysis.syncs import sync_sites
 from ..units import count, fmt_pct, fmt_us
 from .base import Evidence, Finding, event_evidence, rule
+from .training import DATA_WAIT, SYNC_WAIT, loader_advice
 from .verdict import DEFAULTS, RegimeCall, classify
 
 
@@ -89,18 +90,12 @@ def data_bound(ctx) -> list[Finding]:
             "a starved loop, not the model."
         ),
         suggestion=(
-            "Load in background workers (DataLoader num_workers > 0, persistent_workers=True, "
-            "prefetch_factor), "
-            + (
-                "pin_memory=True with .to(device, non_blocking=True), cheaper or GPU-side "
-                "transforms; then profile again for the device verdict."
-                if trace.has_device
-                else "cheaper or batched transforms; then profile again for the compute verdict."
-            )
+            loader_advice(trace)
+            + f" Then profile again for the {'device' if trace.has_device else 'compute'} verdict."
         ),
         evidence=evidence,
     )
-    found.cause = ("data-wait",)  # the wait dataloader-bound names (rules.merge folds them)
+    found.cause = (DATA_WAIT,)  # the wait dataloader-bound names (rules.merge folds them)
     return [found]
 
 
@@ -151,7 +146,7 @@ def sync_bound(ctx) -> list[Finding]:
                 unit="us",
             )
         )
-    return _wait_verdict(
+    (found,) = _wait_verdict(
         call,
         "sync-bound",
         "sync_share",
@@ -168,6 +163,8 @@ def sync_bound(ctx) -> list[Finding]:
         ),
         evidence=evidence,
     )
+    found.cause = (SYNC_WAIT,)  # the wait host-sync names, site by site (rules.merge folds them)
+    return [found]
 
 
 @rule(

@@ -20,6 +20,9 @@ from .base import Evidence, Finding, NotChecked, event_evidence, rule
 FAMILY = "Training-loop health"
 #: the cause key of every finding about the loop waiting for its next batch (rules.merge)
 DATA_WAIT = "data-wait"
+#: the cause key of every finding about the host blocked until the device drains its queue:
+#: `host-sync` (the sites) and `sync-bound` (the verdict) describe one wait
+SYNC_WAIT = "sync-wait"
 
 
 @rule(
@@ -79,7 +82,7 @@ def dataloader_bound(ctx) -> list[Finding]:
                 f"batch from the DataLoader, and {device} for {idle_share:.0%} of that wait. "
                 "The model is starved: batches are produced slower than they are consumed."
             ),
-            suggestion=_loader_advice(trace),
+            suggestion=loader_advice(trace),
             impact_us=idle / per,
             evidence=evidence,
             cause=(DATA_WAIT,),
@@ -100,7 +103,7 @@ def dataloader_bound(ctx) -> list[Finding]:
 WORKER_ITER = "_MultiProcessingDataLoaderIter"
 
 
-def _loader_advice(trace) -> str:
+def loader_advice(trace) -> str:
     """Advice for a starved loop that fits what the trace shows: workers only where the
     DataLoader has none, pinned memory and GPU-side preprocessing only where there is a GPU."""
     workers = any(WORKER_ITER in trace.name(i) for i in next_events(trace)[:1].tolist())
@@ -202,6 +205,7 @@ def host_sync(ctx) -> list[Finding]:
             ),
             impact_us=waited / n_steps if n_steps else waited,
             evidence=evidence,
+            cause=(SYNC_WAIT,),
             measured={
                 "syncs": len(sites),
                 "syncs_per_step": round(per_step, 3),

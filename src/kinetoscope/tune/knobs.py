@@ -123,8 +123,12 @@ def choose(facts: Facts, base: dict) -> tuple[list[Plan], list[tuple[str, str]]]
         )
         _overhead_knobs(facts, base, f"{regime} ({figure})", plans, skipped)
     if regime in ("compute-bound", "mixed"):
-        _compute_knobs(facts, base, f"{regime} (device busy {facts.device_ratio:.0%} of host "
-                       "time)", plans, skipped)  # fmt: skip
+        figure = (
+            f"device busy {facts.device_ratio:.0%} of host time"
+            if facts.gpu
+            else f"CPU compute {_pct(shares.get('compute_share', 0))} of the window"
+        )
+        _compute_knobs(facts, base, f"{regime} ({figure})", plans, skipped)
     if regime == "sync-bound":
         wait = _pct(shares.get("sync_share", 0))
         skipped.append(("(all)", f"sync-bound (sync wait {wait}): the fix is removing the "
@@ -181,7 +185,8 @@ def _overhead_knobs(facts: Facts, base: dict, why: str, plans: list, skipped: li
 
 def _compute_knobs(facts: Facts, base: dict, why: str, plans: list, skipped: list) -> None:
     if not facts.gpu:
-        skipped.append(("dtype", "CPU: bf16 math is emulated on most CPUs and rarely faster"))
+        skipped.append(("dtype", f"{why}, but on a CPU bf16 math is emulated on most CPUs "
+                        "and rarely faster"))  # fmt: skip
         return
     if base.get("dtype") == "fp32":
         plans.append(Plan("dtype", ("bf16",), f"{why}: bf16 halves bytes moved and uses "
