@@ -160,9 +160,10 @@ def matmul_add(n):
 
 
 record("matmul_1024", matmul_add(1024), warmup=3)
-# 10 warm-up and 10 recorded steps: a few us per step, so one cold or preempted step
-# would otherwise weigh on the window's share
-record("matmul_16", matmul_add(16), steps=10, warmup=10)
+# 10 warm-up and 50 recorded steps: a few us per step, so one step in which the OS
+# preempts aten::mm (tens of us added to "compute") would tip a 10-step window over 25%;
+# over 50 steps it moves the share by a few points
+record("matmul_16", matmul_add(16), steps=50, warmup=10)
 qkv = torch.nn.Linear(32, 96)
 h = torch.randn(2, 16, 32)
 
