@@ -11,11 +11,8 @@ or W&B loggers receive them.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable
-
 from .cycle import CycleResult
-from .stepper import ProfiledSteps
+from .stepper import ProfilingCallback
 
 try:  # the unified package first; the standalone one is the same API
     from lightning.pytorch.callbacks import Callback
@@ -23,33 +20,8 @@ except ModuleNotFoundError:  # pragma: no cover - depends on what is installed
     from pytorch_lightning.callbacks import Callback
 
 
-class KinetoscopeCallback(Callback):
-    def __init__(
-        self,
-        out: str | os.PathLike = "traces/run",
-        wait: int = 1,
-        warmup: int = 1,
-        active: int = 3,
-        repeat: int = 1,
-        explain: bool = True,
-        expect: Iterable[str] | str | None = None,
-        on_fail: str = "warn",
-        ranks: Iterable[int] = (0,),
-        **profile_options,
-    ) -> None:
-        """`profile_options` go to `kinetoscope.profile` (`record_shapes`,
-        `profile_memory`, `with_stack`, `gzip`, `device`, ...)."""
-        self.steps = ProfiledSteps(
-            out,
-            (wait, warmup, active, repeat),
-            explain=explain,
-            expect=expect,
-            on_fail=on_fail,
-            ranks=ranks,
-            echo=lambda line: print(line, flush=True),
-            **profile_options,
-        )
-        self.results: list[CycleResult] = []
+class KinetoscopeCallback(ProfilingCallback, Callback):
+    """See the module's docstring; the arguments are `ProfilingCallback`'s."""
 
     def on_train_start(self, trainer, pl_module) -> None:
         self.steps.start(trainer.global_rank)

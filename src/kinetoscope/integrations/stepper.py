@@ -81,3 +81,40 @@ class ProfiledSteps:
     def _take(self) -> list[CycleResult]:
         done, self._finished = self._finished, []
         return done
+
+
+class ProfilingCallback:
+    """The part both framework callbacks share: the series' schedule, the ranks, what to
+    read after each cycle, and the readings so far. A framework's callback class derives
+    from this and its framework's base class, and says how a verdict line is shown
+    (`echo`) and when steps begin, end and training stops."""
+
+    def __init__(
+        self,
+        out: str | os.PathLike = "traces/run",
+        wait: int = 1,
+        warmup: int = 1,
+        active: int = 3,
+        repeat: int = 1,
+        explain: bool = True,
+        expect: Iterable[str] | str | None = None,
+        on_fail: str = "warn",
+        ranks: Iterable[int] = (0,),
+        **profile_options,
+    ) -> None:
+        """`profile_options` go to `kinetoscope.profile` (`record_shapes`,
+        `profile_memory`, `with_stack`, `gzip`, `device`, ...)."""
+        self.steps = ProfiledSteps(
+            out,
+            (wait, warmup, active, repeat),
+            explain=explain,
+            expect=expect,
+            on_fail=on_fail,
+            ranks=ranks,
+            echo=self.echo,
+            **profile_options,
+        )
+        self.results: list[CycleResult] = []
+
+    def echo(self, line: str) -> None:
+        print(line, flush=True)

@@ -14,46 +14,19 @@ receive them.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable
-
 from transformers import TrainerCallback
 from transformers.utils import logging
 
 from .cycle import CycleResult
-from .stepper import ProfiledSteps
+from .stepper import ProfilingCallback
 
 logger = logging.get_logger("transformers.trainer")
 
 
-class KinetoscopeCallback(TrainerCallback):
-    def __init__(
-        self,
-        out: str | os.PathLike = "traces/run",
-        wait: int = 1,
-        warmup: int = 1,
-        active: int = 3,
-        repeat: int = 1,
-        explain: bool = True,
-        expect: Iterable[str] | str | None = None,
-        on_fail: str = "warn",
-        ranks: Iterable[int] = (0,),
-        **profile_options,
-    ) -> None:
-        """`profile_options` go to `kinetoscope.profile` (`record_shapes`,
-        `profile_memory`, `with_stack`, `gzip`, `device`, ...)."""
-        self.steps = ProfiledSteps(
-            out,
-            (wait, warmup, active, repeat),
-            explain=explain,
-            expect=expect,
-            on_fail=on_fail,
-            ranks=ranks,
-            echo=self._echo,
-            **profile_options,
-        )
-        self.trainer = None
-        self.results: list[CycleResult] = []
+class KinetoscopeCallback(ProfilingCallback, TrainerCallback):
+    """See the module's docstring; the arguments are `ProfilingCallback`'s."""
+
+    trainer = None  # set by `attach`: then each cycle's numbers go through Trainer.log
 
     @classmethod
     def attach(cls, trainer, **options) -> KinetoscopeCallback:
@@ -80,7 +53,6 @@ class KinetoscopeCallback(TrainerCallback):
             else:
                 state.log_history.append({**result.numbers, "step": state.global_step})
 
-    @staticmethod
-    def _echo(line: str) -> None:
+    def echo(self, line: str) -> None:
         print(line, flush=True)
         logger.info(line)
