@@ -352,8 +352,9 @@ def profiling_window(ctx) -> list[Finding]:
             explanation=(
                 "What the profiler records decides what can be read from it. Without step "
                 "markers nothing can be compared step to step; without warm-up the first step "
-                "carries one-time costs (allocations, cuBLAS heuristics, lazy loading); a huge "
-                "window is slow to load and hides the typical step."
+                "carries one-time costs (allocations, "
+                + ("cuBLAS heuristics" if trace.has_device else "BLAS and oneDNN kernel choices")
+                + ", lazy loading); a huge window is slow to load and hides the typical step."
             ),
             suggestion=advice,
             impact_us=0.0,
