@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace import Cat, Trace
+from .ancestry import ancestor_of_kind
 
 OPTIMIZER_STEP_RE = re.compile(r"^Optimizer\.step#(\w+)\.step$")
 _UPDATE_RANGE_RE = re.compile(r"^Optimizer\.(?:step|zero_grad)#|AccumulateGrad")
@@ -71,6 +72,17 @@ def parameter_update(trace: Trace, op: int) -> bool:
             return True
         p = int(trace.parent[p])
     return False
+
+
+def parameter_updates(trace: Trace) -> np.ndarray:
+    """`parameter_update` of every event at once (a mask): a batched op, or an event with an
+    update range among its ancestors or itself, found by one tree pass instead of a walk to
+    the root per op."""
+    in_range = np.isin(
+        trace.name_id, trace.name_ids_matching(lambda n: bool(_UPDATE_RANGE_RE.search(n)))
+    )
+    under_range = ancestor_of_kind(trace, in_range, outermost=False) >= 0
+    return under_range | np.isin(trace.name_id, trace.name_ids_matching(batched))
 
 
 @dataclass(frozen=True)
