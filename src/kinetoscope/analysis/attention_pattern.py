@@ -107,17 +107,32 @@ def find_unfused(trace: Trace, excluded: np.ndarray) -> list[UnfusedAttention]:
     outermost = ancestor_of_kind(trace, is_op, outermost=True)
     top = np.flatnonzero(is_op & (outermost == np.arange(len(trace))) & ~excluded)
     top = top[in_window(trace, trace.ts[top])]
+    if not len(top):
+        return []
     scope_kind = trace.mask(Cat.CPU_OP, Cat.USER_ANNOTATION) | _module_events(trace)
     parent = trace.parent
     scopes = ancestor_of_kind(trace, scope_kind, outermost=False)
     scope_of = np.where(parent[top] >= 0, scopes[np.maximum(parent[top], 0)], -1)
-    found = []
-    groups: dict[tuple[int, int], list[int]] = {}
+    # sequences of top-level ops by (thread, scope), each in time order, in the order their
+    # first op comes in (thread, time); only a sequence holding a softmax can hold a chain,
+    # so the others are never turned into Python lists
     order = np.lexsort((trace.ts[top], trace.lane[top]))
-    for i in order.tolist():
-        groups.setdefault((int(trace.lane[top[i]]), int(scope_of[i])), []).append(int(top[i]))
-    for (_, scope), seq in groups.items():
-        found.extend(_chains(trace, scope, seq))
+    seqs, lanes, scope_of = top[order], trace.lane[top[order]], scope_of[order]
+    grouped = np.lexsort((scope_of, lanes))  # stable: time order within a group
+    key_lane, key_scope = lanes[grouped], scope_of[grouped]
+    cut = np.flatnonzero(
+        np.concatenate(
+            ([True], (key_lane[1:] != key_lane[:-1]) | (key_scope[1:] != key_scope[:-1]))
+        )
+    )
+    ends = np.append(cut[1:], len(grouped))
+    softmax = np.isin(trace.name_id[seqs], trace.name_ids_matching(SOFTMAX_OPS.__contains__))
+    holds = np.add.reduceat(softmax[grouped], cut) > 0 if len(cut) else np.zeros(0, bool)
+    firsts = grouped[cut]  # each group's first position in (thread, time) order
+    found = []
+    for g in np.flatnonzero(holds)[np.argsort(firsts[holds], kind="stable")].tolist():
+        members = seqs[grouped[cut[g] : ends[g]]].tolist()
+        found.extend(_chains(trace, int(key_scope[cut[g]]), members))
     return found
 
 

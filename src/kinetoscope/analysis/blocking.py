@@ -109,29 +109,27 @@ def _waited_by_timing(trace: Trace, calls: np.ndarray) -> np.ndarray:
     work = np.flatnonzero(trace.device_work & (trace.launch_of >= 0))
     if not len(calls) or not len(work):
         return np.zeros(0, dtype=np.int64)
-    launcher = trace.launch_of[work]
-    # per stream: when each piece of device work was queued (its launch call's start), in
-    # that order, and the latest end of the work queued so far
-    streams = {}
-    for lane in np.unique(trace.lane[work]).tolist():
-        mine = work[trace.lane[work] == lane]
+    launcher, lanes = trace.launch_of[work], trace.lane[work]
+    streams = np.unique(lanes)
+    # the (candidate, stream) pairs to test: the streams a candidate enqueued to (only its
+    # own work is looked at), every stream for a candidate that enqueued nothing
+    own = np.isin(launcher, calls)
+    orphans = calls[~np.isin(calls, launcher[own])]
+    pair_call = np.concatenate((launcher[own], np.repeat(orphans, len(streams))))
+    pair_lane = np.concatenate((lanes[own], np.tile(streams, len(orphans))))
+    hit = np.zeros(len(pair_call), dtype=bool)
+    for lane in streams.tolist():
+        # per stream: when each piece of device work was queued (its launch call's start),
+        # in that order, and the latest end of the work queued so far
+        mine = work[lanes == lane]
         queued = trace.ts[trace.launch_of[mine]]
         order = np.argsort(queued, kind="stable")
-        streams[lane] = (queued[order], np.maximum.accumulate(trace.end[mine][order]))
-    # the streams each candidate enqueued to (only the candidates' own work is looked at)
-    own = np.isin(launcher, calls)
-    own_lanes: dict[int, set[int]] = {}
-    for c, lane in zip(launcher[own].tolist(), trace.lane[work[own]].tolist(), strict=True):
-        own_lanes.setdefault(c, set()).add(lane)
-    out = []
-    for c in calls.tolist():
-        start, end = float(trace.ts[c]), float(trace.end[c])
-        for lane in own_lanes.get(c, streams.keys()):
-            queued, last_end = streams[lane]
-            before = int(np.searchsorted(queued, start, side="left"))  # queued before it
-            upto = int(np.searchsorted(queued, start, side="right"))  # ... and by it
-            busy = before and start < last_end[before - 1]
-            if busy and -CLOCK_US <= end - last_end[upto - 1] <= WAKE_US:
-                out.append(c)
-                break
-    return np.array(out, dtype=np.int64)
+        queued, last_end = queued[order], np.maximum.accumulate(trace.end[mine][order])
+        sel = np.flatnonzero(pair_lane == lane)
+        start, end = trace.ts[pair_call[sel]], trace.end[pair_call[sel]]
+        before = np.searchsorted(queued, start, side="left")  # queued before it
+        upto = np.searchsorted(queued, start, side="right")  # ... and by it
+        busy = (before > 0) & (start < last_end[np.maximum(before - 1, 0)])
+        slack = end - last_end[np.maximum(upto - 1, 0)]
+        hit[sel] = busy & (slack >= -CLOCK_US) & (slack <= WAKE_US)
+    return calls[np.isin(calls, pair_call[hit])]

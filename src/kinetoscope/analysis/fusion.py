@@ -26,7 +26,7 @@ import numpy as np
 
 from ..trace import Trace
 from .kernel_names import decode
-from .optimizer import parameter_update
+from .optimizer import parameter_updates
 
 #: ops whose kernels write without reading a producer's output
 _SOURCE_OPS = frozenset(
@@ -49,15 +49,24 @@ _SOURCE_OPS = frozenset(
 )
 
 
-def _fusable(trace: Trace, kernel: int, op: int) -> bool:
-    if op < 0:
-        return False
-    d = decode(trace.name(kernel))
-    if d.kind != "elementwise" or d.library != "ATen":
-        return False
-    if "FillFunctor" in d.short or d.short.startswith("multi_tensor_apply_kernel"):
-        return False
-    return trace.name(op) not in _SOURCE_OPS and not parameter_update(trace, op)
+def _fusable(trace: Trace, kernels: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """Per kernel: an ATen elementwise kernel (not a fill, not a multi-tensor apply) launched
+    by an op that is not a tensor source and not part of a parameter update. Kernel names
+    are decoded once per name, the ops tested as arrays."""
+    names = trace.name_id[kernels]
+    by_name = np.zeros(len(trace.names), dtype=bool)
+    for nid in np.unique(names).tolist():
+        d = decode(trace.names[nid])
+        by_name[nid] = (
+            d.kind == "elementwise"
+            and d.library == "ATen"
+            and "FillFunctor" not in d.short
+            and not d.short.startswith("multi_tensor_apply_kernel")
+        )
+    launched = ops >= 0
+    safe = np.where(launched, ops, 0)
+    source = np.isin(trace.name_id[safe], trace.name_ids_matching(_SOURCE_OPS.__contains__))
+    return launched & by_name[names] & ~source & ~parameter_updates(trace)[safe]
 
 
 @lru_cache(maxsize=4096)
@@ -88,14 +97,16 @@ def elementwise_chains(trace: Trace) -> list[list[int]]:
     """Runs (kernel indices, in time order) of at least two fusable kernels on one stream,
     each consuming the previous one's result."""
     op_of = trace.op_of
-    by_lane: dict[int, list[int]] = defaultdict(list)
-    for k in trace.kernels.tolist():
-        by_lane[int(trace.lane[k])].append(k)
+    kernels = trace.kernels
+    fusable = _fusable(trace, kernels, op_of[kernels]).tolist()
+    by_lane: dict[int, list[tuple[int, bool]]] = defaultdict(list)
+    rows = zip(kernels.tolist(), trace.lane[kernels].tolist(), fusable, strict=True)
+    for k, lane, ok in rows:
+        by_lane[lane].append((k, ok))
     chains = []
     for members in by_lane.values():
         current: list[int] = []
-        for k in members:
-            ok = _fusable(trace, k, int(op_of[k]))
+        for k, ok in members:
             if ok and current:
                 prev = int(op_of[current[-1]])
                 if prev != op_of[k] and flows(trace, prev, int(op_of[k])):

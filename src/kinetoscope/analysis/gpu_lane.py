@@ -126,20 +126,24 @@ def kernel_gaps(trace: Trace) -> dict[int | None, list[Gap]]:
     # the event holding the running maximum end: what the device was busy with before the gap
     holder = np.maximum.accumulate(np.where(ends >= run_end, np.arange(len(work)), 0))
     gap = starts[1:] - run_end[:-1]
-    for k in np.flatnonzero(gap > _MIN_GAP_US).tolist():
-        step = int(steps[k + 1])
-        if step != int(steps[holder[k]]) or (trace.steps and step < 0):
-            continue
-        number = None if step < 0 else step
-        out.setdefault(number, []).append(
-            Gap(
-                number,
-                float(run_end[k]),
-                float(starts[k + 1]),
-                int(work[holder[k]]),
-                int(work[k + 1]),
-            )
-        )
+    # the gaps kept, chosen on the arrays; Python touches only the kept ones
+    k = np.flatnonzero(gap > _MIN_GAP_US)
+    step = steps[k + 1]
+    keep = step == steps[holder[k]]
+    if trace.steps:
+        keep &= step >= 0
+    k, step = k[keep], step[keep]
+    rows = zip(
+        step.tolist(),
+        run_end[k].tolist(),
+        starts[k + 1].tolist(),
+        work[holder[k]].tolist(),
+        work[k + 1].tolist(),
+        strict=True,
+    )
+    for number, start, end, before, after in rows:
+        number = None if number < 0 else number
+        out.setdefault(number, []).append(Gap(number, start, end, before, after))
     return out
 
 

@@ -198,14 +198,17 @@ def type_codes(trace: Trace, indices: np.ndarray) -> np.ndarray:
     """Type of each device event in `indices`, as its position in `KERNEL_TYPES` (each
     distinct category and name is typed once: a trace has millions of device events but a
     few thousand names)."""
-    pairs = np.column_stack((trace.cat[indices].astype(np.int64), trace.name_id[indices]))
-    if not len(pairs):
+    if not len(indices):
         return np.zeros(0, dtype=np.int64)
-    distinct, which = np.unique(pairs, axis=0, return_inverse=True)
+    # one integer per (category, name) pair: a 1-D unique, several times faster than
+    # np.unique(axis=0) on pairs, same distinct pairs
+    span = len(trace.names) + 1
+    keys = trace.cat[indices].astype(np.int64) * span + (trace.name_id[indices] + 1)
+    distinct, which = np.unique(keys, return_inverse=True)
     codes = np.array(
         [
-            KERNEL_TYPES.index(_type_of(trace, int(cat), trace.names[int(nid)]))
-            for cat, nid in distinct.tolist()
+            KERNEL_TYPES.index(_type_of(trace, cat, trace.names[nid - 1]))
+            for cat, nid in zip(*(v.tolist() for v in divmod(distinct, span)), strict=True)
         ],
         dtype=np.int64,
     )

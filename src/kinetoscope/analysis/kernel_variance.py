@@ -110,9 +110,10 @@ def same_work_groups(trace: Trace, min_occurrences: int = 3) -> list[SameWork]:
     nth = np.empty(len(order), dtype=np.int64)
     nth[by_step_key] = launch - run_start
     # groups of equal (key, nth), first launched first; members in launch order
-    group_keys, first, group = np.unique(
-        np.column_stack((key, nth)), axis=0, return_index=True, return_inverse=True
-    )
+    # one int64 per (key, nth), ordered as the pairs are: a 1-D unique, not one on rows
+    span = int(nth.max()) + 1
+    pair_keys, first, group = np.unique(key * span + nth, return_index=True, return_inverse=True)
+    group_keys = np.column_stack(divmod(pair_keys, span))
     group = group.reshape(-1)
     members = np.argsort(group, kind="stable")
     bounds = np.searchsorted(group[members], np.arange(len(group_keys) + 1))

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from ..trace import Cat, Trace
+from .ancestry import ancestor_of_kind
 
 OPTIMIZER_STEP_RE = re.compile(r"^Optimizer\.step#(\w+)\.step$")
 _UPDATE_RANGE_RE = re.compile(r"^Optimizer\.(?:step|zero_grad)#|AccumulateGrad")
@@ -63,14 +65,21 @@ def batched(name: str) -> bool:
 def parameter_update(trace: Trace, op: int) -> bool:
     """Whether host op `op` is part of a parameter update (an optimizer step, zero_grad, or
     autograd accumulating a gradient) or a batched multi-tensor op."""
-    if batched(trace.name(op)):
-        return True
-    p = op
-    while p >= 0:
-        if _UPDATE_RANGE_RE.search(trace.name(p)):
-            return True
-        p = int(trace.parent[p])
-    return False
+    return bool(parameter_updates(trace)[op])
+
+
+@lru_cache(maxsize=8)
+def parameter_updates(trace: Trace) -> np.ndarray:
+    """`parameter_update` of every event at once (a mask): a batched op, or an event with an
+    update range among its ancestors or itself, found by one tree pass instead of a walk to
+    the root per op."""
+    in_range = np.isin(
+        trace.name_id, trace.name_ids_matching(lambda n: bool(_UPDATE_RANGE_RE.search(n)))
+    )
+    under_range = ancestor_of_kind(trace, in_range, outermost=False) >= 0
+    out = under_range | np.isin(trace.name_id, trace.name_ids_matching(batched))
+    out.setflags(write=False)
+    return out
 
 
 @dataclass(frozen=True)

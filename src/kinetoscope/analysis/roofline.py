@@ -40,7 +40,7 @@ from .compute_ops import MATMUL_OPERANDS, matmul_flops
 from .conv_flops import BACKWARD, CONV_OPS, FORWARD, backward_cost, forward_cost
 from .kernel_names import decode
 from .peaks import DevicePeaks, device_peaks
-from .recorded_args import DTYPES, ITEMSIZE, recorded_args
+from .recorded_args import DTYPES, ITEMSIZE, RecordedArgs, recorded_args
 from .window import device_anchor, in_window
 
 CLASSES = ("gemm", "attention", "conv")
@@ -179,14 +179,29 @@ def _gemm(trace: Trace, op: int, kernels: list[int], time_us: float) -> RatedOp 
     return RatedOp(op, "gemm", dtype, flops, nbytes, time_us, tuple(kernels))
 
 
-def _call_cost(trace: Trace, members: list[int]) -> tuple[str, OpCost | None, str]:
+def _recorded(table, ops: np.ndarray) -> set[int]:
+    """The events among `ops` that `table` (one of the sparse argument columns) has an entry
+    for: one search over its sorted index instead of a lookup per op. A call recorded
+    without shapes (most traces) then costs no decoding at all."""
+    index = getattr(table, "index", None)
+    if isinstance(index, np.ndarray):
+        return set(ops[np.isin(ops, index)].tolist())
+    return {op for op in ops.tolist() if op in table}
+
+
+def _call_cost(
+    trace: Trace, members: list[int], recorded: tuple[set[int], set[int], set[int]]
+) -> tuple[str, OpCost | None, str]:
     """(class, cost, why not rated) of one attention or convolution call: the first of its
-    ops (outermost first) whose recorded arguments give a cost."""
+    ops (outermost first) whose recorded arguments give a cost. `recorded`: the ops with
+    an entry in input_dims, in any argument column, in concrete_inputs."""
+    with_dims, with_args, with_concrete = recorded
     names = {trace.name(i) for i in members}
     op_class = "attention" if names & ATTENTION_OPS else "conv"
     math = bool(names & MATH_OPS)
     for op in members:
-        name, args = trace.name(op), recorded_args(trace, op)
+        name = trace.name(op)
+        args = recorded_args(trace, op) if op in with_args else RecordedArgs([], [], [])
         if op_class == "attention":
             cost = attention_cost(name, args, math)
         elif name in FORWARD:
@@ -195,9 +210,11 @@ def _call_cost(trace: Trace, members: list[int]) -> tuple[str, OpCost | None, st
             cost = backward_cost(name, args, names) if name in BACKWARD else None
         if cost is not None:
             return op_class, cost, ""
-    if not any(trace.input_dims.get(i) for i in members):
+    if not any(trace.input_dims.get(i) for i in members if i in with_dims):
         return op_class, None, "no shapes recorded"
-    if op_class == "conv" and not any(trace.concrete_inputs.get(i) for i in members):
+    if op_class == "conv" and not any(
+        trace.concrete_inputs.get(i) for i in members if i in with_concrete
+    ):
         return op_class, None, "stride/padding not recorded, no Concrete Inputs"
     return op_class, None, "shapes not usable (packed, or not recognised)"
 
@@ -235,6 +252,14 @@ def rated_ops(trace: Trace) -> tuple[list[RatedOp], dict[str, Unrated]]:
     call_of = ancestor_of_kind(trace, is_call, outermost=True)
     gemm_of = ancestor_of_kind(trace, is_gemm, outermost=False)  # innermost product op
     members = _members(trace, is_call, call_of)
+    call_ops = np.flatnonzero(is_call)
+    with_dims = _recorded(trace.input_dims, call_ops)
+    with_concrete = _recorded(trace.concrete_inputs, call_ops)
+    recorded = (
+        with_dims,
+        with_dims | _recorded(trace.input_types, call_ops) | with_concrete,
+        with_concrete,
+    )
     owned: dict[int, list[int]] = {}  # op (call or product) -> its kernels
     unrated = {c: Unrated() for c in CLASSES}
     on_device = not ran_on_cpu(trace)
@@ -266,7 +291,7 @@ def rated_ops(trace: Trace) -> tuple[list[RatedOp], dict[str, Unrated]]:
     for op, ks in owned.items():
         time_us = float(trace.dur[ks].sum()) if on_device else float(trace.dur[op])
         if op in members:
-            op_class, cost, why = _call_cost(trace, members[op])
+            op_class, cost, why = _call_cost(trace, members[op], recorded)
             if cost is None:
                 lost = unrated[op_class]
                 lost.calls += 1

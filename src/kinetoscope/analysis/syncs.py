@@ -64,7 +64,7 @@ def _sync_sites_cached(trace: Trace) -> list[SyncSite]:
         while p >= 0 and int(trace.cat[p]) == op and int(trace.name_id[p]) in aten:
             root, p = p, int(parent[p])
         groups.setdefault(root, []).append(call)
-    last_host_op = _last_op_start_per_lane(trace)
+    last_host_op = {} if trace.steps else _last_op_start_per_lane(trace)
     sites = []
     for root, calls in groups.items():
         ts = float(trace.ts[root])
@@ -112,10 +112,16 @@ def _enclosing(trace: Trace, index: int, cats: tuple[Cat, ...]) -> int:
 
 
 def _last_op_start_per_lane(trace: Trace) -> dict[int, float]:
-    """Start of the last cpu_op on each host thread."""
+    """Start of the last cpu_op on each host thread (a thread whose ops all lack a start
+    has none). One sort by thread and a maximum per run of equal threads, not a Python
+    step per op: a trace without steps can hold millions of ops."""
     ops = np.flatnonzero((trace.cat == int(Cat.CPU_OP)) & (trace.lane_kind == 1))
-    out: dict[int, float] = {}
-    for lane, ts in zip(trace.lane[ops].tolist(), trace.ts[ops].tolist(), strict=True):
-        if ts > out.get(lane, -np.inf):
-            out[lane] = ts
-    return out
+    ts = trace.ts[ops]
+    timed = ~np.isnan(ts)
+    lanes, ts = trace.lane[ops][timed], ts[timed]
+    if not len(lanes):
+        return {}
+    order = np.argsort(lanes, kind="stable")
+    lanes, ts = lanes[order], ts[order]
+    first = np.flatnonzero(np.concatenate(([True], lanes[1:] != lanes[:-1])))
+    return dict(zip(lanes[first].tolist(), np.maximum.reduceat(ts, first).tolist(), strict=True))

@@ -236,17 +236,16 @@ def kernel_gap(ctx) -> list[Finding]:
     for gaps in per_step.values():
         if not gaps:
             continue
+        durs = np.array([g.dur for g in gaps])
         # a median gap below one timestamp step reads as 0: floor it at the step
-        median = max(float(np.median([g.dur for g in gaps])), resolution)
-        for g in gaps:
+        median = max(float(np.median(durs)), resolution)
+        # the size tests on the array first: most of a step's gaps are short
+        for k in np.flatnonzero((durs > min_gap) & (durs > ratio * median)).tolist():
+            g = gaps[k]
             # the device idles while Dynamo/Inductor compile: compilation's cost, reported there
             if during_compilation(trace, compiling, g.start, g.end):
                 continue
-            if (
-                g.dur > min_gap
-                and g.dur > ratio * median
-                and above_resolution(ctx, g.dur, "device")
-            ):
+            if above_resolution(ctx, g.dur, "device"):
                 flagged.append((g, median))
     if not flagged:
         return []

@@ -11,6 +11,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from ..analysis.ancestry import ancestor_of_kind
 from ..analysis.stepmap import step_count
 from ..analysis.steps import device_anchor
 from ..analysis.window import in_window
@@ -38,14 +39,15 @@ COPY_OPS = frozenset(
 )
 
 
-def _requesting_op(trace: Trace, op: int) -> int:
-    """The first op above `op` that is not a copy op (-1 when the copy is the user's own)."""
-    parent = trace.parent
-    while op >= 0 and trace.name(op) in COPY_OPS:
-        op = int(parent[op])
-    if op < 0 or trace.cat[op] != int(Cat.CPU_OP) or STEP_RE.match(trace.name(op)):
-        return -1  # a user annotation, a step or the top level: the user asked for this copy
-    return op
+def _requesting_ops(trace: Trace, ops: np.ndarray) -> np.ndarray:
+    """Per op in `ops` (all >= 0): the first op at or above it that is not a copy op, -1 when
+    the copy is the user's own (that op is a user annotation, a step, or there is none).
+    One tree pass for all copies (`ancestor_of_kind`), not a walk per copy."""
+    not_copy = ~np.isin(trace.name_id, trace.name_ids_matching(COPY_OPS.__contains__))
+    owner = ancestor_of_kind(trace, not_copy, outermost=False)[ops]
+    safe = np.maximum(owner, 0)
+    steps = np.isin(trace.name_id[safe], trace.name_ids_matching(lambda n: bool(STEP_RE.match(n))))
+    return np.where((owner >= 0) & (trace.cat[safe] == int(Cat.CPU_OP)) & ~steps, owner, -1)
 
 
 @rule(
@@ -59,14 +61,12 @@ def hidden_memcpy(ctx) -> list[Finding]:
     copies = np.flatnonzero(trace.mask(Cat.MEMCPY) & (trace.lane_kind == 2))
     copies = copies[in_window(trace, device_anchor(trace)[copies])]
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for i in copies:
-        op = int(trace.op_of[i])
-        if op < 0:
-            continue
-        owner = _requesting_op(trace, op)
+    copies = copies[trace.op_of[copies] >= 0]
+    owners = _requesting_ops(trace, trace.op_of[copies])
+    for i, owner in zip(copies.tolist(), owners.tolist(), strict=True):
         if owner >= 0:
             kind = trace.name(i).split(" (")[0]
-            groups[(trace.name(owner), kind)].append(int(i))
+            groups[(trace.name(owner), kind)].append(i)
     if not groups:
         return []
     steps = step_count(trace)
