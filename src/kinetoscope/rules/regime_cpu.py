@@ -64,6 +64,12 @@ def _top_math_ops(trace: Trace, limit: int = 3) -> list[Evidence]:
     ]
 
 
+def _evidence(ctx, call: RegimeCall) -> list[Evidence]:
+    """What every CPU verdict shows: the share and its threshold, the ops owning the
+    compute, and their achieved FLOP/s where shapes were recorded."""
+    return _numbers(call) + _top_math_ops(ctx.trace) + peak_evidence(ctx)
+
+
 def _of_window(call: RegimeCall) -> str:
     return f"the CPU computes {fmt_us(call.compute_us)} of a {fmt_us(call.window_us)} window"
 
@@ -88,7 +94,7 @@ def cpu_overhead_bound(ctx, call: RegimeCall) -> Finding:
             + ", or move the loop's bookkeeping out of the step."
         ),
         impact_us=max(call.window_us - call.compute_us, 0.0) / call.step_count,
-        evidence=_numbers(call) + _top_math_ops(ctx.trace) + peak_evidence(ctx),
+        evidence=_evidence(ctx, call),
         measured=_measured(call, threshold=call.overhead_max_ratio),
     )
 
@@ -113,7 +119,7 @@ def cpu_compute_bound(ctx, call: RegimeCall) -> Finding:
             "or a GPU for the big products."
         ),
         impact_us=0.0,
-        evidence=_numbers(call) + _top_math_ops(ctx.trace) + peak_evidence(ctx),
+        evidence=_evidence(ctx, call),
         measured=_measured(call, threshold=call.compute_min_ratio),
     )
 
@@ -134,7 +140,7 @@ def cpu_mixed(ctx, call: RegimeCall) -> Finding:
             "shift the balance toward compute."
         ),
         impact_us=rest / call.step_count,
-        evidence=_numbers(call) + _top_math_ops(ctx.trace) + peak_evidence(ctx),
+        evidence=_evidence(ctx, call),
         measured=_measured(
             call,
             overhead_threshold=call.overhead_max_ratio,
