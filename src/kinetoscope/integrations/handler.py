@@ -30,15 +30,13 @@ def trace_handler(
     """A `torch.profiler` `on_trace_ready` that writes kinetoscope's artifacts and, per
     cycle, prints the verdict (`explain`) and checks `expect` (which implies reading)."""
     reader = CycleReader(expect, on_fail, echo) if (explain or expect) else None
-    handler = TraceHandler(
+    return TraceHandler(
         dir_name,
         worker_name=worker_name,
         gzip=gzip,
         meta=meta,
         after_cycle=None if reader is None else _reading(reader),
     )
-    handler.reader = reader  # type: ignore[attr-defined]
-    return handler
 
 
 def _reading(reader: CycleReader) -> Callable[[Artifacts, object], None]:
