@@ -33,7 +33,7 @@ _DRIVER = """
 import json, resource, sys, time
 from pathlib import Path
 start = time.perf_counter()
-from kinetoscope.multirank import explain_ranks
+from kinetoscope.ranks.multirank import explain_ranks
 report = json.loads(explain_ranks([Path(sys.argv[1])], int(sys.argv[3]), {}, "json",
                                   executor=sys.argv[2]))
 print(json.dumps({"wall_s": time.perf_counter() - start, "ranks": len(report["ranks"]),

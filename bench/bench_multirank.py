@@ -1,6 +1,6 @@
 """Multi-rank loading: `explain` on a directory of rank traces with 1 vs 2 processes.
 
-Times `kinetoscope.multirank.summarize_ranks` (each worker loads one rank's
+Times `kinetoscope.ranks.multirank.summarize_ranks` (each worker loads one rank's
 trace, measures it and runs the rules, returning small summaries) and, apart,
 the bare loading of the files, with `jobs` 1 (in-process) and 2 (process
 pool). Median of `--repeat` runs, the two modes alternating, a fresh pool each
@@ -21,7 +21,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import kinetoscope
-from kinetoscope.multirank import summarize_ranks, trace_files
+from kinetoscope.ranks.multirank import summarize_ranks, trace_files
 
 DEFAULT = Path(__file__).resolve().parents[1] / "tests/data/traces/multirank/dlrm_8ranks"
 

@@ -133,7 +133,7 @@ def test_several_traces_go_to_multirank(tmp_path):
     empty.mkdir()
     one_line_exit_2(run(empty), "no .json or .json.gz trace files")
     try:
-        import kinetoscope.multirank  # noqa: F401
+        import kinetoscope.ranks.multirank  # noqa: F401
     except ImportError:
         one_line_exit_2(run(corpus(BERT), corpus(BERT)), "multi-rank analysis is not available")
         return

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 import kinetoscope
-from kinetoscope.config import apply_sets, load_config
 from kinetoscope.errors import UsageError
+from kinetoscope.rules.config import apply_sets, load_config
 from tests.conftest import corpus
 
 

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from kinetoscope.errors import UsageError
-from kinetoscope.executors import run_each
-from kinetoscope.multirank import explain_ranks
+from kinetoscope.ranks.executors import run_each
+from kinetoscope.ranks.multirank import explain_ranks
 
 from .conftest import CORPUS
 

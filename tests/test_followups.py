@@ -214,7 +214,7 @@ def test_a_pass_counts_no_launch_as_blocking(tmp_path):
 
 
 def _ranks_html(tmp_path, llm: bool) -> str:
-    from kinetoscope.multirank import explain_ranks
+    from kinetoscope.ranks.multirank import explain_ranks
 
     from .test_llm import _vllm_piecewise_trace
 
@@ -264,7 +264,7 @@ def _tool_json(data):
     """What the MCP server sends: the tool's data through JSON."""
     import json
 
-    from kinetoscope.jsontext import dumps
+    from kinetoscope.formatting.jsontext import dumps
 
     return json.loads(dumps(data))
 

@@ -396,7 +396,7 @@ def _out_of_core_property(data, tmp_path):
     path.unlink()
 
 
-#: characters that must never reach a terminal or a report raw (`kinetoscope.escaping`)
+#: characters that must never reach a terminal or a report raw (`kinetoscope.formatting.escaping`)
 ACTIVE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
 )

@@ -301,7 +301,7 @@ def test_a_file_name_with_control_characters_gives_one_escaped_line(tmp_path, co
 
 
 def test_inert_escapes_each_class_and_cuts_huge_strings():
-    from kinetoscope.escaping import SHOWN_MAX, inert
+    from kinetoscope.formatting.escaping import SHOWN_MAX, inert
 
     assert inert("a\x1bb\x00c\x9bd\ne\u202ef\u2066g\u2028h\ud800") == (
         "a\\x1bb\\x00c\\x9bd\\x0ae\\u202ef\\u2066g\\u2028h\\ud800"

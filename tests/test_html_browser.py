@@ -210,8 +210,8 @@ def test_verdict_quality_kernel_types_and_streams_are_shown_and_readable(browser
 
 def test_timeline_times_read_as_units_fmt_us(browser, tmp_path):
     """The timeline's visible-range label, at full view and zoomed deep in, is the text
-    kinetoscope.units.fmt_us gives for the same numbers (3 significant digits)."""
-    from kinetoscope.units import fmt_us
+    kinetoscope.formatting.units.fmt_us gives for the same numbers (3 significant digits)."""
+    from kinetoscope.formatting.units import fmt_us
 
     html_path, _ = _report(tmp_path, RESNET)
     page, errors = _open(browser, html_path)
@@ -423,7 +423,7 @@ def test_diff_page_text_contrast(browser, diff_page, tmp_path, scheme):
 # ---- the multi-rank page: the same stylesheet, two ranks' timelines ----------------
 @pytest.fixture(scope="module")
 def ranks_page(tmp_path_factory):
-    from kinetoscope.multirank import explain_ranks
+    from kinetoscope.ranks.multirank import explain_ranks
 
     folder = corpus("multirank/dlrm_8ranks")
     out = tmp_path_factory.mktemp("ranks") / "ranks.html"

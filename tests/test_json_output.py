@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import kinetoscope
-from kinetoscope.jsontext import NON_FINITE_KEY, dumps
+from kinetoscope.formatting.jsontext import NON_FINITE_KEY, dumps
 from tests.conftest import corpus
 
 

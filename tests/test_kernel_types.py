@@ -15,7 +15,7 @@ import pytest
 import kinetoscope
 from kinetoscope.analysis.kernel_types import is_communication, kernel_type, kernel_types
 from kinetoscope.analysis.streams import stream_report
-from kinetoscope.rank_summary import collective_overlap, collective_sequence
+from kinetoscope.ranks.summary import collective_overlap, collective_sequence
 
 from .conftest import CORPUS, corpus_files, kernel, write_trace
 

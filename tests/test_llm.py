@@ -441,7 +441,7 @@ def test_tensor_parallel_ranks_line_up_passes(tmp_path):
     """4 ranks of one engine, each 1 prefill + 9 decodes; rank 2's decode kernels take
     110 us instead of 100 (17.8 ms of device work per decode instead of 16.2 ms): every
     decode pass is slowest on rank 2, by 1.62 ms."""
-    from kinetoscope.multirank import explain_ranks
+    from kinetoscope.ranks.multirank import explain_ranks
 
     folder = tmp_path / "tp"
     folder.mkdir()
@@ -461,8 +461,8 @@ def test_tensor_parallel_ranks_line_up_passes(tmp_path):
 
 
 def test_training_ranks_have_no_llm_passes():
-    from kinetoscope.rank_llm import align_passes
-    from kinetoscope.rank_summary import summarize_rank
+    from kinetoscope.ranks.llm import align_passes
+    from kinetoscope.ranks.summary import summarize_rank
 
     path = corpus("multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json.gz")
     summary = summarize_rank(str(path))

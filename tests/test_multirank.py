@@ -11,7 +11,7 @@ import pytest
 
 import kinetoscope
 from kinetoscope.errors import TraceError, UsageError
-from kinetoscope.multirank import (
+from kinetoscope.ranks.multirank import (
     NotRanks,
     collective_overlap,
     explain_ranks,

@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 from kinetoscope.analysis.stats import decomposition_parts
 from kinetoscope.cli import app
 from kinetoscope.compare.check import run_check
+from kinetoscope.formatting.units import fmt_pct, fmt_us
 from kinetoscope.report.html import DECOMPOSITION
-from kinetoscope.units import fmt_pct, fmt_us
 
 from .capture_helpers import run_cli
 from .conftest import CORPUS, corpus, corpus_files
@@ -273,8 +273,8 @@ def test_cpu_compute_share_is_one_number(precision_traces, tmp_path):  # noqa: F
     import kinetoscope
     from kinetoscope.compare.sweep import measure
     from kinetoscope.compare.sweep_table import table_rows
+    from kinetoscope.formatting.units import fmt_pct, fmt_share
     from kinetoscope.trace import load
-    from kinetoscope.units import fmt_pct, fmt_share
 
     path = str(precision_traces["matmul_1024"])
     explain = _json("explain", path, "--format", "json")

@@ -22,7 +22,7 @@ import pytest
 import kinetoscope
 from kinetoscope.analysis.summary import summarize
 from kinetoscope.errors import TraceError, UsageError
-from kinetoscope.jsontext import dumps
+from kinetoscope.formatting.jsontext import dumps
 from kinetoscope.report.build import build_report
 from kinetoscope.report.summary_view import summary_data
 from kinetoscope.trace import budget, load

@@ -2,7 +2,7 @@
 
 Through the real CLI (`diff`, `memory`, `explain` with `-o`) on corpus traces
 copied to a temporary folder, and the naming/claiming rules of
-`kinetoscope.outputs` directly.
+`kinetoscope.files.outputs` directly.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from kinetoscope.errors import UsageError
-from kinetoscope.outputs import numbered, publish, split_name, staged, write_file, write_text
-from kinetoscope.own_files import is_kinetoscope_report
+from kinetoscope.files.outputs import numbered, publish, split_name, staged, write_file, write_text
+from kinetoscope.files.own_files import is_kinetoscope_report
 
 from .capture_helpers import error_lines, run_cli
 from .conftest import corpus

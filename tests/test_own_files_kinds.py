@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from kinetoscope.own_files import is_kinetoscope_report
+from kinetoscope.files.own_files import is_kinetoscope_report
 
 from .capture_helpers import run_cli
 from .compare.test_sweep_files import _sweep

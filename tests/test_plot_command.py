@@ -38,7 +38,7 @@ def test_step_breakdown_adds_up_and_the_figure_has_every_lane():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from kinetoscope.plotting import step_breakdown, trace_figure
+    from kinetoscope.report.plotting import step_breakdown, trace_figure
     from kinetoscope.trace import load
 
     trace = load(corpus(RESNET))
@@ -73,7 +73,7 @@ def test_lane_colours_are_not_part_colours_and_the_legend_names_them():
     import matplotlib.colors as mcolors
     import matplotlib.pyplot as plt
 
-    from kinetoscope.plotting import PART_COLORS, trace_figure
+    from kinetoscope.report.plotting import PART_COLORS, trace_figure
     from kinetoscope.trace import load
 
     fig = trace_figure(plt, load(corpus(RESNET)), "resnet")
@@ -103,7 +103,7 @@ def test_time_axes_in_the_unit_the_span_needs(relative, unit, step_unit):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from kinetoscope.plotting import time_scale, trace_figure
+    from kinetoscope.report.plotting import time_scale, trace_figure
     from kinetoscope.trace import load
 
     trace = load(corpus(relative))
@@ -120,7 +120,7 @@ def test_time_axes_in_the_unit_the_span_needs(relative, unit, step_unit):
 
 
 def test_scales():
-    from kinetoscope.plotting import byte_scale, time_scale
+    from kinetoscope.report.plotting import byte_scale, time_scale
 
     assert time_scale(250) == (1.0, "us") and time_scale(2500) == (1e3, "ms")
     assert time_scale(2.5e6) == (1e6, "s")

@@ -247,7 +247,7 @@ def test_exposed_communication_silent_without_collectives():
 
 
 def test_multirank_reports_exposed_communication_per_rank():
-    from kinetoscope.multirank import summarize_rank
+    from kinetoscope.ranks.multirank import summarize_rank
 
     path = corpus("multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json.gz")
     summary = summarize_rank(str(path))

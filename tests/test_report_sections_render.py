@@ -9,9 +9,9 @@ import re
 import pytest
 
 import kinetoscope
+from kinetoscope.formatting.units import fmt_pct, fmt_us
 from kinetoscope.report.html import render_html
 from kinetoscope.report.markdown import render_markdown
-from kinetoscope.units import fmt_pct, fmt_us
 
 from .conftest import corpus
 

@@ -11,7 +11,7 @@ import pytest
 
 from kinetoscope import knob
 from kinetoscope.errors import UsageError
-from kinetoscope.outputs import claim_folder
+from kinetoscope.files.outputs import claim_folder
 from kinetoscope.tune.clock import StepClock
 from kinetoscope.tune.decide import judge, speed_up, spread
 from kinetoscope.tune.knobs import Facts, choose, literal, parse_knob, workload_value

@@ -1,6 +1,13 @@
 """One formatter for times: readable units in prose, the compact form only in the table."""
 
-from kinetoscope.units import fmt_bytes, fmt_pct, fmt_share, fmt_us, table_percent, table_time
+from kinetoscope.formatting.units import (
+    fmt_bytes,
+    fmt_pct,
+    fmt_share,
+    fmt_us,
+    table_percent,
+    table_time,
+)
 
 
 def test_prose_times_pick_the_unit_and_keep_a_space():

@@ -2,9 +2,9 @@
 
 from .api import explain
 from .errors import KinetoscopeError, TraceError, UsageError
-from .knob import knob
 from .report.model import Report
 from .trace import Trace, load
+from .tune.knob import knob
 
 __version__ = "0.1.0"
 

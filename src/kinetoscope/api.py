@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from .config import Config, check_rule_ids, validate_config
 from .report.build import build_report
 from .report.model import Report
+from .rules.config import Config, check_rule_ids, validate_config
 from .trace import Trace, load
 
 

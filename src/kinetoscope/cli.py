@@ -16,7 +16,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from . import __version__
 from .errors import KinetoscopeError
-from .escaping import inert
+from .formatting.escaping import inert
 
 
 def _flags_unlabelled(params: list) -> list:
@@ -176,7 +176,7 @@ def _interrupted(now: bool = False) -> None:
     """Ctrl-C: one line saying what this run kept (outputs are published whole or not at
     all, so nothing partial is left), exit 130 as shells expect after SIGINT (`now`:
     at once, from `_leave`, with no further teardown)."""
-    from .outputs import published
+    from .files.outputs import published
 
     kept = published()
     what = "kept " + ", ".join(map(str, kept)) if kept else "nothing written"
@@ -194,7 +194,7 @@ def _terminated(signum: int, _frame) -> None:
     `finally` blocks run: an unpublished output's temporary file and an out-of-core load's
     spill directory are removed. The default action stops the process where it stands
     and leaves them behind. Exit 143 (128 + SIGTERM), as shells expect."""
-    from .outputs import published
+    from .files.outputs import published
 
     kept = published()
     what = "kept " + ", ".join(map(str, kept)) if kept else "nothing written"

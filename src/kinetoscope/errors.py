@@ -8,7 +8,7 @@ line.
 
 from __future__ import annotations
 
-from .escaping import inert
+from .formatting.escaping import inert
 
 #: how standard input (`-` on the command line) is named in messages and reports
 STDIN_NAME = "<stdin>"

@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from ..formatting.units import fmt_us
 from ..trace import Trace
-from ..units import fmt_us
 from .llm_find import annotated, engine_ranges, forwards
 from .llm_passes import Costs, Pass
 from .stats import Spread

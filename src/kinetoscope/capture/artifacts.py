@@ -15,7 +15,7 @@ from pathlib import Path
 
 from isal import igzip
 
-from ..outputs import staged
+from ..files.outputs import staged
 
 _CHUNK = 1 << 20
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__, progress
-from ..outputs import make_folder, publish, remove_empty_folders, staged
+from ..files.outputs import make_folder, publish, remove_empty_folders, staged
 from .artifacts import write_table, write_trace
 from .deps import require_torch
 from .device import DeviceChoice, activities, resolve_device

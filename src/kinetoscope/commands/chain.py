@@ -18,11 +18,11 @@ from .. import progress
 from ..analysis.chain import ChainNode, build_tree, select_device_events
 from ..analysis.kernel_names import decode
 from ..errors import UsageError
-from ..jsontext import dumps
+from ..formatting.jsontext import dumps
+from ..formatting.units import fmt_us
 from ..report.chain_data import chain_data
 from ..report.console import inert
 from ..trace import Cat, Trace, load
-from ..units import fmt_us
 
 
 def _label(trace: Trace, node: ChainNode, full_names: bool) -> str:

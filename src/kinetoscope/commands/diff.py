@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
         from ..compare.diff import diff_runs
         from ..compare.render import RENDERERS, to_html, to_text
         from ..compare.runs import load_run
-        from ..outputs import refuse_inputs, say_where, write_text
+        from ..files.outputs import refuse_inputs, say_where, write_text
         from ..report.console import output_width
 
         if format not in RENDERERS:

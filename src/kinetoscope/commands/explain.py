@@ -63,8 +63,8 @@ def explain_command(
     ),
 ) -> None:
     """Read a trace like an expert: regime, per-step table, findings with evidence."""
-    from ..config import apply_sets, check_rule_ids, load_config
-    from ..outputs import refuse_inputs, say_where, write_text
+    from ..files.outputs import refuse_inputs, say_where, write_text
+    from ..rules.config import apply_sets, check_rule_ids, load_config
 
     if output is not None:  # before any work: the inputs are never written over
         refuse_inputs(output, [*traces, *([config] if config is not None else [])])
@@ -100,7 +100,7 @@ def _print_rules() -> None:
 def _expand(traces: list[Path]) -> list[Path]:
     """Files as given; a directory becomes the trace files directly inside it, less the
     reports kinetoscope wrote there itself (recognised by content)."""
-    from ..own_files import is_kinetoscope_report
+    from ..files.own_files import is_kinetoscope_report
 
     paths: list[Path] = []
     for path in traces:
@@ -160,7 +160,7 @@ def _multirank(paths: list[Path], ranks: tuple, thresholds, only, fmt: Format, c
     """The multi-rank report where the traces are ranks of one job, else each alone."""
     jobs, executor, address = ranks
     try:
-        from ..multirank import NotRanks, explain_ranks
+        from ..ranks.multirank import NotRanks, explain_ranks
     except ImportError:
         raise UsageError(
             f"multi-rank analysis is not available ({len(paths)} traces given; "

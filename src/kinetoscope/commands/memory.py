@@ -14,13 +14,13 @@ import typer
 from .. import progress
 from ..analysis.memory import DeviceMemory, memory_timeline, op_label
 from ..errors import UsageError
-from ..escaping import inert
-from ..jsontext import dumps
-from ..outputs import refuse_inputs, say_where, write_file
+from ..files.outputs import refuse_inputs, say_where, write_file
+from ..formatting.escaping import inert
+from ..formatting.jsontext import dumps
+from ..formatting.units import fmt_us
 from ..report.memory_data import memory_data
 from ..rules.memory import RECORD_ADVICE, fmt_bytes
 from ..trace import Trace, load
-from ..units import fmt_us
 
 #: Panels of devices whose bytes stay under this share of the largest device's are left out.
 SMALL_PANEL = 0.01
@@ -136,7 +136,7 @@ def memory_figure(plt, trace: Trace, devices: list[DeviceMemory]):
     largest = max(_top(d) for d in devices)
     shown = [d for d in devices if _top(d) >= SMALL_PANEL * largest] or devices
     left_out = [d for d in devices if all(d is not s for s in shown)]
-    from ..plotting import byte_scale, time_scale
+    from ..report.plotting import byte_scale, time_scale
 
     scale, unit = byte_scale(max(_top(d) for d in shown))
     per, t_unit = time_scale(trace.end_time - trace.start_time)

@@ -30,7 +30,7 @@ def plot_command(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..plotting import trace_figure
+    from ..report.plotting import trace_figure
     from ..trace import load
 
     with progress.reporting():  # a large trace says how far reading has got

@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 
 from ..errors import UsageError, input_name
-from ..escaping import inert
+from ..formatting.escaping import inert
 
 
 def register(app: typer.Typer) -> None:

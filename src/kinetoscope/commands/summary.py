@@ -10,7 +10,7 @@ from rich.console import Console
 from .. import progress
 from ..analysis.summary import summarize
 from ..errors import UsageError
-from ..jsontext import dumps
+from ..formatting.jsontext import dumps
 from ..report.console import output_width
 from ..report.summary_view import render_summary, summary_data
 from ..trace import load

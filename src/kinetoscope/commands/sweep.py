@@ -14,7 +14,7 @@ import typer
 
 from .. import progress
 from ..errors import UsageError
-from ..jsontext import dumps
+from ..formatting.jsontext import dumps
 
 
 def register(app: typer.Typer) -> None:
@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
         )
         from ..compare.sweep_plot import plot_sweep
         from ..compare.sweep_table import fitted_table, table_rows
-        from ..outputs import make_folder, write_text
+        from ..files.outputs import make_folder, write_text
 
         check_workload(workload)
         param, values = parse_vary(vary)

@@ -9,11 +9,11 @@ import typer
 from .. import progress
 from ..analysis.table import SORT_KEYS, KeyAverages, key_averages
 from ..errors import UsageError
-from ..jsontext import dumps
+from ..formatting.jsontext import dumps
+from ..formatting.units import table_time
 from ..report.table_data import default_sort, table_data
 from ..report.table_text import render_table
 from ..trace import load
-from ..units import table_time
 
 
 def register(app: typer.Typer) -> None:

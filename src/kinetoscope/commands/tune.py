@@ -60,7 +60,7 @@ def tune_command(
     format: str = typer.Option("text", "--format", "-f", help="text or json (stdout)."),
 ) -> None:  # fmt: skip
     """Tune a workload or script: baseline, knobs from the verdict, trials, best setting."""
-    from ..outputs import claim_folder, remove_empty_folders
+    from ..files.outputs import claim_folder, remove_empty_folders
     from ..tune.knobs import parse_knob
     from ..tune.session import Budget, Session, run_session
     from ..tune.trials import Timing
@@ -156,8 +156,8 @@ def _progress_bar():
 
 
 def _write_outputs(session, format: str, force: bool) -> None:
-    from ..jsontext import dumps
-    from ..outputs import write_file, write_text
+    from ..files.outputs import write_file, write_text
+    from ..formatting.jsontext import dumps
     from ..report.console import output_width
     from ..tune.report import figure, headers, rows, to_dict, to_text
 
@@ -234,7 +234,7 @@ def _diff(session, force: bool):
     from ..compare.render import to_text
     from ..compare.runs import load_run
     from ..errors import KinetoscopeError
-    from ..outputs import write_text
+    from ..files.outputs import write_text
 
     base = session.baseline
     best = session.trial(session.best) if session.best else None

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from ..errors import UsageError
-from ..units import fmt_us
+from ..formatting.units import fmt_us
 from .expect import Facts, Outcome
 from .facts import facts_from_json
 

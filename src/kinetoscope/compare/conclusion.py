@@ -17,7 +17,7 @@ machine, the job and the waits, rarely their cause.
 
 from __future__ import annotations
 
-from ..units import fmt_us
+from ..formatting.units import fmt_us
 from .decompose import cause
 from .diff_model import TraceDiff
 from .shift import MIN_STEPS

@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
-from ..units import fmt_pct, fmt_us
+from ..formatting.units import fmt_pct, fmt_us
 
 OPS = ("<=", ">=", "==", "!=", "<", ">")
 KEYWORDS = ("and", "or", "not")

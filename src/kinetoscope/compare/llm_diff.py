@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis.llm import LlmView, llm_view
+from ..formatting.units import fmt_us
 from ..trace import Trace
-from ..units import fmt_us
 
 
 def llm_diff(trace_a: Trace, trace_b: Trace) -> dict[str, Any]:

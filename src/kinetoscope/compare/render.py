@@ -10,10 +10,10 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..escaping import inert
-from ..jsontext import dumps
-from ..own_files import signature
-from ..units import fmt_us
+from ..files.own_files import signature
+from ..formatting.escaping import inert
+from ..formatting.jsontext import dumps
+from ..formatting.units import fmt_us
 from .diff_model import Run, TraceDiff
 from .llm_diff import HEADERS as LLM_HEADERS
 from .llm_diff import llm_lines

@@ -28,7 +28,7 @@ from ..analysis.compute_ops import matmul_flops_per_step
 from ..analysis.roofline import CLASSES, Roofline, roofline
 from ..api import explain
 from ..errors import KinetoscopeError, UsageError
-from ..own_files import signature
+from ..files.own_files import signature
 from ..trace import Trace, load
 
 

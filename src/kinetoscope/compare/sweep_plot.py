@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..analysis.roofline import CLASSES
-from ..outputs import write_file
+from ..files.outputs import write_file
 from .sweep import Crossover, SweepPoint, curves
 
 

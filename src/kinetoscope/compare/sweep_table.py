@@ -7,7 +7,7 @@ compute share of the window, the number its verdict is judged on.
 
 from __future__ import annotations
 
-from ..units import fmt_pct, fmt_us
+from ..formatting.units import fmt_pct, fmt_us
 from .sweep import SweepPoint, curves, format_value
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import sys
 
-from ..escaping import inert
+from ..formatting.escaping import inert
 
 
 def output_width() -> int:

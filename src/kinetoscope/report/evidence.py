@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 
 from ..analysis.kernel_names import decode
+from ..formatting.units import fmt_us
 from ..rules.base import Evidence
-from ..units import fmt_us
 
 #: A time already written in the text: `84.0 us`, `2.314 ms`, `1.2s`.
 _TIME_IN_TEXT = re.compile(r"\d(?:\.\d+)?\s?(?:us|ms|s)\b")

@@ -4,7 +4,7 @@ Every page is one file: the stylesheet and scripts (templates/assets) are
 inlined, nothing is fetched at view time. Colours are CSS variables with a
 light and a dark palette (prefers-color-scheme, or Jupyter's dark theme), so
 the same output reads in a browser and in a notebook either way. Every number
-goes through kinetoscope.units as in the text and Markdown reports (`fmt_us`,
+goes through kinetoscope.formatting.units as in the text and Markdown reports (`fmt_us`,
 3 significant digits; `fmt_pct`, one decimal; the timeline script mirrors `fmt_us`).
 
 The explain page is a list of section partials (`SECTIONS`, one file each in
@@ -23,9 +23,9 @@ from typing import Any
 
 from ..analysis.stats import decomposition_parts
 from ..errors import UsageError
-from ..escaping import inert
+from ..formatting.escaping import inert
+from ..formatting.units import fmt_pct, fmt_us
 from ..rules.base import SEVERITY_ORDER
-from ..units import fmt_pct, fmt_us
 from .evidence import evidence_line, short_name
 from .model import Report
 from .run_text import run_line, version_parts
@@ -232,7 +232,7 @@ def timeline_side(
 def render_ranks_html(report, sides: list[dict[str, Any]] = (), llm: dict | None = None) -> str:
     """Multi-rank `explain DIR --format html` (a multirank.MultiRankReport), with the
     timelines of the ranks in `sides` (`timeline_side` each) under the ranks table, and
-    the LLM passes lined up across ranks (`llm`: notes, head and rows of rank_llm's table)."""
+    the LLM passes lined up across ranks (`llm`: notes, head and rows of `ranks.llm`'s table)."""
     _environment()
     findings = sorted(
         report.findings,

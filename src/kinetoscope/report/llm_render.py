@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..units import fmt_us
+from ..formatting.units import fmt_us
 
 PHASE_COLUMNS = ("phase", "passes", "tokens", "wall", "host", "device busy", "graphs")
 PASS_COLUMNS = (

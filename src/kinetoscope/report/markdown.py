@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
+from ..formatting.units import fmt_pct, fmt_us
 from ..rules.base import Evidence
-from ..units import fmt_pct, fmt_us
 from . import llm_render
 from .console import inert
 from .evidence import evidence_line

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..jsontext import dumps
+from ..formatting.jsontext import dumps
 from ..rules.base import Finding
 from ..rules.engine import Skipped
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..units import fmt_us
+from ..formatting.units import fmt_us
 from .model import Report, StepRow
 
 

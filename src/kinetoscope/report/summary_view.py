@@ -13,7 +13,7 @@ from ..analysis.cpp_kernel_names import display_name
 from ..analysis.stats import OUTLIER_FACTOR, STATISTIC, decomposition_text
 from ..analysis.summary import TraceSummary
 from ..analysis.table import DEVICE_SHARE_BASE, HOST_SHARE_BASE, Ranked
-from ..units import count, fmt_bytes, fmt_pct, fmt_us
+from ..formatting.units import count, fmt_bytes, fmt_pct, fmt_us
 from .console import inert
 from .run_text import run_line, versions_line
 

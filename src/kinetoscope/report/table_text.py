@@ -7,7 +7,7 @@ next to the `.txt` a profiling run exported.
 from __future__ import annotations
 
 from ..analysis.table import KeyAverages, TableRow
-from ..units import table_percent, table_time
+from ..formatting.units import table_percent, table_time
 from .console import inert
 
 _NAME_WIDTH = 55

@@ -15,8 +15,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..formatting.units import fmt_us
 from ..rules.base import Evidence, Finding
-from ..units import fmt_us
 from . import llm_render
 from .console import inert
 from .evidence import evidence_line

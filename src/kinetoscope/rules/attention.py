@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..analysis.attention import AttentionUse, BackendUse, attention_use, math_reasons
 from ..analysis.gpu_arch import GpuArch, gpu_arch
 from ..analysis.roofline import roofline
-from ..units import fmt_us
+from ..formatting.units import fmt_us
 from .base import Evidence, Finding, rule
 
 #: Backends that compute attention in one fused pass (no seq x seq matrix in memory).

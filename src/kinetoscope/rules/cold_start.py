@@ -27,8 +27,8 @@ from ..analysis.cold_start import (
 )
 from ..analysis.compile import compiling_steps
 from ..analysis.stepmap import step_count, step_of
+from ..formatting.units import count, fmt_us
 from ..trace import Trace
-from ..units import count, fmt_us
 from .base import Evidence, Finding, NotChecked, event_evidence, rule
 
 _WHAT = {

@@ -15,7 +15,7 @@ from ..analysis.dispatch import instances
 from ..analysis.stepmap import (
     step_of,
 )
-from ..units import count, fmt_us
+from ..formatting.units import count, fmt_us
 from .base import Evidence, Finding, event_evidence, rule
 from .compile_regions import calls_by_step, compiled_regions, step_prefix
 

@@ -19,7 +19,7 @@ from ..analysis.stepmap import (
     step_numbers,
     step_or_none,
 )
-from ..units import count, fmt_us
+from ..formatting.units import count, fmt_us
 from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, event_evidence, rule
 from .compile_regions import compiled_regions

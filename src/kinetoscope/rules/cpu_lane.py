@@ -16,8 +16,8 @@ from ..analysis.intervals import clip, union_length
 from ..analysis.resolution import timestamp_resolution
 from ..analysis.stepmap import step_count
 from ..analysis.window import in_window
+from ..formatting.units import count, fmt_pct, fmt_us
 from ..trace import Cat, Trace
-from ..units import count, fmt_pct, fmt_us
 from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
 from .cold_start import warmup_advice

@@ -24,8 +24,8 @@ from ..analysis.stepmap import (
     step_of,
     step_or_none,
 )
+from ..formatting.units import count, fmt_us
 from ..trace import Cat
-from ..units import count, fmt_us
 from .advice import compiled_run, cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
 from .impact import host_cost_hidden

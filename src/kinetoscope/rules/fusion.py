@@ -13,7 +13,7 @@ import numpy as np
 from ..analysis.fusion import elementwise_chains
 from ..analysis.optimizer import optimizer_steps
 from ..analysis.stepmap import step_count, step_of
-from ..units import count, fmt_us
+from ..formatting.units import count, fmt_us
 from .advice import fuse_with_compile
 from .base import Evidence, Finding, rule
 from .impact import host_saving_per_step

@@ -18,7 +18,7 @@ from ..analysis.gpu_lane import (
 from ..analysis.kernel_names import decode
 from ..analysis.resolution import timestamp_resolution
 from ..analysis.stepmap import device_steps, mean_step_us, step_count, step_or_none
-from ..units import count, fmt_us
+from ..formatting.units import count, fmt_us
 from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
 from .quality import above_resolution

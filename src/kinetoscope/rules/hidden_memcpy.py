@@ -15,9 +15,9 @@ from ..analysis.ancestry import ancestor_of_kind
 from ..analysis.stepmap import step_count
 from ..analysis.steps import device_anchor
 from ..analysis.window import in_window
+from ..formatting.units import count, fmt_bytes, fmt_us
 from ..trace import Cat, Trace
 from ..trace.steps import STEP_RE
-from ..units import count, fmt_bytes, fmt_us
 from .base import Evidence, Finding, rule
 from .requires import need_device
 

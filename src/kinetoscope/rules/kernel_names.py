@@ -9,7 +9,7 @@ from ..analysis.gpu_arch import gpu_arch
 from ..analysis.gpu_lane import kernel_totals
 from ..analysis.kernel_names import decode
 from ..analysis.peaks import device_peaks
-from ..units import count, fmt_us
+from ..formatting.units import count, fmt_us
 from .base import Evidence, Finding, rule
 from .requires import need_kernels
 

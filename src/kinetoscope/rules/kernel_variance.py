@@ -21,7 +21,7 @@ from ..analysis.kernel_variance import (
     same_work_groups,
     step_slowdown,
 )
-from ..units import count, fmt_us
+from ..formatting.units import count, fmt_us
 from .base import Evidence, Finding, NotChecked, rule
 from .requires import need_kernels
 

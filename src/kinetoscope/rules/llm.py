@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..analysis.llm import llm_view
 from ..analysis.stepmap import step_count
-from ..units import fmt_pct, fmt_us
+from ..formatting.units import fmt_pct, fmt_us
 from .base import Evidence, Finding, rule
 from .requires import need_kernels
 

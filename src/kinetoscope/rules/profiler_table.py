@@ -26,8 +26,8 @@ from ..analysis.table import (
     work_names,
 )
 from ..analysis.window import in_window
+from ..formatting.units import fmt_pct, fmt_us
 from ..trace import Cat, Trace
-from ..units import fmt_pct, fmt_us
 from .advice import compiled_run
 from .base import Evidence, Finding, rule
 from .impact import host_saving_per_step

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..analysis.quality import trace_quality
 from ..analysis.resolution import resolvable, timestamp_resolution
 from ..analysis.streams import stream_report
-from ..units import fmt_pct, fmt_us
+from ..formatting.units import fmt_pct, fmt_us
 from .base import Evidence, Finding, rule
 from .requires import need_device
 

@@ -17,8 +17,8 @@ from ..analysis.window import (
     window_kernels,
     window_launches,
 )
+from ..formatting.units import fmt_pct, fmt_us
 from ..trace import Trace
-from ..units import fmt_pct, fmt_us
 from .advice import cuda_graphs_fit, fuse_with_compile
 from .base import Evidence, Finding, rule
 from .regime_cpu import cpu_compute_bound, cpu_mixed, cpu_overhead_bound

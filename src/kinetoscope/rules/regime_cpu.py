@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from ..analysis.cpu_compute import math_ops
 from ..analysis.window import in_window, time_by_name
+from ..formatting.units import fmt_pct, fmt_us
 from ..trace import Trace
-from ..units import fmt_pct, fmt_us
 from .advice import fuse_with_compile
 from .base import Evidence, Finding
 from .roofline import peak_evidence

@@ -11,7 +11,7 @@ from ..analysis.compile import compile_events
 from ..analysis.dataloader import data_waits
 from ..analysis.stepmap import step_of
 from ..analysis.syncs import sync_sites
-from ..units import count, fmt_pct, fmt_us
+from ..formatting.units import count, fmt_pct, fmt_us
 from .base import Evidence, Finding, event_evidence, rule
 from .training import DATA_WAIT, SYNC_WAIT, loader_advice
 from .verdict import DEFAULTS, RegimeCall, classify

@@ -10,7 +10,7 @@ rated on their CPU time, without a peak to compare to.
 from __future__ import annotations
 
 from ..analysis.roofline import Roofline, RooflineRow, Unrated, roofline
-from ..units import fmt_pct, fmt_us
+from ..formatting.units import fmt_pct, fmt_us
 from .base import Evidence
 
 #: How each class's ops are named in a sentence.

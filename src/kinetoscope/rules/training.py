@@ -14,7 +14,7 @@ from ..analysis.compile import compile_events, during_compilation
 from ..analysis.dataloader import data_waits, next_events
 from ..analysis.steps import step_stats
 from ..analysis.syncs import sync_sites
-from ..units import count, fmt_us
+from ..formatting.units import count, fmt_us
 from .base import Evidence, Finding, NotChecked, event_evidence, rule
 
 FAMILY = "Training-loop health"

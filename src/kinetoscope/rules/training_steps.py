@@ -22,7 +22,7 @@ from ..analysis.idle import (
 from ..analysis.stats import OUTLIER_FACTOR, OUTLIER_MIN_STEPS, step_outliers
 from ..analysis.steps import step_stats
 from ..analysis.syncs import sync_sites
-from ..units import count, fmt_us
+from ..formatting.units import count, fmt_us
 from .advice import compiled_run, cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
 from .training import FAMILY

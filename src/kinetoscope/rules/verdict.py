@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 from ..analysis.stats import decomposition_text, trace_stats
 from ..analysis.stepmap import step_count
+from ..formatting.units import fmt_pct, fmt_us
 from ..trace import Trace
-from ..units import fmt_pct, fmt_us
 
 REGIMES = (
     "compile-window",

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..knob import convert
+from .knob import convert
 
 #: knobs of built-in workloads that are not Params fields
 RUN_KNOBS = {"compile": None, "dtype": "fp32", "tf32": False}

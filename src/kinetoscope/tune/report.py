@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from ..own_files import signature
-from ..units import fmt_us
+from ..files.own_files import signature
+from ..formatting.units import fmt_us
 from .decide import RULE, spread
 from .session import Session
 from .trials import Trial

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import UsageError
-from ..knob import env_name
 from .decide import Waited, judge, load_fault, speed_up, spread
+from .knob import env_name
 from .knobs import Facts, Plan, choose, literal, workload_value
 from .trials import Target, Timing, Trial, run_trial
 

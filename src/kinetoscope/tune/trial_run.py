@@ -20,8 +20,8 @@ from ..capture.deps import require_torch
 from ..capture.device import resolve_device, resolve_dtype, synchronize
 from ..capture.schedule import Schedule
 from ..capture.session import Profile
-from ..knob import read_knobs
 from .clock import MIN_BLOCK_S, StepClock, TrialDone
+from .knob import read_knobs
 
 #: profiler schedule of the profiling phase: 1 warm-up step, 3 recorded (ProfilerStep#1-#3)
 PROFILE_SCHEDULE = Schedule(wait=0, warmup=1, active=3)

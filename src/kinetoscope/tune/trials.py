@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import KinetoscopeError
-from ..knob import env_name
 from .clock import MIN_BLOCK_S
 from .decide import Judgement, SpeedUp
+from .knob import env_name
 
 #: knob names whose value is the number of samples in one step (throughput = it / step time)
 BATCH_NAMES = ("batch_size", "batch")

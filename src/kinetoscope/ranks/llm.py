@@ -15,7 +15,7 @@ from collections import Counter
 from statistics import median
 from typing import Any
 
-from .rank_summary import RankSummary
+from .summary import RankSummary
 
 
 def align_passes(ranks: dict[int, RankSummary]) -> dict[str, Any] | None:

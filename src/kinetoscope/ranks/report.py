@@ -7,8 +7,10 @@ from __future__ import annotations
 from statistics import median
 from typing import Any
 
-from .own_files import signature
-from .rank_compare import (
+from ..files.own_files import signature
+from ..formatting.units import fmt_us
+from ..report.console import inert
+from .compare import (
     MIN_WAIT_SHARE,
     STRAGGLER_WAIT_RATIO,
     collective_waits,
@@ -16,10 +18,8 @@ from .rank_compare import (
     rank_ranges,
     stragglers,
 )
-from .rank_llm import align_passes, render_lines
-from .rank_summary import RankSummary
-from .report.console import inert
-from .units import fmt_us
+from .llm import align_passes, render_lines
+from .summary import RankSummary
 
 
 class MultiRankReport:
@@ -32,7 +32,7 @@ class MultiRankReport:
         self.findings = merged_findings(ranks)
         self.median_step = median(s.step_us for s in ranks.values())
         self.median_wait = median(self.waits.values()) if self.waits else 0.0
-        self.llm_passes = align_passes(ranks)  # rank_llm.py: None without LLM passes
+        self.llm_passes = align_passes(ranks)  # ranks/llm.py: None without LLM passes
 
     def straggler_text(self) -> str:
         if not self.matched:

@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-from .errors import UsageError
-from .escaping import inert
+from ..errors import UsageError
+from ..formatting.escaping import inert
 
 #: Files published by this process, in order (what an interrupted run kept).
 _PUBLISHED: list[Path] = []

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .analysis.intervals import merge
-from .analysis.stats import trace_stats
-from .trace import Trace
+from ..analysis.intervals import merge
+from ..analysis.stats import trace_stats
+from ..trace import Trace
 
 #: Busy intervals closer than this share of the window are drawn as one bar.
 RESOLUTION = 1 / 3000

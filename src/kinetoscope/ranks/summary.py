@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from .analysis.intervals import merge, union_length
-from .analysis.kernel_types import KERNEL_TYPES, type_codes
-from .analysis.llm import llm_view
-from .analysis.streams import stream_report
-from .errors import TraceError
-from .trace import Trace, load
+from ..analysis.intervals import merge, union_length
+from ..analysis.kernel_types import KERNEL_TYPES, type_codes
+from ..analysis.llm import llm_view
+from ..analysis.streams import stream_report
+from ..errors import TraceError
+from ..trace import Trace, load
 
 _COMMUNICATION = KERNEL_TYPES.index("communication")
 
@@ -115,7 +115,7 @@ def _world_size(distributed: dict | None) -> int | None:
 
 def summarize_rank(path: str, config: dict | None = None) -> RankSummary:
     """Load one rank's trace and measure it (runs inside a worker process)."""
-    from .rules.engine import run_rules
+    from ..rules.engine import run_rules
 
     try:
         trace = load(path)

@@ -11,12 +11,12 @@ page costs two `explain` runs more than the text report.
 
 from __future__ import annotations
 
-from .api import explain
+from ..api import explain
+from ..formatting.units import fmt_us
+from ..report.html import render_ranks_html, timeline_side
+from ..trace import load
+from .llm import notes, table
 from .multirank import MultiRankReport
-from .rank_llm import notes, table
-from .report.html import render_ranks_html, timeline_side
-from .trace import load
-from .units import fmt_us
 
 
 def shown_ranks(report: MultiRankReport) -> list[tuple[int, str]]:

@@ -23,8 +23,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
-from .rules.engine import load_rules
+from ..errors import UsageError
+from .engine import load_rules
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
-from .errors import UsageError
+from ..errors import UsageError
 
 EXECUTORS = ("local", "dask", "ray")
 T = TypeVar("T")

@@ -1,7 +1,7 @@
 """One distributed job, one trace per rank: who is slow, and how well comms hide.
 
 `explain_ranks` loads the rank traces in parallel (a process pool, or a Dask or
-Ray cluster: `executors.py`; each worker
+Ray cluster: `ranks/executors.py`; each worker
 loads its trace, measures it and runs the rules, and sends back only small
 picklable summaries), then compares ranks: step times and the straggler(s),
 the share of device time in collective kernels (NCCL/RCCL, DeepEP, NVSHMEM,
@@ -16,8 +16,8 @@ or no trace has one and every file name numbers a distinct rank (`worker3_...`,
 are not seven ranks), and `explain` reads each trace alone.
 
 This module finds the trace files, assigns ranks and runs the workers; what a
-worker measures is `rank_summary`, the comparison `rank_compare`, the rendered
-report `rank_report`.
+worker measures is `ranks/summary.py`, the comparison `ranks/compare.py`, the
+gathered report `ranks/report.py`.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .errors import TraceError, UsageError
+from ..errors import TraceError, UsageError
+from ..formatting.jsontext import dumps
+from .compare import rank_ranges
 from .executors import run_each
-from .jsontext import dumps
-from .rank_compare import rank_ranges
-from .rank_report import MultiRankReport
-from .rank_summary import RankSummary, collective_overlap, summarize_rank
+from .report import MultiRankReport
+from .summary import RankSummary, collective_overlap, summarize_rank
 
 RANK_IN_NAME = re.compile(r"(?:rank|worker)[_\-.]?(\d+)", re.IGNORECASE)
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -62,7 +62,7 @@ def summarize_ranks(
     local processes (inline when jobs <= 1 and local)."""
     files = [str(p) for p in trace_files(paths)]
     if executor == "local" and jobs > 1:
-        from .rules.engine import load_rules
+        from ..rules.engine import load_rules
 
         load_rules()  # import the rule modules once, before the workers fork
     summaries = run_each(summarize_rank, files, config, executor, jobs, address)
@@ -142,7 +142,7 @@ def explain_ranks(
     if fmt == "json":
         return dumps(report.as_json(), indent=2)
     if fmt == "html":
-        from .multirank_html import render_ranks_page
+        from .html import render_ranks_page
 
         return render_ranks_page(report, config)
     return report.render(markdown=fmt == "md")

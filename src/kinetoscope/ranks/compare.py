@@ -8,8 +8,8 @@ from __future__ import annotations
 from statistics import median
 from typing import Any
 
-from .rank_summary import RankSummary
-from .rules.base import SEVERITY_ORDER
+from ..rules.base import SEVERITY_ORDER
+from .summary import RankSummary
 
 #: a straggler waits at collectives less than this share of the median rank's wait ...
 STRAGGLER_WAIT_RATIO = 0.5
