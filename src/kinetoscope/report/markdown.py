@@ -8,32 +8,30 @@ characters or newlines would break the line they are on.
 
 from __future__ import annotations
 
-import re
-
 from ..formatting.units import fmt_pct, fmt_us
 from ..rules.base import Evidence
 from . import llm_render
-from .console import inert
 from .evidence import evidence_line
 from .model import Report
 from .phrases import device_cell, step_counts, steps_line
 from .run_text import run_line, versions_line
+from .tables import markdown_table, md_cell, md_code
 
 
 def render_markdown(report: Report) -> str:
     t, v = report.trace, report.verdict
-    out = [f"# kinetoscope: {_code(t.path)}", ""]
-    names = {_escape(str(d["name"])) for d in t.devices if d.get("name")}
+    out = [f"# kinetoscope: {md_code(t.path)}", ""]
+    names = {md_cell(str(d["name"])) for d in t.devices if d.get("name")}
     devices = ", ".join(sorted(names)) or "none listed"
-    versions = _escape(versions_line(t.versions)) or "not recorded"
+    versions = md_cell(versions_line(t.versions)) or "not recorded"
     out += [
         f"- **Devices**: {devices}",
         f"- **Versions**: {versions}",
         f"- **Window**: {fmt_us(t.window['dur_us'])} from +{fmt_us(t.window['start_us'])}, "
         f"{step_counts(report)}, {t.events} events",
-        *([f"- **Recorded by kinetoscope**: {_escape(run_line(t.run))}"] if t.run else []),
+        *([f"- **Recorded by kinetoscope**: {md_cell(run_line(t.run))}"] if t.run else []),
         "",
-        f"**Verdict: {_escape(v.regime)}**: {_escape(v.summary.split(': ', 1)[-1])}",
+        f"**Verdict: {md_cell(v.regime)}**: {md_cell(v.summary.split(': ', 1)[-1])}",
         "",
     ]
     out += _quality(report)
@@ -44,9 +42,9 @@ def render_markdown(report: Report) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for row in report.steps:
-        flag = f"outlier: {_escape(row.outlier)}" if row.outlier else ""
+        flag = f"outlier: {md_cell(row.outlier)}" if row.outlier else ""
         out.append(
-            f"| {_escape(row.label)} | +{fmt_us(row.start_us)} | {fmt_us(row.dur_us)} | "
+            f"| {md_cell(row.label)} | +{fmt_us(row.start_us)} | {fmt_us(row.dur_us)} | "
             f"{fmt_us(row.host_busy_us)} | {device_cell(report, row)} | {row.kernels} | "
             f"{row.launches} | {flag} |"
         )
@@ -67,11 +65,11 @@ def render_markdown(report: Report) -> str:
         out += [
             f"### {number}. `{f.id}` [{f.severity}]{impact}",
             "",
-            f"**{_escape(f.title)}**",
+            f"**{md_cell(f.title)}**",
             "",
-            _escape(f.explanation),
+            md_cell(f.explanation),
             "",
-            f"*Try:* {_escape(f.suggestion)}",
+            f"*Try:* {md_cell(f.suggestion)}",
             "",
         ]
         out += [f"- {_evidence(e)}" for e in f.evidence]
@@ -81,7 +79,7 @@ def render_markdown(report: Report) -> str:
         for ids, reason, advice in report.skipped_groups():
             named = ", ".join(f"`{i}`" for i in ids)
             out.append(
-                f"- {named}: {_escape(reason)}" + (f" ({_escape(advice)})" if advice else "")
+                f"- {named}: {md_cell(reason)}" + (f" ({md_cell(advice)})" if advice else "")
             )
         out.append("")
     return "\n".join(out)
@@ -93,9 +91,9 @@ def _quality(report: Report) -> list[str]:
     q = report.quality
     if not q:
         return []
-    lines = [f"**Trace quality: {_escape(str(q.get('grade', 'unknown')))}**"]
+    lines = [f"**Trace quality: {md_cell(str(q.get('grade', 'unknown')))}**"]
     lines.append("")
-    lines += [f"- {_escape(reason)}" for reason in q.get("reasons", [])]
+    lines += [f"- {md_cell(reason)}" for reason in q.get("reasons", [])]
     return lines + ([""] if q.get("reasons") else [])
 
 
@@ -112,7 +110,7 @@ def _kernel_types(report: Report) -> list[str]:
     ]
     for row in kt["types"]:
         out.append(
-            f"| {_escape(row['type'])} | {row['events']} | {fmt_us(row['total_us'])} | "
+            f"| {md_cell(row['type'])} | {row['events']} | {fmt_us(row['total_us'])} | "
             f"{fmt_us(row['per_step_us'])} | {fmt_pct(row['share'])} |"
         )
     return out + [""]
@@ -137,7 +135,7 @@ def _streams(report: Report) -> list[str]:
     out += ["| stream | device | events | busy | communication |", "|---|---:|---:|---:|---:|"]
     for s in sr["streams"]:
         out.append(
-            f"| {_escape(s['label'])} | {s['device']} | {s['events']} | {fmt_us(s['busy_us'])} | "
+            f"| {md_cell(s['label'])} | {s['device']} | {s['events']} | {fmt_us(s['busy_us'])} | "
             f"{fmt_us(s['communication_us'])} |"
         )
     return out + [""]
@@ -148,46 +146,24 @@ def _llm(report: Report) -> list[str]:
     llm = report.llm
     if not llm:
         return []
-    out = ["## LLM phases", "", _escape("; ".join(llm_render.summary(llm))) + ".", ""]
-    out += [_escape(llm_render.phases_from(llm)), ""]
+    out = ["## LLM phases", "", md_cell("; ".join(llm_render.summary(llm))) + ".", ""]
+    out += [md_cell(llm_render.phases_from(llm)), ""]
     out += _table(llm_render.PHASE_COLUMNS, llm_render.phase_rows(llm), left=1)
     out += _table(llm_render.PASS_COLUMNS, [llm_render.pass_row(p) for p in llm["passes"]], left=2)
     return out
 
 
 def _table(columns: tuple[str, ...], rows: list[list[str]], left: int) -> list[str]:
-    """A Markdown table whose first `left` columns are text (left-aligned, escaped)."""
-    out = ["| " + " | ".join(columns) + " |"]
-    out.append("|" + "|".join("---" if k < left else "---:" for k in range(len(columns))) + "|")
-    out += ["| " + " | ".join(_escape(c) for c in row) + " |" for row in rows]
-    return out + [""]
+    """A Markdown table whose first `left` columns are text, then a blank line."""
+    return markdown_table(columns, rows, left) + [""]
 
 
 def _evidence(e: Evidence) -> str:
     line = evidence_line(e)
     parts = []
     if line.name:
-        parts.append(_code(line.name))
-    parts.append(_escape(line.text))
+        parts.append(md_code(line.name))
+    parts.append(md_cell(line.text))
     if line.where:
-        parts.append(f"({_escape(line.where)})")
+        parts.append(f"({md_cell(line.where)})")
     return " ".join(p for p in parts if p)
-
-
-_SPECIAL = re.compile(r"([\\`*_\[\]<>|&~])")
-_BREAKS = re.compile(r"\s*[\r\n]+\s*")
-
-
-def _escape(text: str) -> str:
-    """`text` as literal Markdown on one line: every character Markdown or HTML
-    would interpret is backslash-escaped, control characters shown as `\\xNN`."""
-    return _SPECIAL.sub(r"\\\1", inert(_BREAKS.sub(" ", text)))
-
-
-def _code(text: str) -> str:
-    """`text` as a code span on one line: fenced by more backticks than it holds
-    (backslashes do not escape inside code spans); `|` escaped for table cells."""
-    text = inert(_BREAKS.sub(" ", text)).replace("|", "\\|")
-    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
