@@ -179,13 +179,14 @@ def _verdict_bar_is_one_statistic(html: str, explain: dict) -> None:
 
 @pytest.fixture(scope="module")
 def cpu_matmul(tmp_path_factory):
-    """A 256x256 fp32 matmul + add on the CPU, recorded by `kinetoscope profile` after 2
-    warm-up iterations: aten::mm owns most of the self CPU time (the hotspot fires), and
-    the trace carries kinetoscope's versions and run settings."""
+    """A 512x512 fp32 matmul + add on the CPU, recorded by `kinetoscope profile` after 2
+    warm-up iterations: aten::mm does 512 times the arithmetic of aten::add, so it owns
+    most of the self CPU time (the hotspot fires) unless the machine is starved; the
+    trace carries kinetoscope's versions and run settings."""
     pytest.importorskip("torch")
     out = tmp_path_factory.mktemp("cpu_matmul")
     done = run_cli(
-        "profile", "matmul_add", "--device", "cpu", "--size", "256", "--dtype", "fp32",
+        "profile", "matmul_add", "--device", "cpu", "--size", "512", "--dtype", "fp32",
         "--warmup", "2", "--out", str(out),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -199,30 +200,34 @@ def _text(*args: str) -> str:
 
 
 def test_one_op_share_prints_the_same_digits_everywhere(cpu_matmul, tmp_path):
-    """aten::mm's share of self CPU time: summary (text, JSON), `table --window`, explain
-    (text, Markdown, JSON, HTML op table and hotspot) print the same digits."""
+    """The top op's share of self CPU time: summary (text, JSON), `table --window`, explain
+    (text, Markdown, JSON, HTML op table and hotspot) print the same digits. The top op is
+    aten::mm's BLAS call on a quiet machine; a starved one (CI under load) can let
+    aten::add's self time win, so the op is read from the trace, not assumed."""
     path = str(cpu_matmul)
     summary = _json("summary", path, "--format", "json")
     explain = _json("explain", path, "--format", "json")
     top = summary["top_host_ops"][0]
-    assert top["name"] == "aten::mm" and top["share"] > 0.5  # the BLAS call owns the step
-    shown = fmt_pct(top["share"])
-    assert re.search(rf"aten::mm\s.*\s{re.escape(shown)}", _text("summary", path))
+    name, shown = top["name"], fmt_pct(top["share"])
+    assert re.search(rf"{re.escape(name)}\s.*\s{re.escape(shown)}", _text("summary", path))
     table = _text("table", path, "--window")
-    percent = re.search(r"aten::mm\s+(\d+\.\d\d)%", table).group(1)
+    percent = re.search(rf"{re.escape(name)}\s+(\d+\.\d\d)%", table).group(1)
     # The table prints two decimals and the JSON share four: each is off the unrounded
     # figure by at most half its last digit, so they agree to 0.01 points. (Rounding the
     # table's 61.75 again to one decimal gives 61.8 where the figure is 61.746: no test.)
     assert abs(float(percent) - 100 * top["share"]) <= 0.01 + 1e-9
-    hotspot = next(f for f in explain["findings"] if f["id"] == "hotspot")
-    assert f"aten::mm owns {shown} of self CPU time" in hotspot["title"]
-    assert f"aten::mm owns {shown} of self CPU time" in _text("explain", path)
-    assert f"aten::mm owns {shown} of self CPU time" in _text("explain", path, "--format", "md")
     out = tmp_path / "r.html"
     _text("explain", path, "--format", "html", "-o", str(out))
     ops = out.read_text().split("<h2>Host ops", 1)[1].split("</table>", 1)[0]
-    row = re.search(r'title="aten::mm">.*?</tr>', ops).group(0)
+    row = re.search(rf'title="{re.escape(name)}">.*?</tr>', ops).group(0)
     assert row.endswith(f">{shown}</td></tr>")
+    hotspots = [f for f in explain["findings"] if f["id"] == "hotspot"]
+    assert bool(hotspots) == (top["share"] >= 0.5)  # the rule's min_share
+    if hotspots:
+        said = f"{name} owns {shown} of self CPU time"
+        assert said in hotspots[0]["title"]
+        assert said in _text("explain", path)
+        assert said in _text("explain", path, "--format", "md")
 
 
 def test_versions_and_run_settings_show_in_every_format(cpu_matmul, tmp_path):
@@ -234,7 +239,7 @@ def test_versions_and_run_settings_show_in_every_format(cpu_matmul, tmp_path):
     explain = _json("explain", path, "--format", "json")
     versions, run = explain["trace"]["versions"], explain["trace"]["run"]
     assert versions["torch_version"] == torch.__version__
-    assert run["workload"] == "matmul_add" and run["params"]["size"] == 256
+    assert run["workload"] == "matmul_add" and run["params"]["size"] == 512
     assert run["warmup_iters"] == 2 and run["compile"] is None
     assert run["schedule"] == {"wait": 1, "warmup": 1, "active": 3, "repeat": 1}
     assert _json("summary", path, "--format", "json")["versions"] == versions
@@ -252,7 +257,7 @@ def test_versions_and_run_settings_show_in_every_format(cpu_matmul, tmp_path):
         assert "not recorded" not in shown, fmt
         for phrase in (
             "workload matmul_add",
-            "size 256",
+            "size 512",
             "fp32",
             "eager (no torch.compile)",
             "2 warm-up iterations before profiling",
