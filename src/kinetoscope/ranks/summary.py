@@ -52,8 +52,8 @@ class RankSummary:
     step_us: float
     #: device work the steps launched, summed over the steps: `analysis.stats` device_busy_us
     device_busy_us: float
-    collective_us: float  # union of collective kernel time
-    compute_us: float  # union of non-collective kernel time
+    collective_us: float  # union of the collective kernels launched in the window
+    compute_us: float  # union of the other kernels launched in the window
     overlapped_us: float  # collective time covered by compute kernels on other streams
     collective_kernels: int
     collectives: list[tuple[str, float]] = field(default_factory=list)  # (name, dur) in order
