@@ -16,7 +16,7 @@ from ..formatting.units import fmt_us
 from ..report.html import render_ranks_html, timeline_side
 from ..trace import load
 from .llm import notes, table
-from .multirank import MultiRankReport
+from .report import MultiRankReport
 
 
 def shown_ranks(report: MultiRankReport) -> list[tuple[int, str]]:

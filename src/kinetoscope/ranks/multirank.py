@@ -29,6 +29,7 @@ from ..errors import TraceError, UsageError
 from ..formatting.jsontext import dumps
 from .compare import rank_ranges
 from .executors import run_each
+from .html import render_ranks_page
 from .report import MultiRankReport
 from .summary import RankSummary, collective_overlap, summarize_rank
 
@@ -142,8 +143,6 @@ def explain_ranks(
     if fmt == "json":
         return dumps(report.as_json(), indent=2)
     if fmt == "html":
-        from .html import render_ranks_page
-
         return render_ranks_page(report, config)
     return report.render(markdown=fmt == "md")
 

@@ -4,6 +4,13 @@
 trace, measures step times and collective time and overlap, runs the
 rules, and returns a `RankSummary` of numbers and finding dicts, small and
 picklable, so no arrays cross process boundaries.
+
+The figures a single-trace `explain` also shows come from the same place: step
+times and device busy time from `analysis.stats`, collective kernels from
+`analysis.kernel_types`, both over the active window (`analysis.window`: the work
+the profiled steps launched; the whole trace without `ProfilerStep#N`). A rank's
+row in `explain DIR` then reads as `explain FILE` on that rank's file, and
+collective time never counts work that device busy time leaves out.
 """
 
 from __future__ import annotations
@@ -17,7 +24,9 @@ import numpy as np
 from ..analysis.intervals import merge, union_length
 from ..analysis.kernel_types import KERNEL_TYPES, type_codes
 from ..analysis.llm import llm_view
+from ..analysis.stats import trace_stats
 from ..analysis.streams import stream_report
+from ..analysis.window import window_kernels
 from ..errors import TraceError
 from ..trace import Trace, load
 
@@ -25,9 +34,10 @@ _COMMUNICATION = KERNEL_TYPES.index("communication")
 
 
 def collective_kernels(trace: Trace) -> np.ndarray:
-    """Kernels that move data between ranks, by the classifier kernel types and streams use
-    (NCCL/RCCL, DeepEP, NVSHMEM, custom all-reduce, MoE all-to-all...)."""
-    kernels = trace.kernels
+    """Kernels launched in the window that move data between ranks, by the classifier
+    kernel types and streams use (NCCL/RCCL, DeepEP, NVSHMEM, custom all-reduce, MoE
+    all-to-all...)."""
+    kernels = window_kernels(trace)
     return kernels[type_codes(trace, kernels) == _COMMUNICATION]
 
 
@@ -38,10 +48,12 @@ class RankSummary:
     path: str
     rank: int | None  # from distributedInfo; None when the trace has none
     steps: list[tuple[int, float]]  # (ProfilerStep number, duration us)
-    window_us: float
+    #: median step duration (the whole trace without steps): `analysis.stats` step_time_us
+    step_us: float
+    #: device work the steps launched, summed over the steps: `analysis.stats` device_busy_us
     device_busy_us: float
-    collective_us: float  # union of collective kernel time
-    compute_us: float  # union of non-collective kernel time
+    collective_us: float  # union of the collective kernels launched in the window
+    compute_us: float  # union of the other kernels launched in the window
     overlapped_us: float  # collective time covered by compute kernels on other streams
     collective_kernels: int
     collectives: list[tuple[str, float]] = field(default_factory=list)  # (name, dur) in order
@@ -56,11 +68,6 @@ class RankSummary:
     world_size: int | None = None
 
     @property
-    def step_us(self) -> float:
-        """Median step duration (the whole window when no steps were recorded)."""
-        return median(d for _, d in self.steps) if self.steps else self.window_us
-
-    @property
     def collective_share(self) -> float:
         return self.collective_us / self.device_busy_us if self.device_busy_us > 0 else 0.0
 
@@ -70,8 +77,9 @@ class RankSummary:
 
 
 def collective_overlap(trace: Trace) -> tuple[float, float, float, int]:
-    """(collective us, compute us, collective us overlapped by compute on other streams, count)."""
-    kernels = trace.kernels
+    """(collective us, compute us, collective us overlapped by compute on other streams, count)
+    over the kernels launched in the window (`analysis.window`), the work device busy counts."""
+    kernels = window_kernels(trace)
     is_coll = type_codes(trace, kernels) == _COMMUNICATION
     coll, comp = kernels[is_coll], kernels[~is_coll]
     overlapped = 0.0
@@ -90,7 +98,8 @@ def collective_overlap(trace: Trace) -> tuple[float, float, float, int]:
 
 
 def collective_sequence(trace: Trace) -> list[tuple[str, float]]:
-    """Collective kernels in launch order: the k-th on every rank is the same collective."""
+    """Collective kernels of the window in launch order: the k-th on every rank is the same
+    collective."""
     return [(trace.name(i), float(trace.dur[i])) for i in collective_kernels(trace).tolist()]
 
 
@@ -121,16 +130,16 @@ def summarize_rank(path: str, config: dict | None = None) -> RankSummary:
         trace = load(path)
     except TraceError as exc:  # exceptions with custom __init__ do not pickle back
         return RankSummary(path, None, [], 0.0, 0.0, 0.0, 0.0, 0.0, 0, error=exc.problem)
-    work = trace.device_work
+    stats = trace_stats(trace)
     coll, comp, overlapped, count = collective_overlap(trace)
     outcome = run_rules(trace, config=config)
     return RankSummary(
         path=path,
         rank=trace.meta.rank,
         world_size=_world_size(trace.meta.distributed),
-        steps=[(s.number, s.dur) for s in trace.steps],
-        window_us=trace.end_time - trace.start_time,
-        device_busy_us=union_length(trace.ts[work], trace.end[work]),
+        steps=[(s.number, s.dur) for s in stats.steps] if stats.has_steps else [],
+        step_us=stats.spreads["step_time_us"].median,
+        device_busy_us=stats.device_busy_us,
         collective_us=coll,
         compute_us=comp,
         overlapped_us=overlapped,
