@@ -7,7 +7,6 @@ from .report.model import Report
 from .trace import Trace, load
 from .tune.knob import knob
 
-
 __all__ = [
     "KinetoscopeError",
     "Report",
