@@ -36,7 +36,7 @@ _BREAKDOWN = """
 import json, sys, time
 t0 = time.perf_counter()
 import kinetoscope
-from kinetoscope.report.build import build_report
+from kinetoscope.pipeline.build import build_report
 from kinetoscope.rules.engine import RuleContext, load_rules
 t1 = time.perf_counter()
 trace = kinetoscope.load(sys.argv[1])

@@ -80,9 +80,11 @@ def _page(a: Path, b: Path | None) -> str:
     from kinetoscope.compare.diff import diff_runs
     from kinetoscope.compare.render import to_html
     from kinetoscope.compare.runs import load_run
+    from kinetoscope.pipeline.timeline_sides import diff_sides
 
     runs = (load_run(a), load_run(b))
-    return to_html(diff_runs(*runs), runs)
+    diff = diff_runs(*runs)
+    return to_html(diff, diff_sides(diff, runs))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kinetoscope.analysis.intervals import merge
 from kinetoscope.analysis.steps import step_stats
-from kinetoscope.report.build import build_report
+from kinetoscope.pipeline.build import build_report
 from kinetoscope.trace import load
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "traces"

@@ -21,7 +21,7 @@ sys.path.insert(0, str(HERE))
 
 import kinetoscope  # noqa: E402
 from bench_max_memory import PeakStack, _status_kb  # noqa: E402
-from kinetoscope.report.build import build_report  # noqa: E402
+from kinetoscope.pipeline.build import build_report  # noqa: E402
 from kinetoscope.rules.engine import RuleContext, load_rules  # noqa: E402
 
 

@@ -241,11 +241,13 @@ def diff_page(tmp_path_factory):
     from kinetoscope.compare.diff import diff_runs
     from kinetoscope.compare.render import to_html
     from kinetoscope.compare.runs import load_run
+    from kinetoscope.pipeline.timeline_sides import diff_sides
 
     a, b = corpus(WORKERS0), corpus(WORKERS4)
     runs = (load_run(a), load_run(b))
     out = tmp_path_factory.mktemp("diff") / "diff.html"
-    out.write_text(to_html(diff_runs(*runs), runs), encoding="utf-8")
+    diff = diff_runs(*runs)
+    out.write_text(to_html(diff, diff_sides(diff, runs)), encoding="utf-8")
     return out, runs, a.stat().st_size + b.stat().st_size
 
 
@@ -337,6 +339,7 @@ def test_diff_scale_switch(browser, diff_page, tmp_path):
     from kinetoscope.compare.diff import diff_runs
     from kinetoscope.compare.render import to_html
     from kinetoscope.compare.runs import load_run
+    from kinetoscope.pipeline.timeline_sides import diff_sides
 
     html_path, _, _ = diff_page
     page, errors = _open(browser, html_path)
@@ -359,7 +362,8 @@ def test_diff_scale_switch(browser, diff_page, tmp_path):
         load_run(corpus("gpu/tracelens_mi210__gpu_only_trace.json.gz")),
     )
     apart = tmp_path / "apart.html"
-    apart.write_text(to_html(diff_runs(*runs), runs), encoding="utf-8")
+    diff = diff_runs(*runs)
+    apart.write_text(to_html(diff, diff_sides(diff, runs)), encoding="utf-8")
     page, more_errors = _open(browser, apart)
     page.wait_for_function("() => document.querySelectorAll('.tl[data-v1]').length === 2")
     views = _diff_views(page)

@@ -23,8 +23,8 @@ import kinetoscope
 from kinetoscope.analysis.summary import summarize
 from kinetoscope.errors import TraceError, UsageError
 from kinetoscope.formatting.jsontext import dumps
-from kinetoscope.report.build import build_report
-from kinetoscope.report.summary_view import summary_data
+from kinetoscope.pipeline.build import build_report
+from kinetoscope.pipeline.summary_data import summary_data
 from kinetoscope.trace import budget, load
 from kinetoscope.trace.sparse import SparseTexts, SparseValues
 from kinetoscope.trace.spill import SpillParts

@@ -175,7 +175,7 @@ def test_timeline_gives_a_threads_python_frames_a_lane_of_their_own():
     events (36 frames deep) around its ops, thread 0 only 5 (a tqdm monitor). The ops get
     the thread's lane, the frames a "python stack" lane under it; a thread with frames
     only keeps one lane. ResNet (no python_function events) has no such lane."""
-    from kinetoscope.report.timeline_data import timeline_events
+    from kinetoscope.pipeline.timeline_data import timeline_events
     from kinetoscope.trace import Cat
 
     trace = kinetoscope.load(corpus(BERT))

@@ -1,12 +1,11 @@
 """kinetoscope: profile PyTorch programs and read Kineto traces like an expert."""
 
+from ._version import __version__
 from .api import explain
 from .errors import KinetoscopeError, TraceError, UsageError
 from .report.model import Report
 from .trace import Trace, load
 from .tune.knob import knob
-
-__version__ = "0.1.0"
 
 __all__ = [
     "KinetoscopeError",

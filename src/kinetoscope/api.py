@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from .report.build import build_report
+from .pipeline.build import build_report
 from .report.model import Report
 from .rules.config import Config, check_rule_ids, validate_config
 from .trace import Trace, load

@@ -14,7 +14,7 @@ import sys
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from . import __version__
+from ._version import __version__
 from .errors import KinetoscopeError
 from .formatting.escaping import inert
 

@@ -124,12 +124,14 @@ def test_html_draws_each_runs_timeline_with_its_own_findings():
     """With the runs, the page holds two timelines (A then B) and each run's finding cards,
     tied by key: B's card number i is B's finding i, whose evidence the B payload locates."""
     from kinetoscope.compare.render import to_html
+    from kinetoscope.pipeline.timeline_sides import diff_sides
 
     runs = (
         load_run(corpus("gpu/compare_base.json.gz")),
         load_run(corpus("gpu/compare_test.json.gz")),
     )
-    page = to_html(diff_runs(*runs), runs)
+    diff = diff_runs(*runs)
+    page = to_html(diff, diff_sides(diff, runs))
     payloads = re.findall(r'<script type="application/json">(.*?)</script>', page)
     assert len(payloads) == 2
     assert page.index('data-timeline="a"') < page.index('data-timeline="b"')

@@ -18,7 +18,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent
 
-from .. import __version__
+from .._version import __version__
 from ..errors import KinetoscopeError
 from ..report.console import inert
 from . import tools

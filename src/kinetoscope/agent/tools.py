@@ -24,10 +24,10 @@ from ..compare.diff import diff_runs
 from ..compare.render import to_json as diff_json
 from ..compare.runs import load_run
 from ..errors import UsageError
-from ..report.chain_data import chain_data
-from ..report.memory_data import memory_data
-from ..report.summary_view import summary_data
-from ..report.table_data import table_data
+from ..pipeline.chain_data import chain_data
+from ..pipeline.memory_data import memory_data
+from ..pipeline.summary_data import summary_data
+from ..pipeline.table_data import table_data
 from ..rules.memory import RECORD_ADVICE
 from ..trace import load
 from .paths import readable, writable

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import __version__, progress
+from .. import progress
+from .._version import __version__
 from ..files.outputs import make_folder, publish, remove_empty_folders, staged
 from .artifacts import write_table, write_trace
 from .deps import require_torch

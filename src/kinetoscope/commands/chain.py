@@ -3,7 +3,7 @@
 Prints the dispatch chain as a tree: ProfilerStep#N -> annotations -> aten ops
 -> runtime calls -> the kernels they launched, with device time per node. The
 chain itself is rebuilt in `analysis.chain`; this module only selects and prints
-(`--format json`: the data of `report.chain_data`, what the MCP `chain` tool returns).
+(`--format json`: the data of `pipeline.chain_data`, what the MCP `chain` tool returns).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ..analysis.kernel_names import decode
 from ..errors import UsageError
 from ..formatting.jsontext import dumps
 from ..formatting.units import fmt_us
-from ..report.chain_data import chain_data
+from ..pipeline.chain_data import chain_data
 from ..report.console import inert
 from ..trace import Cat, Trace, load
 

@@ -30,6 +30,7 @@ def register(app: typer.Typer) -> None:
         from ..compare.render import RENDERERS, to_html, to_text
         from ..compare.runs import load_run
         from ..files.outputs import refuse_inputs, say_where, write_text
+        from ..pipeline.timeline_sides import diff_sides
         from ..report.console import output_width
 
         if format not in RENDERERS:
@@ -41,8 +42,8 @@ def register(app: typer.Typer) -> None:
             result = diff_runs(*runs)
         if format == "text":
             text = to_text(result, width=output_width())
-        elif format == "html":  # the page draws each run's timeline from its trace
-            text = to_html(result, runs)
+        elif format == "html":  # the page draws each run's timeline, built from its trace
+            text = to_html(result, diff_sides(result, runs))
         else:
             text = RENDERERS[format](result)
         if output is None:

@@ -18,7 +18,7 @@ from ..files.outputs import refuse_inputs, say_where, write_file
 from ..formatting.escaping import inert
 from ..formatting.jsontext import dumps
 from ..formatting.units import fmt_us
-from ..report.memory_data import memory_data
+from ..pipeline.memory_data import memory_data
 from ..rules.memory import RECORD_ADVICE, fmt_bytes
 from ..trace import Trace, load
 

@@ -11,8 +11,9 @@ from .. import progress
 from ..analysis.summary import summarize
 from ..errors import UsageError
 from ..formatting.jsontext import dumps
+from ..pipeline.summary_data import summary_data
 from ..report.console import output_width
-from ..report.summary_view import render_summary, summary_data
+from ..report.summary_view import render_summary
 from ..trace import load
 from ..trace.budget import MAX_MEMORY_HELP, SPILL_DIR_HELP, parse_size
 

@@ -11,7 +11,7 @@ from ..analysis.table import SORT_KEYS, KeyAverages, key_averages
 from ..errors import UsageError
 from ..formatting.jsontext import dumps
 from ..formatting.units import table_time
-from ..report.table_data import default_sort, table_data
+from ..pipeline.table_data import default_sort, table_data
 from ..report.table_text import render_table
 from ..trace import load
 

@@ -24,7 +24,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 
 _HEAD_BYTES = 4096
 _JSON_REPORT = re.compile(

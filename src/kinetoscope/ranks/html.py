@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from ..api import explain
 from ..formatting.units import fmt_us
-from ..report.html import render_ranks_html, timeline_side
+from ..pipeline.timeline_sides import timeline_side
+from ..report.html import render_ranks_html
 from ..trace import load
 from .llm import notes, table
 from .report import MultiRankReport

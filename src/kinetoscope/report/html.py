@@ -10,7 +10,8 @@ goes through kinetoscope.formatting.units as in the text and Markdown reports (`
 The explain page is a list of section partials (`SECTIONS`, one file each in
 templates/sections/): a new Report section is a new partial and a name here.
 Only layout happens in this module; the numbers come from the Report, the
-timeline payload from `Report.interactive` (report/interactive.py).
+timeline payload from `Report.interactive` (pipeline/interactive.py), the timelines of
+the diff and multi-rank pages from `pipeline.timeline_sides`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from importlib import resources
 from pathlib import PurePath
 from typing import Any
 
-from ..analysis.stats import decomposition_parts
+from .._version import __version__
 from ..errors import UsageError
 from ..formatting.escaping import inert
 from ..formatting.units import fmt_pct, fmt_us
@@ -29,7 +30,6 @@ from ..rules.base import SEVERITY_ORDER
 from .evidence import evidence_line, short_name
 from .model import Report
 from .run_text import run_line, version_parts
-from .timeline_data import timeline_events
 
 #: The explain page, top to bottom: templates/sections/<name>.html.j2 each.
 SECTIONS = [
@@ -48,7 +48,8 @@ SECTIONS = [
 ]
 
 #: The verdict's host-time split: (share key in Verdict.decomposition, per-step
-#: figure in Report.statistics, CSS class); the words come from analysis.hosttime.
+#: figure in Report.statistics, CSS class); the words come from the build step
+#: (`Report.decomposition_words`, analysis.stats.decomposition_parts).
 DECOMPOSITION = (
     ("data_share", "data_wait_us", "data"),
     ("sync_share", "sync_wait_us", "sync"),
@@ -114,13 +115,11 @@ def script_json(value: Any):
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
-def ranked(findings: list) -> list[tuple[int, Any]]:
-    """(report index, finding) by severity, then by time a fix could save: the reading order.
-    The index stays the one the timeline payload uses for the finding's evidence."""
-    return sorted(
-        enumerate(findings),
-        key=lambda pair: (SEVERITY_ORDER.get(pair[1].severity, 9), -pair[1].impact_us),
-    )
+def ranked(findings: list, order: list[int]) -> list[tuple[int, Any]]:
+    """(report index, finding) in the reading order the build step chose
+    (`pipeline.build.reading_order`); the index stays the one the timeline payload uses
+    for the finding's evidence."""
+    return [(i, findings[i]) for i in order]
 
 
 def decomposition(report: Report) -> list[dict[str, Any]]:
@@ -137,7 +136,7 @@ def decomposition(report: Report) -> list[dict[str, Any]]:
     if not shares:
         return []
     per_step = report.statistics.get("per_step", {}) if report.trace.window.get("steps") else {}
-    words = dict(decomposition_parts(shares))
+    words = report.decomposition_words
     return [
         {
             "words": words[key],
@@ -152,8 +151,6 @@ def decomposition(report: Report) -> list[dict[str, Any]]:
 
 def render_page(template: str, standalone: bool = True, **context: Any) -> str:
     """Render `template` (which extends page.html.j2) with the shared assets."""
-    from .. import __version__
-
     env = _environment()
     context.setdefault("has_timeline", bool(context.get("timeline_json")))
     return env.get_template(template).render(
@@ -170,30 +167,29 @@ def render_html(report: Report, standalone: bool = True) -> str:
         title=report.trace.path,
         report=report,
         sections=SECTIONS,
-        ranked_findings=ranked(report.findings),
+        ranked_findings=ranked(report.findings, report.reading_order),
         decomposition=decomposition(report),
         interactive=interactive,
         timeline_json=script_json(interactive["timeline"]) if interactive else None,
     )
 
 
-def render_diff_html(diff, sections: list, more_line, runs=(), timelines_after: int = -1) -> str:
+def notebook_html(report: Report) -> str | None:
+    """Jupyter's display of a Report (`Report._repr_html_`): the page as a fragment, or
+    None (plain repr) where jinja2 is not installed."""
+    try:
+        return render_html(report, standalone=False)
+    except UsageError:
+        return None
+
+
+def render_diff_html(diff, sections: list, more_line, sides=(), timelines_after: int = -1) -> str:
     """`kinetoscope diff --format html`: compare/render.py's sections on the shared page, and
-    with `runs` (the two compare.diff.Run) each run's timeline and findings after section
-    number `timelines_after`, drawn by the same script as explain's."""
+    with `sides` (each run's timeline, `pipeline.timeline_sides.diff_sides`) the two
+    timelines and findings after section number `timelines_after`, drawn by the same script
+    as explain's."""
     _environment()  # a clear error first when jinja2 is missing
-    sides = [
-        timeline_side(
-            letter.lower(),
-            f"{letter}: {PurePath(side.path).name}",
-            letter,
-            run.trace,
-            run.findings,
-            run.steps,
-            side.has_steps,
-        )
-        for letter, side, run in zip("AB", (diff.a, diff.b), runs, strict=False)
-    ]
+    shown = [timeline_side(side) for side in sides]
     return render_page(
         "diff.html.j2",
         title=f"diff {diff.a.path} {diff.b.path}",
@@ -201,38 +197,32 @@ def render_diff_html(diff, sections: list, more_line, runs=(), timelines_after: 
         b_path=diff.b.path,
         sections=sections,
         more_line=more_line,
-        sides=sides,
+        sides=shown,
         timelines_after=timelines_after,
-        has_timeline=bool(sides),
+        has_timeline=bool(shown),
     )
 
 
-def timeline_side(
-    key: str,
-    caption: str,
-    label: str,
-    trace,
-    findings: list,
-    steps: list[tuple[str, float, float]],
-    per_step: bool,
-) -> dict[str, Any]:
-    """One trace's timeline on a page of several (macros.html.j2 `run_timeline`): its
-    payload and its findings in reading order; the indices are the payload's finding
-    numbers, as on the explain page, and `key` ties the cards to this timeline."""
+def timeline_side(side: dict[str, Any]) -> dict[str, Any]:
+    """One run's timeline on a page of several (macros.html.j2 `run_timeline`), from the
+    data `pipeline.timeline_sides.timeline_side` built: its payload as script JSON and its
+    findings in reading order; the indices are the payload's finding numbers, as on the
+    explain page, and `key` ties the cards to this timeline."""
     return {
-        "key": key,
-        "caption": caption,
-        "label": label,
-        "timeline_json": script_json(timeline_events(trace, findings, steps)),
-        "findings": ranked(findings),
-        "per_step": per_step,
+        "key": side["key"],
+        "caption": side["caption"],
+        "label": side["label"],
+        "timeline_json": script_json(side["timeline"]),
+        "findings": ranked(side["findings"], side["order"]),
+        "per_step": side["per_step"],
     }
 
 
 def render_ranks_html(report, sides: list[dict[str, Any]] = (), llm: dict | None = None) -> str:
     """Multi-rank `explain DIR --format html` (a multirank.MultiRankReport), with the
-    timelines of the ranks in `sides` (`timeline_side` each) under the ranks table, and
-    the LLM passes lined up across ranks (`llm`: notes, head and rows of `ranks.llm`'s table)."""
+    timelines of the ranks in `sides` (`pipeline.timeline_sides.timeline_side` each) under
+    the ranks table, and the LLM passes lined up across ranks (`llm`: notes, head and rows
+    of `ranks.llm`'s table)."""
     _environment()
     findings = sorted(
         report.findings,
@@ -245,7 +235,7 @@ def render_ranks_html(report, sides: list[dict[str, Any]] = (), llm: dict | None
         ranks=list(report.ranks.items()),
         ranked_findings=findings,
         folder=_common_folder([s.path for s in report.ranks.values()]),
-        sides=list(sides),
+        sides=[timeline_side(side) for side in sides],
         has_timeline=bool(sides),
         llm=llm,
     )

@@ -1,6 +1,6 @@
 """The LLM section's lines and table cells, shared by the text and Markdown reports.
 
-Both lay out the same numbers from `Report.llm` (report.sections.llm_section): a
+Both lay out the same numbers from `Report.llm` (pipeline.sections.llm_section): a
 summary line (phases, what they were read from, time to first token, time per
 output token), one row per phase (passes, tokens, wall, host and device time,
 graph replays: `graphs`, the cudaGraphLaunch / hipGraphLaunch calls) and one row

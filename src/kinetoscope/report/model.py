@@ -1,9 +1,11 @@
 """The `Report`: everything `explain` says about one trace, as plain data.
 
-Built once by `report.build`; every renderer (text, markdown, JSON, HTML) only
-lays it out. `to_dict()` is the versioned JSON contract documented in
-docs/report-schema.md: bump `SCHEMA_VERSION` when a field changes meaning or
-disappears (adding fields does not).
+Built once by the build step (`pipeline.build`); every renderer (text, markdown,
+JSON, HTML) only lays it out, and this module imports no renderer: what a renderer
+needs that JSON does not carry (the HTML reading order, the words of the host-time
+split, the notebook renderer) is a field the build step fills. `to_dict()` is the
+versioned JSON contract documented in docs/report-schema.md: bump `SCHEMA_VERSION`
+when a field changes meaning or disappears (adding fields does not).
 """
 
 from __future__ import annotations
@@ -107,7 +109,7 @@ class Report:
     not_checked: list[Skipped]
     rules: list[str]
     timeline: Timeline
-    #: trust check (report/sections.py): grade, reasons, timestamp resolution, issues
+    #: trust check (pipeline/sections.py): grade, reasons, timestamp resolution, issues
     quality: dict[str, Any] = field(default_factory=dict)
     #: device time by kernel type, total and per step
     kernel_types: dict[str, Any] = field(default_factory=dict)
@@ -115,9 +117,16 @@ class Report:
     streams: dict[str, Any] = field(default_factory=dict)
     #: LLM generation passes (prefill/decode), time to first token, decode latency; {} if none
     llm: dict[str, Any] = field(default_factory=dict)
-    #: Builds what only the HTML report shows (report.interactive: event timeline, kernel
+    #: Builds what only the HTML report shows (pipeline.interactive: event timeline, kernel
     #: and op tables) on demand: it costs a pass over every event.
     interactive: Callable[[], dict] | None = field(default=None, compare=False)
+    #: indices of `findings` in the order the HTML page lists them (pipeline.build)
+    reading_order: list[int] = field(default_factory=list)
+    #: the words of each part in `verdict.decomposition` (analysis.stats.decomposition_parts)
+    decomposition_words: dict[str, str] = field(default_factory=dict)
+    #: the HTML renderer Jupyter's display calls (report.html.notebook_html), set by the
+    #: build step so that this model never imports a renderer; None: plain repr only
+    notebook_html: Callable[[Report], str | None] | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return _rounded(
@@ -161,14 +170,9 @@ class Report:
         )
 
     def _repr_html_(self) -> str | None:
-        """Jupyter's rich display; None (plain repr) where jinja2 is not installed."""
-        from ..errors import UsageError
-        from .html import render_html
-
-        try:
-            return render_html(self, standalone=False)
-        except UsageError:
-            return None
+        """Jupyter's rich display (`notebook_html`); None (plain repr) where jinja2 is not
+        installed or no renderer was set."""
+        return self.notebook_html(self) if self.notebook_html is not None else None
 
 
 def _rounded(value: Any) -> Any:

@@ -1,57 +1,20 @@
-"""Render a `TraceSummary` as rich text or JSON data."""
+"""Render a `TraceSummary` as rich text (its JSON form is `pipeline.summary_data`)."""
 
 from __future__ import annotations
-
-from dataclasses import asdict, fields
-from typing import Any
 
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
 from ..analysis.cpp_kernel_names import display_name
-from ..analysis.stats import OUTLIER_FACTOR, STATISTIC, decomposition_text
+from ..analysis.stats import OUTLIER_FACTOR, decomposition_text
 from ..analysis.summary import TraceSummary
-from ..analysis.table import DEVICE_SHARE_BASE, HOST_SHARE_BASE, Ranked
+from ..analysis.table import Ranked
 from ..formatting.units import count, fmt_bytes, fmt_pct, fmt_us
 from .console import inert
 from .run_text import run_line, versions_line
 
 _NAME_WIDTH = 60
-
-
-def summary_data(summary: TraceSummary) -> dict[str, Any]:
-    """JSON form: times relative to the trace start (`origin_us` is that start, absolute)."""
-    data = {
-        f.name: getattr(summary, f.name)
-        for f in fields(summary)
-        if f.name not in ("steps", "stats", "quality")
-    }
-    data["quality"] = summary.quality.to_dict() if summary.quality is not None else None
-    data["top_kernels"] = [asdict(r) for r in summary.top_kernels]
-    data["top_host_ops"] = [asdict(r) for r in summary.top_host_ops]
-    data["share_base"] = {"top_kernels": DEVICE_SHARE_BASE, "top_host_ops": HOST_SHARE_BASE}
-    data["steps"] = [
-        {
-            "step": s.number,
-            "start_us": s.start - summary.origin_us,
-            "dur_us": s.dur,
-            "host_busy_us": s.host_busy_us,
-            "device_busy_us": s.device_busy_us,
-            "host_ratio": s.host_ratio,
-            "device_ratio": s.device_ratio,
-            "kernels": s.kernels,
-            "launches": s.launches,
-            "syncs": s.syncs,
-            "data_wait_us": s.data_wait_us,
-            "sync_wait_us": s.sync_wait_us,
-            "dispatch_us": s.dispatch_us,
-            "other_us": s.other_us,
-        }
-        for s in summary.steps
-    ]
-    data["statistics"] = {"labels": STATISTIC, "per_step": summary.stats.spread_dict()}
-    return data
 
 
 def _device_line(device: dict) -> str:

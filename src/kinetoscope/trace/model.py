@@ -23,6 +23,8 @@ from .categories import (
     PROFILER_INTERNAL_NAMES,
     Cat,
 )
+from .steps import Step, find_steps
+from .tree import build_parents, launching_ops, self_times
 
 
 @dataclass(frozen=True)
@@ -46,22 +48,6 @@ class Device:
     sm_count: int | None
     memory_bytes: int | None
     compute_capability: str | None
-
-
-@dataclass(frozen=True)
-class Step:
-    """One `ProfilerStep#N` window on the host, and its device-side copy if recorded."""
-
-    number: int
-    index: int
-    start: float
-    end: float
-    device_start: float | None = None
-    device_end: float | None = None
-
-    @property
-    def dur(self) -> float:
-        return self.end - self.start
 
 
 @dataclass
@@ -248,28 +234,20 @@ class Trace:
     @cached_property
     def parent(self) -> np.ndarray:
         """Host call tree: index of the enclosing host event on the same thread, else -1."""
-        from .tree import build_parents
-
         return build_parents(self)
 
     @cached_property
     def self_time(self) -> np.ndarray:
         """Duration minus the durations of direct children (the profiler's Self CPU)."""
-        from .tree import self_times
-
         return self_times(self)
 
     @cached_property
     def op_of(self) -> np.ndarray:
         """For each device event, the innermost op/annotation that launched it (else -1)."""
-        from .tree import launching_ops
-
         return launching_ops(self)
 
     @cached_property
     def steps(self) -> list[Step]:
-        from .steps import find_steps
-
         return find_steps(self)
 
     def events_in(self, start: float, end: float, mask: np.ndarray | None = None) -> np.ndarray:

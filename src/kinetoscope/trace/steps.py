@@ -3,19 +3,46 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from .categories import Cat
 
-if TYPE_CHECKING:
-    from .model import Step, Trace
-
 #: at most 18 digits: every such number fits the int64 columns steps are kept in
 #: (10**18 < 2**63); a longer one is no step the profiler counted
 STEP_RE = re.compile(r"^ProfilerStep#(\d{1,18})$")
 _LONG_STEP_RE = re.compile(r"^ProfilerStep#\d{19,}$")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One `ProfilerStep#N` window on the host, and its device-side copy if recorded."""
+
+    number: int
+    index: int
+    start: float
+    end: float
+    device_start: float | None = None
+    device_end: float | None = None
+
+    @property
+    def dur(self) -> float:
+        return self.end - self.start
+
+
+class StepColumns(Protocol):
+    """The columns of a `Trace` that step finding reads (the Trace computes its steps
+    by calling `find_steps(self)`, so this module names only what it needs)."""
+
+    names: list[str]
+    name_id: np.ndarray
+    is_instant: np.ndarray
+    lane_kind: np.ndarray
+    cat: np.ndarray
+    ts: np.ndarray
+    dur: np.ndarray
 
 
 def long_step_warning(names: list[str]) -> str | None:
@@ -30,14 +57,12 @@ def long_step_warning(names: list[str]) -> str | None:
     )
 
 
-def find_steps(trace: Trace) -> list[Step]:
+def find_steps(trace: StepColumns) -> list[Step]:
     """Host step windows in time order, each paired with its device-side copy.
 
     The `gpu_user_annotation` event of the same name is the device's view of
     the step: from the first to the last device activity it contains.
     """
-    from .model import Step
-
     step_ids = {i: int(m.group(1)) for i, n in enumerate(trace.names) if (m := STEP_RE.match(n))}
     if not step_ids:
         return []

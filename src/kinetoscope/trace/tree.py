@@ -9,19 +9,33 @@ closed. Matching it is what lets `table` agree with `key_averages()`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from .categories import Cat
 
-if TYPE_CHECKING:
-    from .model import Trace
+
+class TreeColumns(Protocol):
+    """The columns of a `Trace` the call tree reads. The Trace computes its tree by
+    calling these functions on itself (`Trace.parent`, `.self_time`, `.op_of`), so this
+    module names only what it needs instead of importing the Trace back."""
+
+    ts: np.ndarray
+    dur: np.ndarray
+    lane: np.ndarray
+    cat: np.ndarray
+    host_tree_mask: np.ndarray
+    launch_of: np.ndarray
+    parent: np.ndarray
+
+    def __len__(self) -> int: ...
+
 
 _EPS = 1e-3  # us; absorbs ns rounding where a child ends "after" its parent
 
 
-def build_parents(trace: Trace) -> np.ndarray:
+def build_parents(trace: TreeColumns) -> np.ndarray:
     """Parent of each host event: the profiler's open-event stack, computed in numpy.
 
     The stack after an event is that event's chain of parents, so an event's
@@ -74,7 +88,7 @@ def _nesting_order(lane: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.n
     return order
 
 
-def self_times(trace: Trace) -> np.ndarray:
+def self_times(trace: TreeColumns) -> np.ndarray:
     """Duration minus the durations of direct children: the profiler's Self CPU.
 
     Not clipped at zero, as in the profiler: overlapping Python frames recorded
@@ -91,7 +105,7 @@ def minus_children(dur: np.ndarray, parent: np.ndarray, children: np.ndarray) ->
     return out
 
 
-def launching_ops(trace: Trace) -> np.ndarray:
+def launching_ops(trace: TreeColumns) -> np.ndarray:
     """For device events: innermost op or annotation enclosing the launch call."""
     out = np.full(len(trace), -1, dtype=np.int64)
     launch = trace.launch_of
@@ -119,7 +133,7 @@ def launching_ops(trace: Trace) -> np.ndarray:
     return out
 
 
-def ancestors(trace: Trace, index: int) -> list[int]:
+def ancestors(trace: TreeColumns, index: int) -> list[int]:
     """Chain from the root down to `index` (inclusive)."""
     chain = []
     parent = trace.parent

@@ -1,6 +1,6 @@
 /* kinetoscope interactive timeline, part 1: the data and the picture (timeline_input.js
    is part 2: what the reader does with it). Canvas lanes for host threads and device
-   streams. Data: the JSON payload of report/timeline_data.py in a
+   streams. Data: the JSON payload of pipeline/timeline_data.py in a
    <script type="application/json"> inside each .tl element. Level of detail: per row,
    events are visited in start order and events that add no new pixel column are skipped
    with a binary search over the row's running max end, so a frame visits and draws about

@@ -1,8 +1,9 @@
 """What only the interactive HTML report shows: the event timeline and the full
 kernel and op tables.
 
-Built on demand (the `Report.interactive` callable) because it costs a pass
-over every event and the text, Markdown and JSON outputs never read it.
+Built on demand (the `Report.interactive` callable, which the build step sets)
+because it costs a pass over every event and the text, Markdown and JSON outputs
+never read it.
 """
 
 from __future__ import annotations

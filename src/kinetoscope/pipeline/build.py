@@ -1,10 +1,12 @@
 """Trace -> Report: run the rules and gather the numbers every renderer shows.
 
-This is the only place in `report/` that computes; renderers lay out what it
-returns. The verdict comes from `rules.verdict.classify`, the same call the
-regime rules make, so the verdict line and the regime finding always agree;
-every figure (metrics, step rows, outliers) comes from `analysis.stats`, the
-one statistics module summary, diff and check read too.
+The build step of `explain`: everything the renderers in `report/` lay out is computed
+here (or in `sections` and `interactive`), including the order the HTML page reads the
+findings in and the words of the host-time split; renderers compute nothing. The
+verdict comes from `rules.verdict.classify`, the same call the regime rules make, so
+the verdict line and the regime finding always agree; every figure (metrics, step
+rows, outliers) comes from `analysis.stats`, the one statistics module summary, diff
+and check read too.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from functools import partial
 
 import numpy as np
 
+from .._version import __version__
 from ..analysis.intervals import merge
 from ..analysis.stats import (
     OUTLIER_FACTOR,
@@ -24,12 +27,14 @@ from ..analysis.stats import (
 )
 from ..analysis.steps import host_activity_mask
 from ..analysis.window import in_window, window_device_work
+from ..report.html import notebook_html
+from ..report.model import Report, StepRow, Timeline, TimelineMark, TraceFacts, Verdict
+from ..rules.base import SEVERITY_ORDER, Finding
 from ..rules.engine import load_rules, run_rules
 from ..rules.verdict import classify
 from ..trace import Trace
 from ..trace.top_meta import recorded_versions, run_metadata
 from .interactive import interactive_data
-from .model import Report, StepRow, Timeline, TimelineMark, TraceFacts, Verdict
 from .sections import kernel_types_section, llm_section, quality_section, streams_section
 
 #: Timeline intervals closer than this share of the window are drawn as one.
@@ -41,8 +46,6 @@ def build_report(
     config: dict[str, dict[str, float]] | None = None,
     rules: Iterable[str] | None = None,
 ) -> Report:
-    from .. import __version__  # the package imports this module while it initialises
-
     wanted = list(rules) if rules is not None else list(load_rules())
     outcome = run_rules(trace, config, wanted)
     call = classify(trace, config)
@@ -90,6 +93,7 @@ def build_report(
             device=call.device,
             decomposition={k: call.shares[k] for k, _ in decomposition_parts(call.shares)},
         ),
+        decomposition_words=dict(decomposition_parts(call.shares)),
         steps=steps,
         metrics=metrics,
         statistics={"labels": STATISTIC, "per_step": stats.spread_dict()},
@@ -102,6 +106,18 @@ def build_report(
         streams=streams_section(trace),
         llm=llm_section(trace),
         interactive=partial(interactive_data, trace, outcome.findings, timeline.steps),
+        reading_order=reading_order(outcome.findings),
+        notebook_html=notebook_html,
+    )
+
+
+def reading_order(findings: list[Finding]) -> list[int]:
+    """Indices of `findings` in the order the HTML pages list them: by severity, then by
+    time a fix could save. The index stays the one the timeline payload uses for the
+    finding's evidence, so the page keeps both."""
+    return sorted(
+        range(len(findings)),
+        key=lambda i: (SEVERITY_ORDER.get(findings[i].severity, 9), -findings[i].impact_us),
     )
 
 
