@@ -20,10 +20,6 @@ PACKAGE = "kinetoscope"
 #: Edges other work in this round still removes, each with why; the lead empties the
 #: list after merging it. Only these may close a cycle or cross a layer.
 ALLOWED_EDGES = {
-    # the multi-rank page imports the report, the report lazily imports the page
-    # (ranks/ is being reorganised by another branch)
-    ("kinetoscope.ranks.html", "kinetoscope.ranks.multirank"),
-    ("kinetoscope.ranks.multirank", "kinetoscope.ranks.html"),
     # plotting draws from a Trace (trace_stats, merged intervals): its move to a plot
     # model built in pipeline/ is another branch's (the renderers' move)
     ("kinetoscope.report.plotting", "kinetoscope.trace"),
