@@ -78,8 +78,8 @@ def _page(a: Path, b: Path | None) -> str:
     if b is None:
         return render_html(kinetoscope.explain(a))
     from kinetoscope.compare.diff import diff_runs
-    from kinetoscope.compare.render import to_html
     from kinetoscope.compare.runs import load_run
+    from kinetoscope.report.diff_render import to_html
 
     runs = (load_run(a), load_run(b))
     return to_html(diff_runs(*runs), runs)

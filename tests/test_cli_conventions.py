@@ -88,8 +88,7 @@ def test_tune_throughput_has_a_unit():
     """tune printed `6.059e+04 ±1.8e+03`: a number without its unit."""
     from types import SimpleNamespace
 
-    from kinetoscope.commands.tune import _fitted
-    from kinetoscope.tune.report import headers, rate, rows
+    from kinetoscope.report.tune_render import headers, rate, rows, table
 
     trial = SimpleNamespace(
         ok=True, error=None, index=0, label="baseline", stage="baseline", regime="compute-bound",
@@ -101,18 +100,19 @@ def test_tune_throughput_has_a_unit():
     assert (headers(session)[4], row[4]) == ("samples/s", "60.6k ±900")
     assert rate(1_250_000) == "1.25M" and rate(812.4) == "812"
     # the terminal's copy fits 80 columns, leaving out what it must and saying so
-    text, note = _fitted(
-        headers(session), [row, [*row[:1], "compile=reduce-overhead", *row[2:]]], 80
-    )
+    session.trials.append(SimpleNamespace(**{**vars(trial), "label": "compile=reduce-overhead"}))
+    text, note = table(session, 80)
     assert max(map(len, text.splitlines())) <= 80 and "samples/s" in text
     assert note.startswith("left out to fit 80 columns: stage")
+    whole, none = table(session)  # tune.txt: every column
+    assert none is None and "stage" in whole.splitlines()[0]
 
 
 def test_sweep_table_fits_80_columns_by_dropping_columns_with_a_note():
     """On 80 columns rich cut the headers (`host/st…`); columns now go whole, by priority."""
     from rich.console import Console
 
-    from kinetoscope.compare.sweep_table import fitted_table
+    from kinetoscope.report.sweep_render import fitted_table
 
     headers = ["size", "step", "host/step", "device/step", "busy ratio", "regime", "TFLOP/s",
                "GEMM % of peak", "attention % of peak"]  # fmt: skip

@@ -12,8 +12,9 @@ import sys
 import pytest
 
 from kinetoscope.compare.diff import diff_runs
-from kinetoscope.compare.render import RENDERERS, sections
 from kinetoscope.compare.runs import load_run
+from kinetoscope.report.diff_render import RENDERERS
+from kinetoscope.report.diff_sections import sections
 
 from ..conftest import corpus, kernel, launch, op, write_trace
 
@@ -123,7 +124,7 @@ def test_every_format_renders(fmt):
 def test_html_draws_each_runs_timeline_with_its_own_findings():
     """With the runs, the page holds two timelines (A then B) and each run's finding cards,
     tied by key: B's card number i is B's finding i, whose evidence the B payload locates."""
-    from kinetoscope.compare.render import to_html
+    from kinetoscope.report.diff_render import to_html
 
     runs = (
         load_run(corpus("gpu/compare_base.json.gz")),

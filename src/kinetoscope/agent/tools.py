@@ -21,10 +21,10 @@ from ..analysis.table import SORT_KEYS
 from ..api import explain as explain_trace
 from ..compare.check import run_check
 from ..compare.diff import diff_runs
-from ..compare.render import to_json as diff_json
 from ..compare.runs import load_run
 from ..errors import UsageError
 from ..report.chain_data import chain_data
+from ..report.diff_render import to_json as diff_json
 from ..report.memory_data import memory_data
 from ..report.summary_view import summary_data
 from ..report.table_data import table_data

@@ -52,9 +52,8 @@ def register(app: typer.Typer) -> None:
             run_point,
             sweep_dict,
         )
-        from ..compare.sweep_plot import plot_sweep
-        from ..compare.sweep_table import fitted_table, table_rows
         from ..files.outputs import make_folder, write_text
+        from ..report.sweep_render import fitted_table, plot_sweep, table_rows
 
         check_workload(workload)
         param, values = parse_vary(vary)

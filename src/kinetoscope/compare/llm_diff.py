@@ -78,34 +78,3 @@ def llm_sentence(llm: dict[str, Any]) -> str:
         if pair["a"] is not None and pair["b"] is not None
     ]  # fmt: skip
     return f"Generation: {', '.join(parts)}." if parts else ""
-
-
-HEADERS = ["phase", "passes A", "passes B", "per pass", "host per pass", "device per pass"]
-
-
-def llm_lines(llm: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """The diff section's text lines and its per-phase rows."""
-    text = []
-    for side in ("a", "b"):
-        s = llm[side]
-        where = f"{s['engine'] + ' ' if s['engine'] else ''}{s['source']}" if s else None
-        text.append(f"{side.upper()}: " + (f"passes from {where}" if s else "no generation"))
-    ttft, tpot = llm["ttft_us"], llm["tpot_us"]
-    if ttft["a"] is not None or ttft["b"] is not None:
-        text.append(f"time to first token {change(ttft['a'], ttft['b'])}")
-    if tpot["a"] is not None or tpot["b"] is not None:
-        text.append(f"time per output token {change(tpot['a'], tpot['b'])}")
-    rows = []
-    for row in llm["phases"]:
-        a, b = row["a"] or {}, row["b"] or {}
-        rows.append(
-            [
-                row["phase"],
-                str(a.get("passes", 0)),
-                str(b.get("passes", 0)),
-                change(a.get("per_pass_us"), b.get("per_pass_us")),
-                change(a.get("host_per_pass_us"), b.get("host_per_pass_us")),
-                change(a.get("device_per_pass_us"), b.get("device_per_pass_us")),
-            ]
-        )
-    return text, rows

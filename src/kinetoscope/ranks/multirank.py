@@ -145,7 +145,9 @@ def explain_ranks(
         from .html import render_ranks_page
 
         return render_ranks_page(report, config)
-    return report.render(markdown=fmt == "md")
+    from ..report.ranks_render import render
+
+    return render(report, markdown=fmt == "md")
 
 
 #: the job's entry points, and the pieces tests and benches import from here

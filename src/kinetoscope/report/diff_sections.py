@@ -1,22 +1,20 @@
-"""Renderers for a `TraceDiff`: text (terminal), markdown, json and a self-contained html page.
+"""A `TraceDiff` laid out as titled sections of text lines and table rows.
 
-All four show the same sections built once by `sections()`; the renderers only
-lay them out, they compute nothing.
+Every format of `diff` (report/diff_render.py: text, Markdown, HTML) shows these
+same sections, built once by `sections()`; the figures come from compare/ (the
+diff, its decomposition and conclusion), this module only words and rounds them.
 """
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ..files.own_files import signature
+from ..compare.diff_model import TraceDiff
+from ..compare.llm_diff import change
 from ..formatting.escaping import inert
-from ..formatting.jsontext import dumps
 from ..formatting.units import fmt_us
-from .diff_model import Run, TraceDiff
-from .llm_diff import HEADERS as LLM_HEADERS
-from .llm_diff import llm_lines
 
 #: Rows per table in text/markdown/html; json carries every row.
 ROW_LIMIT = 25
@@ -302,65 +300,37 @@ def _llm(d: TraceDiff) -> list[Section]:
     return [Section("LLM phases (A -> B)", text=text, headers=LLM_HEADERS, rows=rows)]
 
 
-def _more_line(sec: Section) -> str:
+LLM_HEADERS = ["phase", "passes A", "passes B", "per pass", "host per pass", "device per pass"]
+
+
+def llm_lines(llm: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The diff section's text lines and its per-phase rows."""
+    text = []
+    for side in ("a", "b"):
+        s = llm[side]
+        where = f"{s['engine'] + ' ' if s['engine'] else ''}{s['source']}" if s else None
+        text.append(f"{side.upper()}: " + (f"passes from {where}" if s else "no generation"))
+    ttft, tpot = llm["ttft_us"], llm["tpot_us"]
+    if ttft["a"] is not None or ttft["b"] is not None:
+        text.append(f"time to first token {change(ttft['a'], ttft['b'])}")
+    if tpot["a"] is not None or tpot["b"] is not None:
+        text.append(f"time per output token {change(tpot['a'], tpot['b'])}")
+    rows = []
+    for row in llm["phases"]:
+        a, b = row["a"] or {}, row["b"] or {}
+        rows.append(
+            [
+                row["phase"],
+                str(a.get("passes", 0)),
+                str(b.get("passes", 0)),
+                change(a.get("per_pass_us"), b.get("per_pass_us")),
+                change(a.get("host_per_pass_us"), b.get("host_per_pass_us")),
+                change(a.get("device_per_pass_us"), b.get("device_per_pass_us")),
+            ]
+        )
+    return text, rows
+
+
+def more_line(sec: Section) -> str:
+    """What stands under a table whose rows were cut to `ROW_LIMIT`."""
     return f"... {sec.more} more rows (--format json lists all)"
-
-
-def to_text(d: TraceDiff, width: int = 100) -> str:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    buf = io.StringIO()
-    console = Console(file=buf, width=width, force_terminal=False, highlight=False)
-    for sec in sections(d):
-        console.rule(sec.title, align="left")
-        for line in sec.text:
-            console.print(line, markup=False)
-        if sec.headers:
-            table = Table(show_edge=False, header_style="bold")
-            for header in sec.headers:  # narrow terminals wrap headers instead of cutting them
-                table.add_column(header, overflow="fold")
-            for row in sec.rows:
-                table.add_row(*(Text(cell) for cell in row))
-            console.print(table)
-        if sec.more:
-            console.print(_more_line(sec), markup=False)
-        console.print()
-    return buf.getvalue()
-
-
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def to_markdown(d: TraceDiff) -> str:
-    out = ["# kinetoscope diff", ""]
-    for sec in sections(d):
-        out += [f"## {sec.title}", ""]
-        out += [line + "\n" for line in sec.text]
-        if sec.headers:
-            out.append("| " + " | ".join(_md_cell(h) for h in sec.headers) + " |")
-            out.append("|" + "---|" * len(sec.headers))
-            out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in sec.rows]
-            out.append("")
-        if sec.more:
-            out += [_more_line(sec), ""]
-    return "\n".join(out)
-
-
-def to_json(d: TraceDiff) -> str:
-    return dumps({**signature("diff"), **d.to_dict()}, indent=2)
-
-
-def to_html(d: TraceDiff, runs: tuple[Run, Run] | None = None) -> str:
-    """One self-contained page on the shared report stylesheet and scripts (report/html.py);
-    given the two runs `d` compares, it also draws each run's timeline after the runs table."""
-    from ..report.html import render_diff_html
-
-    secs = sections(d)
-    after = next(i for i, s in enumerate(secs) if s.title == RUNS_TITLE)
-    return render_diff_html(d, secs, _more_line, runs or (), timelines_after=after)
-
-
-RENDERERS = {"text": to_text, "md": to_markdown, "json": to_json, "html": to_html}

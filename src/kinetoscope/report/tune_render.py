@@ -1,20 +1,24 @@
 """A tune session as a table, text, JSON and a plot. Renders; decides nothing.
 
-The figures come from `decide` (medians, quartiles, speed-up intervals) over
-the samples `trials` measured; the regime of each trial is what `explain` says
-of its profiled steps.
+The figures come from `tune.decide` (medians, quartiles, speed-up intervals) over
+the samples `tune.trials` measured; the regime of each trial is what `explain` says
+of its profiled steps. The table is a `report.tables` one (rich), the plot goes
+through the `report.plotting` set-up.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from ..files.own_files import signature
 from ..formatting.units import fmt_us
-from .decide import RULE, spread
-from .session import Session
-from .trials import Trial
+from ..tune.decide import RULE, spread
+from ..tune.session import Session
+from ..tune.trials import Trial
+from .plotting import DPI, pyplot, save_figure
+from .tables import fit_table, table_text, text_table
 
 HEADERS = ["#", "trial", "stage", "step time", "throughput", "speed-up (95% CI)", "result",
            "regime"]  # fmt: skip
@@ -29,6 +33,19 @@ def unit(session: Session) -> str:
     """`samples/s` when every trial knows its batch, else `steps/s`."""
     ok = [t for t in session.trials if t.ok]
     return "samples/s" if ok and all(t.samples_per_step for t in ok) else "steps/s"
+
+
+#: columns left out first when the table is wider than the terminal
+DROP_FIRST = ("stage", "step time", "regime")
+
+
+def table(session: Session, width: int | None = None) -> tuple[str, str | None]:
+    """(the trial table as text, note): every column (tune.txt) when `width` is None,
+    else columns left out in `DROP_FIRST` order to fit `width`, the note naming them."""
+    if width is None:
+        return table_text(text_table(headers(session), rows(session))), None
+    fitted, note = fit_table(headers(session), rows(session), width, DROP_FIRST)
+    return table_text(fitted, width), note
 
 
 def rate(x: float) -> str:
@@ -166,7 +183,7 @@ def to_dict(session: Session, diff: dict[str, Any] | None, files: list[str]) -> 
 def figure(plt, session: Session):
     """Throughput per trial (median, quartile whiskers), the baseline's band shaded."""
     ok = [t for t in session.trials if t.ok]
-    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.45 * max(len(ok), 1)), dpi=110)
+    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.45 * max(len(ok), 1)), dpi=DPI)
     base = session.baseline
     if base is not None and base.ok:
         b = spread(base.throughput())
@@ -185,3 +202,10 @@ def figure(plt, session: Session):
     ax.legend(loc="lower right", fontsize=8, frameon=False)
     fig.tight_layout()
     return fig
+
+
+def write_plot(session: Session, force: bool) -> list[Path]:
+    """`tune.png` and `tune.svg` in the session's folder; returns where they went."""
+    plt = pyplot("tune's plot")
+    paths = [session.folder / f"tune.{ext}" for ext in ("png", "svg")]
+    return [written for _, written in save_figure(plt, figure(plt, session), paths, force=force)]
