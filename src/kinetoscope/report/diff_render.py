@@ -13,7 +13,7 @@ from ..compare.diff_model import Run, TraceDiff
 from ..files.own_files import signature
 from ..formatting.jsontext import dumps
 from .diff_sections import RUNS_TITLE, more_line, sections
-from .tables import markdown_table, text_table
+from .tables import markdown_table, md_cell, text_table
 
 
 def to_text(d: TraceDiff, width: int = 100) -> str:
@@ -37,7 +37,7 @@ def to_markdown(d: TraceDiff) -> str:
     out = ["# kinetoscope diff", ""]
     for sec in sections(d):
         out += [f"## {sec.title}", ""]
-        out += [line + "\n" for line in sec.text]
+        out += [md_cell(line) + "\n" for line in sec.text]  # names from the traces: literal
         if sec.headers:
             out += [*markdown_table(sec.headers, sec.rows), ""]
         if sec.more:
