@@ -176,7 +176,7 @@ def test_sweep_point_and_plot_carry_the_share_of_peak(tmp_path):
     rate = attention.achieved_flops / 1e12
     assert rates["attention"] == [(1.0, rate), (2.0, rate)]
     pytest.importorskip("matplotlib")
-    from kinetoscope.report.sweep_render import plot_sweep
+    from kinetoscope.commands.sweep import plot_sweep
 
     written = plot_sweep([point, other], Crossover("device", None, ""), "t", "size", tmp_path / "s")
     assert all(w is not None and w.stat().st_size > 0 for _, w in written)

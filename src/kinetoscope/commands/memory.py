@@ -15,10 +15,12 @@ import typer
 from .. import progress
 from ..analysis.memory import memory_timeline
 from ..errors import UsageError
+from ..files.figures import save_figure
 from ..files.outputs import refuse_inputs, say_where
 from ..formatting.jsontext import dumps
 from ..report.memory_data import memory_data
-from ..report.memory_render import plot, render
+from ..report.memory_render import memory_figure, render
+from ..report.plotting import plot_format, pyplot
 from ..rules.memory import RECORD_ADVICE
 from ..trace import load
 
@@ -42,6 +44,7 @@ def register(app: typer.Typer) -> None:
         if fmt not in ("text", "json"):
             raise UsageError(f"unknown --format {fmt!r}; choose text or json")
         if output is not None:  # before any work: the input is never written over
+            plot_format(output)
             refuse_inputs(output, [trace_path])
         with progress.reporting():  # a large trace says how far reading has got
             trace = load(trace_path)
@@ -50,7 +53,9 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"{trace_path}: no [memory] events in the trace; {RECORD_ADVICE}")
         written = None
         if output is not None:  # before printing: a missing extra fails fast
-            written = plot(trace, devices, output, force=force, inputs=[trace_path])
+            plt = pyplot("-o")
+            fig = memory_figure(plt, trace, devices)
+            [(_, written)] = save_figure(plt, fig, [output], force=force, inputs=[trace_path])
         if fmt == "json":  # every step's churn: the MCP tool cuts it to its `steps`
             typer.echo(dumps(memory_data(trace, devices), indent=2))
         else:

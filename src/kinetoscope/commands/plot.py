@@ -18,8 +18,9 @@ def plot_command(
     output: Path = typer.Option(..., "-o", "--output", help="Picture to write (.png/.svg/.pdf)."),
 ) -> None:
     """Host and device lanes with steps marked, over a per-step bar of where time went."""
+    from ..files.figures import save_figure
     from ..files.outputs import refuse_inputs
-    from ..report.plotting import plot_format, pyplot, save_figure, trace_figure
+    from ..report.plotting import plot_format, pyplot, trace_figure
     from ..trace import load
 
     plot_format(output)  # before any work: a bad name, an input or no matplotlib fail fast

@@ -156,10 +156,12 @@ def _progress_bar():
 
 
 def _write_outputs(session, format: str, force: bool) -> None:
+    from ..files.figures import save_figure
     from ..files.outputs import write_text
     from ..formatting.jsontext import dumps
     from ..report.console import output_width
-    from ..report.tune_render import table, to_dict, to_text, write_plot
+    from ..report.plotting import pyplot
+    from ..report.tune_render import figure, table, to_dict, to_text
 
     whole, _ = table(session)
     diff, conclusion = _diff(session, force)
@@ -170,7 +172,9 @@ def _write_outputs(session, format: str, force: bool) -> None:
         written.append(Path(diff["file"]))
     text = to_text(session, whole, conclusion)
     written.append(write_text(session.folder / "tune.txt", text, force=force))
-    written += write_plot(session, force)
+    plt = pyplot("tune's plot")
+    pictures = [session.folder / f"tune.{ext}" for ext in ("png", "svg")]
+    written += [path for _, path in save_figure(plt, figure(plt, session), pictures, force)]
     json_path = session.folder / "tune.json"
     names = [str(p) for p in written] + [str(json_path)]
     document = dumps(to_dict(session, diff, names), indent=2) + "\n"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis.llm import LlmView, llm_view
-from ..formatting.units import fmt_us
+from ..formatting.units import fmt_change
 from ..trace import Trace
 
 
@@ -57,22 +57,12 @@ def _side(view: LlmView | None) -> dict[str, Any] | None:
     return {"source": view.source, "phase_from": view.phase_from, "engine": view.engine}
 
 
-def change(a: float | None, b: float | None) -> str:
-    """`a -> b (+x%)`, or what is missing on either side."""
-    if a is None and b is None:
-        return "-"
-    if a is None or b is None:
-        return f"{'-' if a is None else fmt_us(a)} -> {'-' if b is None else fmt_us(b)}"
-    pct = f" ({(b - a) / a * 100:+.0f}%)" if a > 0 else ""
-    return f"{fmt_us(a)} -> {fmt_us(b)}{pct}"
-
-
 def llm_sentence(llm: dict[str, Any]) -> str:
     """One sentence for the diff's conclusion: TTFT and TPOT where both runs have them."""
     if not llm:
         return ""
     parts = [
-        f"{words} {change(pair['a'], pair['b'])}"
+        f"{words} {fmt_change(pair['a'], pair['b'])}"
         for words, pair in (("time to first token", llm["ttft_us"]),
                             ("time per output token", llm["tpot_us"]))
         if pair["a"] is not None and pair["b"] is not None

@@ -1,4 +1,5 @@
-"""Renderers for a `TraceDiff`: text (terminal), Markdown, JSON and a self-contained HTML page.
+"""Renderers for a `compare.diff_model.TraceDiff`: text (terminal), Markdown, JSON and a
+self-contained HTML page.
 
 Text, Markdown and HTML lay out the same sections (report/diff_sections.py), the
 tables through `report.tables` (rich for text, one escaped Markdown table); they
@@ -9,14 +10,12 @@ from __future__ import annotations
 
 import io
 
-from ..compare.diff_model import Run, TraceDiff
-from ..files.own_files import signature
 from ..formatting.jsontext import dumps
 from .diff_sections import RUNS_TITLE, more_line, sections
 from .tables import markdown_table, md_cell, text_table
 
 
-def to_text(d: TraceDiff, width: int = 100) -> str:
+def to_text(d, width: int = 100) -> str:
     from rich.console import Console
 
     buf = io.StringIO()
@@ -33,7 +32,7 @@ def to_text(d: TraceDiff, width: int = 100) -> str:
     return buf.getvalue()
 
 
-def to_markdown(d: TraceDiff) -> str:
+def to_markdown(d) -> str:
     out = ["# kinetoscope diff", ""]
     for sec in sections(d):
         out += [f"## {sec.title}", ""]
@@ -45,11 +44,11 @@ def to_markdown(d: TraceDiff) -> str:
     return "\n".join(out)
 
 
-def to_json(d: TraceDiff) -> str:
-    return dumps({**signature("diff"), **d.to_dict()}, indent=2)
+def to_json(d) -> str:
+    return dumps(d.document(), indent=2)
 
 
-def to_html(d: TraceDiff, runs: tuple[Run, Run] | None = None) -> str:
+def to_html(d, runs=None) -> str:
     """One self-contained page on the shared report stylesheet and scripts (report/html.py);
     given the two runs `d` compares, it also draws each run's timeline after the runs table."""
     from .html import render_diff_html

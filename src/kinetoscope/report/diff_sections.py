@@ -11,10 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..compare.diff_model import TraceDiff
-from ..compare.llm_diff import change
 from ..formatting.escaping import inert
-from ..formatting.units import fmt_us
+from ..formatting.units import fmt_change, fmt_us
 
 #: Rows per table in text/markdown/html; json carries every row.
 ROW_LIMIT = 25
@@ -51,7 +49,7 @@ def _devices(names: list[str]) -> str:
     return ", ".join(n if c == 1 else f"{c}x {n}" for n, c in counts.items()) or "none"
 
 
-def _runs(d: TraceDiff) -> Section:
+def _runs(d) -> Section:
     a, b = d.a, d.b
     rows = [
         ["trace", Path(a.path).name, Path(b.path).name, ""],
@@ -81,7 +79,7 @@ def _runs(d: TraceDiff) -> Section:
     return Section(RUNS_TITLE, headers=["", "A", "B", "change"], rows=rows)
 
 
-def _environment(d: TraceDiff) -> Section:
+def _environment(d) -> Section:
     sec = Section("Environment (what differs besides the program)")
     if not d.environment.differences:
         sec.text.append("No difference in devices, runtime versions, profiler settings or steps.")
@@ -101,7 +99,7 @@ _STATUS_WORDS = {
 }
 
 
-def _decomposition(d: TraceDiff) -> Section:
+def _decomposition(d) -> Section:
     sec = Section("Where the step time goes (per step; each change judged over the steps)")
     sec.text.append(
         "Data wait, sync wait, (on a CPU run) compute, dispatch + launch and Python/other are "
@@ -132,7 +130,7 @@ def _sign(us: float) -> str:
     return ("+" if us >= 0 else "-") + fmt_us(abs(us), 1)
 
 
-def _types(d: TraceDiff) -> Section:
+def _types(d) -> Section:
     sec = Section("Device work by type (per step)")
     if not d.types:
         sec.text.append("No device work in either trace.")
@@ -155,7 +153,7 @@ def _types(d: TraceDiff) -> Section:
     return sec
 
 
-def _steps(d: TraceDiff, limit: int) -> Section:
+def _steps(d, limit: int) -> Section:
     """One row per run and step, A above B: twelve side-by-side columns do not fit
     a 100-column terminal."""
     rows = []
@@ -182,7 +180,7 @@ def _kernel_name(r) -> str:
     return f"{r.display} -> {r.replacement}" + (f" ({r.change})" if r.change else "")
 
 
-def _kernels(d: TraceDiff, limit: int) -> Section:
+def _kernels(d, limit: int) -> Section:
     k = d.kernels
     sec = Section("Kernels (matched by name)")
     if not k.comparable:
@@ -239,7 +237,7 @@ def _change_row(status: str, name: str, calls_a, calls_b, us_a: float, us_b: flo
     ]
 
 
-def _ops(d: TraceDiff, limit: int) -> Section:
+def _ops(d, limit: int) -> Section:
     moved = [r for r in d.ops if r.status != "unchanged"]
     sec = Section("Host ops that appeared, vanished or changed (self CPU per step)")
     if not moved:
@@ -254,7 +252,7 @@ def _ops(d: TraceDiff, limit: int) -> Section:
     return sec
 
 
-def _findings(d: TraceDiff) -> Section:
+def _findings(d) -> Section:
     sec = Section("Findings")
     if not d.findings:
         sec.text.append("No findings in either run.")
@@ -265,7 +263,7 @@ def _findings(d: TraceDiff) -> Section:
     return sec
 
 
-def sections(d: TraceDiff, limit: int = ROW_LIMIT) -> list[Section]:
+def sections(d, limit: int = ROW_LIMIT) -> list[Section]:
     """Every section, its text and cells made `inert` (names from the traces, paths):
     the one place every format (text, Markdown, HTML) takes them from."""
     return [_inert(sec) for sec in _sections(d, limit)]
@@ -277,7 +275,7 @@ def _inert(sec: Section) -> Section:
     return sec
 
 
-def _sections(d: TraceDiff, limit: int) -> list[Section]:
+def _sections(d, limit: int) -> list[Section]:
     return [
         Section("Conclusion", text=[d.conclusion]),
         _environment(d),
@@ -292,7 +290,7 @@ def _sections(d: TraceDiff, limit: int) -> list[Section]:
     ]
 
 
-def _llm(d: TraceDiff) -> list[Section]:
+def _llm(d) -> list[Section]:
     """Per-phase time, TTFT and TPOT of both runs (compare/llm_diff.py); none without LLM."""
     if not d.llm:
         return []
@@ -312,9 +310,9 @@ def llm_lines(llm: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         text.append(f"{side.upper()}: " + (f"passes from {where}" if s else "no generation"))
     ttft, tpot = llm["ttft_us"], llm["tpot_us"]
     if ttft["a"] is not None or ttft["b"] is not None:
-        text.append(f"time to first token {change(ttft['a'], ttft['b'])}")
+        text.append(f"time to first token {fmt_change(ttft['a'], ttft['b'])}")
     if tpot["a"] is not None or tpot["b"] is not None:
-        text.append(f"time per output token {change(tpot['a'], tpot['b'])}")
+        text.append(f"time per output token {fmt_change(tpot['a'], tpot['b'])}")
     rows = []
     for row in llm["phases"]:
         a, b = row["a"] or {}, row["b"] or {}
@@ -323,9 +321,9 @@ def llm_lines(llm: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                 row["phase"],
                 str(a.get("passes", 0)),
                 str(b.get("passes", 0)),
-                change(a.get("per_pass_us"), b.get("per_pass_us")),
-                change(a.get("host_per_pass_us"), b.get("host_per_pass_us")),
-                change(a.get("device_per_pass_us"), b.get("device_per_pass_us")),
+                fmt_change(a.get("per_pass_us"), b.get("per_pass_us")),
+                fmt_change(a.get("host_per_pass_us"), b.get("host_per_pass_us")),
+                fmt_change(a.get("device_per_pass_us"), b.get("device_per_pass_us")),
             ]
         )
     return text, rows

@@ -1,6 +1,7 @@
 """`kinetoscope memory` as text and as a picture: per device, the peak and the op at
 it, the largest allocations and per-step churn (tables on `report.tables`), and the
-allocated/reserved timeline with steps marked (`report.plotting` set-up).
+allocated/reserved timeline with steps marked (`report.plotting` set-up; the
+command writes it).
 
 Renders only: the figures come from `analysis.memory.memory_timeline`.
 """
@@ -14,7 +15,7 @@ from ..formatting.escaping import inert
 from ..formatting.units import fmt_us
 from ..rules.memory import fmt_bytes
 from ..trace import Trace
-from .plotting import byte_scale, plot_format, pyplot, save_figure, time_scale
+from .plotting import DPI, byte_scale, time_scale
 from .tables import table_text, text_table
 
 #: Panels of devices whose bytes stay under this share of the largest device's are left out.
@@ -67,17 +68,6 @@ def _number(step: int | None) -> str:
     return "-" if step is None else f"#{step}"
 
 
-def plot(
-    trace: Trace, devices: list[DeviceMemory], output: Path, force: bool = False, inputs=()
-) -> Path:
-    """Draw the timeline into `output` (written safely, see `save_figure`); returns where
-    it went."""
-    plot_format(output)
-    plt = pyplot("-o")
-    fig = memory_figure(plt, trace, devices)
-    return save_figure(plt, fig, [output], force=force, inputs=inputs)[0][1]
-
-
 def memory_figure(plt, trace: Trace, devices: list[DeviceMemory]):
     """A panel per device holding a visible share of the bytes, one byte unit for all,
     y from 0, one shared time axis (panels line up), steps shaded."""
@@ -89,7 +79,7 @@ def memory_figure(plt, trace: Trace, devices: list[DeviceMemory]):
     scale, unit = byte_scale(max(_top(d) for d in shown))
     per, t_unit = time_scale(trace.end_time - trace.start_time)
     fig, axes = plt.subplots(
-        len(shown), 1, figsize=(11, 3.2 * len(shown)), squeeze=False, sharex=True
+        len(shown), 1, figsize=(11, 3.2 * len(shown)), dpi=DPI, squeeze=False, sharex=True
     )
     for ax, d in zip(axes[:, 0], shown, strict=True):
         t_ms = (d.ts - trace.start_time) / 1e3

@@ -2,10 +2,11 @@
 
 `pyplot` imports matplotlib (the optional `plot` extra) only when a picture is
 asked for, on the Agg backend, so nothing needs a display and the rest of the tool
-runs without it; `save_figure` writes a figure like every other output file
-(files/outputs: temp file + rename, never over an input) at one `DPI`, then
-closes it. The renderers (`trace_figure` here; the memory, sweep and tune
-figures beside it in report/) take the `plt` handed to them and only draw.
+runs without it; every figure is drawn at one `DPI`, and `plot_format` says which
+file names matplotlib can write. The renderers (`trace_figure` here; the memory,
+sweep and tune figures beside it in report/) take the `plt` handed to them and only
+draw; the command writes the figure (`files.figures.save_figure`: temp file +
+rename, never over an input).
 
 `trace_figure` is the picture for READMEs and slides: the timeline (host threads
 and device streams as busy lanes, steps marked) over a per-step bar of where time
@@ -15,7 +16,6 @@ went. The per-step split is the host-time decomposition of `analysis.stats` (see
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -23,12 +23,11 @@ import numpy as np
 from ..analysis.intervals import merge
 from ..analysis.stats import trace_stats
 from ..errors import UsageError
-from ..files.outputs import write_file
 from ..trace import Trace
 
 #: Formats matplotlib writes, by the output file's extension.
 PLOT_FORMATS = ("png", "svg", "pdf")
-#: Dots per inch of every figure drawn and every raster written.
+#: Dots per inch of every figure, and so of every raster written from one.
 DPI = 110
 
 
@@ -51,22 +50,6 @@ def plot_format(output: Path) -> str:
     if fmt not in PLOT_FORMATS:
         raise UsageError(f"{output}: the plot is written as {', '.join(PLOT_FORMATS)}; name it so")
     return fmt
-
-
-def save_figure(
-    plt, fig, paths: Iterable[Path], force: bool = False, inputs: Iterable[Path] = ()
-) -> list[tuple[Path, Path]]:
-    """Write `fig` to each of `paths` (format from the extension) through `write_file`,
-    never over an earlier file unless `force`, then close it; (wanted, written) pairs."""
-    inputs, out = list(inputs), []
-    try:
-        for path in map(Path, paths):
-            fmt = plot_format(path)
-            save = lambda f, e=fmt: fig.savefig(f, format=e, dpi=DPI)  # noqa: E731
-            out.append((path, write_file(path, save, force=force, inputs=inputs)))
-    finally:
-        plt.close(fig)
-    return out
 
 
 #: Busy intervals closer than this share of the window are drawn as one bar.

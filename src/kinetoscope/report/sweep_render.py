@@ -13,17 +13,15 @@ datasheet peak on that panel's right axis where the device is in the peak table
 (`rate_series` is what the panel draws). The legend sits outside the axes (below
 the time panel) and the crossover label inside at the top of the axes, so the two
 never overlap whatever the data. The panels share the x axis. matplotlib comes
-from the `report.plotting` set-up.
+from the `report.plotting` set-up; the command writes the figure.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..analysis.roofline import CLASSES
 from ..compare.sweep import Crossover, SweepPoint, curves, format_value
 from ..formatting.units import fmt_pct, fmt_us
-from .plotting import DPI, pyplot, save_figure
+from .plotting import DPI
 from .tables import fit_table
 
 
@@ -134,21 +132,6 @@ def sweep_figure(plt, points: list[SweepPoint], cross: Crossover, title: str, pa
     axes[-1, 0].set_xlabel(param)
     fig.tight_layout()
     return fig
-
-
-def plot_sweep(
-    points: list[SweepPoint],
-    cross: Crossover,
-    title: str,
-    param: str,
-    stem: Path,
-    force: bool = False,
-) -> list[tuple[Path, Path]]:
-    """Write `stem`.png and `stem`.svg (never over an earlier file unless `force`);
-    returns (wanted, written) paths."""
-    plt = pyplot("sweep's plot")
-    fig = sweep_figure(plt, points, cross, title, param)
-    return save_figure(plt, fig, [stem.with_suffix(".png"), stem.with_suffix(".svg")], force)
 
 
 #: the label of the step-level rate: the step's matmul FLOPs over its busy time

@@ -9,7 +9,6 @@ through the `report.plotting` set-up.
 from __future__ import annotations
 
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from ..files.own_files import signature
@@ -17,7 +16,7 @@ from ..formatting.units import fmt_us
 from ..tune.decide import RULE, spread
 from ..tune.session import Session
 from ..tune.trials import Trial
-from .plotting import DPI, pyplot, save_figure
+from .plotting import DPI
 from .tables import fit_table, table_text, text_table
 
 HEADERS = ["#", "trial", "stage", "step time", "throughput", "speed-up (95% CI)", "result",
@@ -202,10 +201,3 @@ def figure(plt, session: Session):
     ax.legend(loc="lower right", fontsize=8, frameon=False)
     fig.tight_layout()
     return fig
-
-
-def write_plot(session: Session, force: bool) -> list[Path]:
-    """`tune.png` and `tune.svg` in the session's folder; returns where they went."""
-    plt = pyplot("tune's plot")
-    paths = [session.folder / f"tune.{ext}" for ext in ("png", "svg")]
-    return [written for _, written in save_figure(plt, figure(plt, session), paths, force=force)]
