@@ -161,7 +161,8 @@ def _write_outputs(session, format: str, force: bool) -> None:
     from ..formatting.jsontext import dumps
     from ..report.console import output_width
     from ..report.plotting import pyplot
-    from ..report.tune_render import figure, table, to_dict, to_text
+    from ..report.tune_render import figure, table, to_text
+    from ..tune.document import session_document
 
     whole, _ = table(session)
     diff, conclusion = _diff(session, force)
@@ -177,7 +178,7 @@ def _write_outputs(session, format: str, force: bool) -> None:
     written += [path for _, path in save_figure(plt, figure(plt, session), pictures, force)]
     json_path = session.folder / "tune.json"
     names = [str(p) for p in written] + [str(json_path)]
-    document = dumps(to_dict(session, diff, names), indent=2) + "\n"
+    document = dumps(session_document(session, diff, names), indent=2) + "\n"
     written.append(write_text(json_path, document, force=force))
     if session.interrupted:  # the CLI prints the one line (what was kept) and exits 130
         raise KeyboardInterrupt
