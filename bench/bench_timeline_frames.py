@@ -78,9 +78,9 @@ def _page(a: Path, b: Path | None) -> str:
     if b is None:
         return render_html(kinetoscope.explain(a))
     from kinetoscope.compare.diff import diff_runs
-    from kinetoscope.compare.render import to_html
     from kinetoscope.compare.runs import load_run
     from kinetoscope.pipeline.timeline_sides import diff_sides
+    from kinetoscope.report.diff_render import to_html
 
     runs = (load_run(a), load_run(b))
     diff = diff_runs(*runs)

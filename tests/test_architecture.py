@@ -22,6 +22,17 @@ PACKAGE = "kinetoscope"
 ALLOWED_EDGES = {
     # plotting draws from a Trace (trace_stats, merged intervals): its move to a plot
     # model built in pipeline/ is another branch's (the renderers' move)
+    # renderers that still read their input's own package instead of a document model:
+    # memory's text and figure read the Trace (op labels, step bands); sweep's table
+    # recomputes its curves (compare.sweep.curves) and reads roofline's op classes; the
+    # ranks report formats rank ranges and the LLM table with ranks/' helpers. Each ends
+    # when pipeline/ (or the package that builds the document) fills a model for it.
+    ("kinetoscope.report.memory_render", "kinetoscope.analysis.memory"),
+    ("kinetoscope.report.memory_render", "kinetoscope.trace"),
+    ("kinetoscope.report.sweep_render", "kinetoscope.analysis.roofline"),
+    ("kinetoscope.report.sweep_render", "kinetoscope.compare.sweep"),
+    ("kinetoscope.report.ranks_render", "kinetoscope.ranks.compare"),
+    ("kinetoscope.report.ranks_render", "kinetoscope.ranks.llm"),
     ("kinetoscope.report.plotting", "kinetoscope.trace"),
     ("kinetoscope.report.plotting", "kinetoscope.analysis.intervals"),
     ("kinetoscope.report.plotting", "kinetoscope.analysis.stats"),

@@ -86,33 +86,34 @@ def test_near_miss_of_a_threshold_or_rule_is_suggested():
 
 def test_tune_throughput_has_a_unit():
     """tune printed `6.059e+04 ±1.8e+03`: a number without its unit."""
+    from dataclasses import replace
     from types import SimpleNamespace
 
-    from kinetoscope.commands.tune import _fitted
-    from kinetoscope.tune.report import headers, rate, rows
+    from kinetoscope.report.tune_render import headers, rate, rows, table
+    from kinetoscope.tune.trials import Trial
 
-    trial = SimpleNamespace(
-        ok=True, error=None, index=0, label="baseline", stage="baseline", regime="compute-bound",
-        block_seconds=[0.0021, 0.0020, 0.0022], samples_per_step=128, speed_vs_baseline=None,
-        throughput=lambda: [60_590.0, 58_800.0, 62_400.0],
-    )  # fmt: skip
+    # three timed blocks of 128 samples at 60590, 58800 and 62400 samples/s
+    seconds = [128 / per_s for per_s in (60_590.0, 58_800.0, 62_400.0)]
+    trial = Trial(index=0, label="baseline", setting={}, stage="baseline", block_seconds=seconds,
+                  samples_per_step=128, regime="compute-bound")  # fmt: skip
     session = SimpleNamespace(trials=[trial], best=None)
     [row] = rows(session)
     assert (headers(session)[4], row[4]) == ("samples/s", "60.6k ±900")
     assert rate(1_250_000) == "1.25M" and rate(812.4) == "812"
     # the terminal's copy fits 80 columns, leaving out what it must and saying so
-    text, note = _fitted(
-        headers(session), [row, [*row[:1], "compile=reduce-overhead", *row[2:]]], 80
-    )
+    session.trials.append(replace(trial, label="compile=reduce-overhead"))
+    text, note = table(session, 80)
     assert max(map(len, text.splitlines())) <= 80 and "samples/s" in text
     assert note.startswith("left out to fit 80 columns: stage")
+    whole, none = table(session)  # tune.txt: every column
+    assert none is None and "stage" in whole.splitlines()[0]
 
 
 def test_sweep_table_fits_80_columns_by_dropping_columns_with_a_note():
     """On 80 columns rich cut the headers (`host/st…`); columns now go whole, by priority."""
     from rich.console import Console
 
-    from kinetoscope.compare.sweep_table import fitted_table
+    from kinetoscope.report.sweep_render import fitted_table
 
     headers = ["size", "step", "host/step", "device/step", "busy ratio", "regime", "TFLOP/s",
                "GEMM % of peak", "attention % of peak"]  # fmt: skip

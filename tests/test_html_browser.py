@@ -239,9 +239,9 @@ WORKERS4 = "gpu/resnet50_dataloader_workers4.pt.trace.json.gz"
 def diff_page(tmp_path_factory):
     """`diff --format html` of the DataLoader pair (num_workers 0 -> 4): one file."""
     from kinetoscope.compare.diff import diff_runs
-    from kinetoscope.compare.render import to_html
     from kinetoscope.compare.runs import load_run
     from kinetoscope.pipeline.timeline_sides import diff_sides
+    from kinetoscope.report.diff_render import to_html
 
     a, b = corpus(WORKERS0), corpus(WORKERS4)
     runs = (load_run(a), load_run(b))
@@ -337,9 +337,9 @@ def test_diff_scale_switch(browser, diff_page, tmp_path):
     each its own span and back. The CPU-only rank trace (about 1.28 s) against the MI210
     device-only one (a few ms) would make B a sliver: each opens on its own span."""
     from kinetoscope.compare.diff import diff_runs
-    from kinetoscope.compare.render import to_html
     from kinetoscope.compare.runs import load_run
     from kinetoscope.pipeline.timeline_sides import diff_sides
+    from kinetoscope.report.diff_render import to_html
 
     html_path, _, _ = diff_page
     page, errors = _open(browser, html_path)

@@ -398,8 +398,8 @@ def test_diff_compares_phases_ttft_and_tpot(tmp_path):
     """A: the prompt's 100 kernels of 200 us (20 ms); B: of 300 us (30 ms), the same 9
     graph-replayed decodes. The diff's LLM section says TTFT grew and decode did not."""
     from kinetoscope.compare.diff import diff_runs
-    from kinetoscope.compare.render import to_json, to_markdown, to_text
     from kinetoscope.compare.runs import load_run
+    from kinetoscope.report.diff_render import to_json, to_markdown, to_text
 
     a = _vllm_piecewise_trace(tmp_path, 200.0, "a.json")
     b = _vllm_piecewise_trace(tmp_path, 300.0, "b.json")
@@ -425,8 +425,8 @@ def test_diff_compares_phases_ttft_and_tpot(tmp_path):
 
 def test_diff_of_training_runs_has_no_llm_section():
     from kinetoscope.compare.diff import diff_runs
-    from kinetoscope.compare.render import to_text
     from kinetoscope.compare.runs import load_run
+    from kinetoscope.report.diff_render import to_text
 
     d = diff_runs(
         load_run(corpus("gpu/compare_base.json.gz")), load_run(corpus("gpu/compare_test.json.gz"))

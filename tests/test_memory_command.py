@@ -33,7 +33,7 @@ def test_memory_report_and_plot(tmp_path):
     assert "peak reserved  112.00 MiB" in text
     assert "16.00 MiB" in text and "aten::addmm in aten::linear" in text
     # three identical steps: 97.03 MiB allocated and freed in each
-    assert text.count("97.03 MiB    97.03 MiB") == 3
+    assert text.count("│ 97.03 MiB │ 97.03 MiB │ 0 B │") == 3
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -73,7 +73,7 @@ def test_memory_figure_one_unit_y_from_zero_shared_x_no_empty_panel():
     import matplotlib.pyplot as plt
 
     from kinetoscope.analysis.memory import memory_timeline
-    from kinetoscope.commands.memory import memory_figure
+    from kinetoscope.report.memory_render import memory_figure
     from kinetoscope.trace import load
 
     trace = load(corpus("gpu/switch_transformer_moe_a100.json.gz"))
@@ -94,7 +94,7 @@ def test_memory_axis_in_the_unit_the_peak_needs(tmp_path):
     import matplotlib.pyplot as plt
 
     from kinetoscope.analysis.memory import memory_timeline
-    from kinetoscope.commands.memory import memory_figure
+    from kinetoscope.report.memory_render import memory_figure
 
     from .conftest import write_trace
 

@@ -68,7 +68,7 @@ def test_text_and_markdown(dlrm):
     assert "ranks 0-7: [critical] host-sync" in text
     assert "overlap" in text.splitlines()[2]
     md = explain_ranks(sorted(dlrm.iterdir()), jobs=2, config={}, fmt="md")
-    assert "| rank | steps | step |" in md and "| 7 * | 1 | 12.5 ms |" in md
+    assert "| rank | steps | step |" in md and "| 7 \\* | 1 | 12.5 ms |" in md
 
 
 def test_html_on_the_shared_page(dlrm):

@@ -277,8 +277,8 @@ def test_cpu_compute_share_is_one_number(precision_traces, tmp_path):  # noqa: F
     check, the HTML report and a sweep row print the same figure."""
     import kinetoscope
     from kinetoscope.compare.sweep import measure
-    from kinetoscope.compare.sweep_table import table_rows
     from kinetoscope.formatting.units import fmt_pct, fmt_share
+    from kinetoscope.report.sweep_render import table_rows
     from kinetoscope.trace import load
 
     path = str(precision_traces["matmul_1024"])

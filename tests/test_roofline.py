@@ -154,8 +154,7 @@ def test_mi250_row_is_one_gcd():
 
 def test_sweep_point_and_plot_carry_the_share_of_peak(tmp_path):
     from kinetoscope.compare.sweep import Crossover, measure
-    from kinetoscope.compare.sweep_plot import STEP_RATE, rate_series
-    from kinetoscope.compare.sweep_table import table_rows
+    from kinetoscope.report.sweep_render import STEP_RATE, rate_series, table_rows
 
     trace = load(corpus("gpu/tracelens_h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"))
     point = measure(trace, 1.0)
@@ -177,7 +176,7 @@ def test_sweep_point_and_plot_carry_the_share_of_peak(tmp_path):
     rate = attention.achieved_flops / 1e12
     assert rates["attention"] == [(1.0, rate), (2.0, rate)]
     pytest.importorskip("matplotlib")
-    from kinetoscope.compare.sweep_plot import plot_sweep
+    from kinetoscope.commands.sweep import plot_sweep
 
     written = plot_sweep([point, other], Crossover("device", None, ""), "t", "size", tmp_path / "s")
     assert all(w is not None and w.stat().st_size > 0 for _, w in written)

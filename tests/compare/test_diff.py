@@ -12,8 +12,9 @@ import sys
 import pytest
 
 from kinetoscope.compare.diff import diff_runs
-from kinetoscope.compare.render import RENDERERS, sections
 from kinetoscope.compare.runs import load_run
+from kinetoscope.report.diff_render import RENDERERS
+from kinetoscope.report.diff_sections import sections
 
 from ..conftest import corpus, kernel, launch, op, write_trace
 
@@ -105,7 +106,8 @@ def test_cross_vendor_pair_says_kernels_cannot_match():
 def test_every_format_renders(fmt):
     d = _diff(corpus("gpu/compare_base.json.gz"), corpus("gpu/compare_test.json.gz"))
     out = RENDERERS[fmt](d)
-    assert "All2All_Pooled_Req" in out
+    # Markdown shows names literally: `_` escaped (report.tables.md_cell)
+    assert ("All2All\\_Pooled\\_Req" if fmt == "md" else "All2All_Pooled_Req") in out
     if fmt == "json":
         data = json.loads(out)
         assert data["steps"][1]["b"]["step"] == 1010
@@ -117,14 +119,14 @@ def test_every_format_renders(fmt):
         assert out.lstrip().startswith("<!DOCTYPE html>") and '<div class="ks">' in out
         assert " src=" not in out and " href=" not in out and "url(" not in out
     if fmt == "md":
-        assert "| appeared | All2All_Pooled_Req |" in out
+        assert "| appeared | All2All\\_Pooled\\_Req |" in out
 
 
 def test_html_draws_each_runs_timeline_with_its_own_findings():
     """With the runs, the page holds two timelines (A then B) and each run's finding cards,
     tied by key: B's card number i is B's finding i, whose evidence the B payload locates."""
-    from kinetoscope.compare.render import to_html
     from kinetoscope.pipeline.timeline_sides import diff_sides
+    from kinetoscope.report.diff_render import to_html
 
     runs = (
         load_run(corpus("gpu/compare_base.json.gz")),

@@ -22,8 +22,8 @@ import pytest
 
 from kinetoscope.compare.decompose import spread
 from kinetoscope.compare.diff import diff_runs
-from kinetoscope.compare.render import RENDERERS
 from kinetoscope.compare.runs import load_run
+from kinetoscope.report.diff_render import RENDERERS
 
 from ..conftest import corpus, kernel, launch, op, write_trace
 

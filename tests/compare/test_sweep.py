@@ -132,7 +132,7 @@ def test_crossover_interpolates_between_points():
 
 
 def test_device_mode_curves_table_and_crossover():
-    from kinetoscope.compare.sweep_table import table_rows
+    from kinetoscope.report.sweep_render import table_rows
 
     def gpu(value, host, device, flops):
         return SweepPoint(
@@ -166,7 +166,7 @@ def test_sweep_figure_label_clear_of_legend_and_tflops_panel():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from kinetoscope.compare.sweep_plot import sweep_figure
+    from kinetoscope.report.sweep_render import sweep_figure
 
     def gpu(value, host, device, tflops):
         return SweepPoint(value, has_device=True, step_us=max(host, device), host_us=host,

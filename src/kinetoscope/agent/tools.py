@@ -21,13 +21,13 @@ from ..analysis.table import SORT_KEYS
 from ..api import explain as explain_trace
 from ..compare.check import run_check
 from ..compare.diff import diff_runs
-from ..compare.render import to_json as diff_json
 from ..compare.runs import load_run
 from ..errors import UsageError
 from ..pipeline.chain_data import chain_data
 from ..pipeline.memory_data import memory_data
 from ..pipeline.summary_data import summary_data
 from ..pipeline.table_data import table_data
+from ..report.diff_render import to_json as diff_json
 from ..rules.memory import RECORD_ADVICE
 from ..trace import load
 from .paths import readable, writable

@@ -27,11 +27,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compare two traces: per-step times, kernels, host ops, findings, and a conclusion."""
         from ..compare.diff import diff_runs
-        from ..compare.render import RENDERERS, to_html, to_text
         from ..compare.runs import load_run
         from ..files.outputs import refuse_inputs, say_where, write_text
         from ..pipeline.timeline_sides import diff_sides
         from ..report.console import output_width
+        from ..report.diff_render import RENDERERS, to_html, to_text
 
         if format not in RENDERERS:
             raise UsageError(f"unknown format {format!r} (choose from {', '.join(RENDERERS)})")

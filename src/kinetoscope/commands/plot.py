@@ -7,9 +7,6 @@ from pathlib import Path
 import typer
 
 from .. import progress
-from ..errors import UsageError
-
-FORMATS = (".png", ".svg", ".pdf")
 
 
 def register(app: typer.Typer) -> None:
@@ -21,27 +18,16 @@ def plot_command(
     output: Path = typer.Option(..., "-o", "--output", help="Picture to write (.png/.svg/.pdf)."),
 ) -> None:
     """Host and device lanes with steps marked, over a per-step bar of where time went."""
-    if output.suffix.lower() not in FORMATS:
-        raise UsageError(f"{output}: write a {', '.join(FORMATS)} file")
-    try:
-        import matplotlib
-    except ImportError:
-        raise UsageError("plot needs matplotlib: pip install 'kinetoscope[plot]'") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from ..report.plotting import trace_figure
+    from ..files.figures import save_figure
+    from ..files.outputs import refuse_inputs
+    from ..report.plotting import plot_format, pyplot, trace_figure
     from ..trace import load
 
+    plot_format(output)  # before any work: a bad name, an input or no matplotlib fail fast
+    refuse_inputs(output, [trace_path])
+    plt = pyplot("plot")
     with progress.reporting():  # a large trace says how far reading has got
         trace = load(trace_path)
-    if output.exists() and output.resolve() == trace_path.resolve():
-        raise UsageError(f"{output}: is the input trace; choose another -o file")
-    fig = trace_figure(plt, trace, trace_path.name)
-    try:
-        fig.savefig(output)
-    except OSError as exc:
-        raise UsageError(f"{output}: cannot write: {exc.strerror or exc}") from None
-    finally:
-        plt.close(fig)
+    # replaces an existing picture, as it always has, but whole (temp file + rename)
+    save_figure(plt, trace_figure(plt, trace, trace_path.name), [output], force=True)
     typer.echo(f"wrote {output}")

@@ -52,9 +52,8 @@ def register(app: typer.Typer) -> None:
             run_point,
             sweep_dict,
         )
-        from ..compare.sweep_plot import plot_sweep
-        from ..compare.sweep_table import fitted_table, table_rows
         from ..files.outputs import make_folder, write_text
+        from ..report.sweep_render import fitted_table, table_rows
 
         check_workload(workload)
         param, values = parse_vary(vary)
@@ -98,3 +97,15 @@ def register(app: typer.Typer) -> None:
             console.print(Text(f"wrote {path}{note}"), soft_wrap=True)
         if not all(p.ok for p in points):
             raise typer.Exit(1)
+
+
+def plot_sweep(points, cross, title: str, param: str, stem: Path, force: bool = False):
+    """Write `stem`.png and `stem`.svg of the sweep's figure (report/sweep_render.py),
+    never over an earlier file unless `force`; returns (wanted, written) paths."""
+    from ..files.figures import save_figure
+    from ..report.plotting import pyplot
+    from ..report.sweep_render import sweep_figure
+
+    plt = pyplot("sweep's plot")
+    fig = sweep_figure(plt, points, cross, title, param)
+    return save_figure(plt, fig, [stem.with_suffix(".png"), stem.with_suffix(".svg")], force)

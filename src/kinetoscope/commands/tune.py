@@ -156,85 +156,51 @@ def _progress_bar():
 
 
 def _write_outputs(session, format: str, force: bool) -> None:
-    from ..files.outputs import write_file, write_text
+    from ..files.figures import save_figure
+    from ..files.outputs import write_text
     from ..formatting.jsontext import dumps
     from ..report.console import output_width
-    from ..tune.report import figure, headers, rows, to_dict, to_text
+    from ..report.plotting import pyplot
+    from ..report.tune_render import figure, table, to_text
+    from ..tune.document import session_document
 
-    table = _table(headers(session), rows(session))
+    whole, _ = table(session)
     diff, conclusion = _diff(session, force)
     written = [Path(t.trace) for t in session.trials if t.trace] + [
         Path(t.table) for t in session.trials if t.table
     ]
     if diff:
         written.append(Path(diff["file"]))
-    text = to_text(session, table, conclusion)
+    text = to_text(session, whole, conclusion)
     written.append(write_text(session.folder / "tune.txt", text, force=force))
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig = figure(plt, session)
-    try:
-        for ext in ("png", "svg"):
-            path = session.folder / f"tune.{ext}"
-            written.append(write_file(path, lambda f, e=ext: fig.savefig(f, format=e), force=force))
-    finally:
-        plt.close(fig)
+    plt = pyplot("tune's plot")
+    pictures = [session.folder / f"tune.{ext}" for ext in ("png", "svg")]
+    written += [path for _, path in save_figure(plt, figure(plt, session), pictures, force)]
     json_path = session.folder / "tune.json"
     names = [str(p) for p in written] + [str(json_path)]
-    document = dumps(to_dict(session, diff, names), indent=2) + "\n"
+    document = dumps(session_document(session, diff, names), indent=2) + "\n"
     written.append(write_text(json_path, document, force=force))
     if session.interrupted:  # the CLI prints the one line (what was kept) and exits 130
         raise KeyboardInterrupt
     if format == "json":
         sys.stdout.write(document)
         return
-    fitted, note = _fitted(headers(session), rows(session), output_width())
+    fitted, note = table(session, output_width())
     if note:  # the terminal gets columns that fit it; tune.txt keeps them all
         fitted += f"\n({note}; all of them are in {session.folder / 'tune.txt'})"
-    sys.stdout.write(text.replace(table, fitted, 1))
+    sys.stdout.write(text.replace(whole, fitted, 1))
     for path in written:
         print(f"wrote {path}")
-
-
-#: columns left out first when the table is wider than the terminal
-_DROP_FIRST = ("stage", "step time", "regime")
-
-
-def _fitted(headers: list[str], body: list[list[str]], width: int) -> tuple[str, str | None]:
-    """The table with columns left out in `_DROP_FIRST` order until it fits `width`, and a
-    note naming them (None when all fit)."""
-    keep = list(range(len(headers)))
-    dropped: list[str] = []
-
-    def render() -> str:
-        return _table([headers[k] for k in keep], [[r[k] for k in keep] for r in body])
-
-    for name in _DROP_FIRST:
-        if max(map(len, render().splitlines())) <= width:
-            break
-        keep.remove(headers.index(name))
-        dropped.append(name)
-    note = f"left out to fit {width} columns: {', '.join(dropped)}" if dropped else None
-    return render(), note
-
-
-def _table(headers: list[str], body: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in [headers, *body]) for i in range(len(headers))]
-    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, body)])
 
 
 def _diff(session, force: bool):
     """(JSON part, conclusion) of `diff` baseline -> best, written to diff.txt."""
     from ..compare.conclusion import conclude
     from ..compare.diff import diff_runs
-    from ..compare.render import to_text
     from ..compare.runs import load_run
     from ..errors import KinetoscopeError
     from ..files.outputs import write_text
+    from ..report.diff_render import to_text
 
     base = session.baseline
     best = session.trial(session.best) if session.best else None

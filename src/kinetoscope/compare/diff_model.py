@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..analysis.steps import StepStats
+from ..files.own_files import signature
 from ..rules.base import Finding
 from ..trace import Trace
 from .decompose import Component
@@ -153,6 +154,11 @@ class TraceDiff:
             for p in self.steps
         ]
         return out
+
+    def document(self) -> dict[str, Any]:
+        """The JSON document `diff --format json` writes: `to_dict` under the signature
+        `explain DIR` knows the file by (files/own_files)."""
+        return {**signature("diff"), **self.to_dict()}
 
 
 def _step_dict(s: StepStats | None) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis.llm import LlmView, llm_view
-from ..formatting.units import fmt_us
+from ..formatting.units import fmt_change
 from ..trace import Trace
 
 
@@ -57,55 +57,14 @@ def _side(view: LlmView | None) -> dict[str, Any] | None:
     return {"source": view.source, "phase_from": view.phase_from, "engine": view.engine}
 
 
-def change(a: float | None, b: float | None) -> str:
-    """`a -> b (+x%)`, or what is missing on either side."""
-    if a is None and b is None:
-        return "-"
-    if a is None or b is None:
-        return f"{'-' if a is None else fmt_us(a)} -> {'-' if b is None else fmt_us(b)}"
-    pct = f" ({(b - a) / a * 100:+.0f}%)" if a > 0 else ""
-    return f"{fmt_us(a)} -> {fmt_us(b)}{pct}"
-
-
 def llm_sentence(llm: dict[str, Any]) -> str:
     """One sentence for the diff's conclusion: TTFT and TPOT where both runs have them."""
     if not llm:
         return ""
     parts = [
-        f"{words} {change(pair['a'], pair['b'])}"
+        f"{words} {fmt_change(pair['a'], pair['b'])}"
         for words, pair in (("time to first token", llm["ttft_us"]),
                             ("time per output token", llm["tpot_us"]))
         if pair["a"] is not None and pair["b"] is not None
     ]  # fmt: skip
     return f"Generation: {', '.join(parts)}." if parts else ""
-
-
-HEADERS = ["phase", "passes A", "passes B", "per pass", "host per pass", "device per pass"]
-
-
-def llm_lines(llm: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """The diff section's text lines and its per-phase rows."""
-    text = []
-    for side in ("a", "b"):
-        s = llm[side]
-        where = f"{s['engine'] + ' ' if s['engine'] else ''}{s['source']}" if s else None
-        text.append(f"{side.upper()}: " + (f"passes from {where}" if s else "no generation"))
-    ttft, tpot = llm["ttft_us"], llm["tpot_us"]
-    if ttft["a"] is not None or ttft["b"] is not None:
-        text.append(f"time to first token {change(ttft['a'], ttft['b'])}")
-    if tpot["a"] is not None or tpot["b"] is not None:
-        text.append(f"time per output token {change(tpot['a'], tpot['b'])}")
-    rows = []
-    for row in llm["phases"]:
-        a, b = row["a"] or {}, row["b"] or {}
-        rows.append(
-            [
-                row["phase"],
-                str(a.get("passes", 0)),
-                str(b.get("passes", 0)),
-                change(a.get("per_pass_us"), b.get("per_pass_us")),
-                change(a.get("host_per_pass_us"), b.get("host_per_pass_us")),
-                change(a.get("device_per_pass_us"), b.get("device_per_pass_us")),
-            ]
-        )
-    return text, rows

@@ -88,3 +88,13 @@ def count(n: int, noun: str) -> str:
     if noun.endswith("y") and noun[-2:-1] not in ("", "a", "e", "i", "o", "u"):
         return f"{n} {noun[:-1]}ies"
     return f"{n} {noun}s"
+
+
+def fmt_change(a: float | None, b: float | None) -> str:
+    """Two times `a -> b (+x%)`, or what is missing on either side (`- -> 1.20 ms`)."""
+    if a is None and b is None:
+        return "-"
+    if a is None or b is None:
+        return f"{'-' if a is None else fmt_us(a)} -> {'-' if b is None else fmt_us(b)}"
+    pct = f" ({(b - a) / a * 100:+.0f}%)" if a > 0 else ""
+    return f"{fmt_us(a)} -> {fmt_us(b)}{pct}"

@@ -95,18 +95,3 @@ def table(aligned: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         for p in aligned["passes"]
     ]
     return head, rows
-
-
-def render_lines(aligned: dict[str, Any], markdown: bool) -> list[str]:
-    """The aligned passes as a heading, the `notes` and the per-pass `table`."""
-    h = "## " if markdown else ""
-    lines = [f"{h}LLM passes across ranks", "", *notes(aligned), ""]
-    head, rows = table(aligned)
-    if markdown:
-        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
-    else:
-        widths = [max(len(x), *(len(r[k]) for r in rows)) for k, x in enumerate(head)]
-        fmt = "  ".join(f"{{:>{w}}}" for w in widths)
-        lines += [fmt.format(*head), *(fmt.format(*r) for r in rows)]
-    return lines + [""]

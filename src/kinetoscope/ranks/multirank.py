@@ -144,7 +144,9 @@ def explain_ranks(
         return dumps(report.as_json(), indent=2)
     if fmt == "html":
         return render_ranks_page(report, config)
-    return report.render(markdown=fmt == "md")
+    from ..report.ranks_render import render
+
+    return render(report, markdown=fmt == "md")
 
 
 #: the job's entry points, and the pieces tests and benches import from here

@@ -1,5 +1,5 @@
-"""The multi-rank report: the comparison across ranks computed once and rendered as
-text, markdown or JSON (HTML renders the same object in report/html.py).
+"""The multi-rank report: the comparison across ranks computed once; JSON here, text and
+markdown in report/ranks_render.py, HTML in report/html.py.
 """
 
 from __future__ import annotations
@@ -9,21 +9,19 @@ from typing import Any
 
 from ..files.own_files import signature
 from ..formatting.units import fmt_us
-from ..report.console import inert
 from .compare import (
     MIN_WAIT_SHARE,
     STRAGGLER_WAIT_RATIO,
     collective_waits,
     merged_findings,
-    rank_ranges,
     stragglers,
 )
-from .llm import align_passes, render_lines
+from .llm import align_passes
 from .summary import RankSummary
 
 
 class MultiRankReport:
-    """The comparison across ranks, computed once, rendered as text/markdown/JSON."""
+    """The comparison across ranks, computed once (rendered by report/ranks_render.py)."""
 
     def __init__(self, ranks: dict[int, RankSummary]) -> None:
         self.ranks = ranks
@@ -98,69 +96,3 @@ class MultiRankReport:
             "findings": self.findings,
             "llm_passes": self.llm_passes,
         }
-
-    def render(self, markdown: bool) -> str:
-        head = ["rank", "steps", "step", "busy", "compute", "coll.", "coll. share",
-                "coll. wait", "overlap", "exposed"]  # fmt: skip
-        rows = []
-        for r, s in self.ranks.items():
-            rows.append(
-                [
-                    str(r) + (" *" if r in self.stragglers else ""),
-                    str(len(s.steps)) if s.steps else "-",
-                    fmt_us(s.step_us),
-                    fmt_us(s.device_busy_us),
-                    fmt_us(s.compute_us),
-                    fmt_us(s.collective_us),
-                    f"{s.collective_share:.1%}",
-                    fmt_us(self.waits[r]) if self.matched else "-",
-                    f"{s.overlap:.1%}" if s.overlap is not None else "-",
-                    fmt_us(s.exposed_us),
-                ]
-            )
-        h = "## " if markdown else ""
-        lines = [f"{h}{len(self.ranks)} ranks, median step {fmt_us(self.median_step)}", ""]
-        lines.extend(_table(head, rows, markdown))
-        lines += ["", f"{h}Files" if markdown else "files:"]
-        # a file name prints as text: its control characters never act on the terminal
-        lines += [
-            f"{'- ' if markdown else '  '}rank {r}: {inert(s.path)}" for r, s in self.ranks.items()
-        ]
-        lines += [
-            "",
-            "step: median over the rank's steps (the window without steps); "
-            "coll.: collective kernels (NCCL/RCCL, DeepEP, NVSHMEM, custom all-reduce); coll. "
-            "share: of device busy time; coll. wait: time in collectives waiting for the last "
-            "rank; overlap: share of collective time during which compute kernels ran on other "
-            "streams; exposed: communication per step (median) with no compute beside it; "
-            "*: straggler",
-            "",
-            self.straggler_text(),
-            "",
-            *(render_lines(self.llm_passes, markdown) if self.llm_passes else []),
-            f"{h}Findings (merged across ranks)",
-        ]
-        for f in self.findings:
-            impact = f["impact_us"]
-            span = (
-                f"{fmt_us(impact['min'])}-{fmt_us(impact['max'])}/step"
-                if impact["max"] > 0
-                else "info"
-            )
-            lines.append(
-                f"{'- ' if markdown else '  '}rank{'s' if len(f['ranks']) > 1 else ''} "
-                f"{rank_ranges(f['ranks'])}: [{f['severity']}] {f['id']}: {f['title']} "
-                f"(worst on rank {f['worst_rank']}; {span})"
-            )
-        if not self.findings:
-            lines.append("  none")
-        return "\n".join(lines)
-
-
-def _table(head: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
-    if markdown:
-        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        return out + ["| " + " | ".join(r) + " |" for r in rows]
-    widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(head)]
-    fmt = "  ".join(f"{{:>{w}}}" for w in widths)
-    return [fmt.format(*head), *(fmt.format(*r) for r in rows)]

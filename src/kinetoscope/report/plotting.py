@@ -1,19 +1,56 @@
-"""Static pictures of a trace for READMEs and slides: the timeline (host threads and
-device streams as busy lanes, steps marked) over a per-step bar of where time went.
+"""The one matplotlib set-up every picture goes through, and the trace's own picture.
 
-matplotlib is imported by the caller (commands/plot.py) with the Agg backend and
-handed in, so this module never needs a display. The per-step split is the
-host-time decomposition of `analysis.stats` (see `step_breakdown`), the same
-numbers `explain` prints.
+`pyplot` imports matplotlib (the optional `plot` extra) only when a picture is
+asked for, on the Agg backend, so nothing needs a display and the rest of the tool
+runs without it; every figure is drawn at one `DPI`, and `plot_format` says which
+file names matplotlib can write. The renderers (`trace_figure` here; the memory,
+sweep and tune figures beside it in report/) take the `plt` handed to them and only
+draw; the command writes the figure (`files.figures.save_figure`: temp file +
+rename, never over an input).
+
+`trace_figure` is the picture for READMEs and slides: the timeline (host threads
+and device streams as busy lanes, steps marked) over a per-step bar of where time
+went. The per-step split is the host-time decomposition of `analysis.stats` (see
+`step_breakdown`), the same numbers `explain` prints.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
 from ..analysis.intervals import merge
 from ..analysis.stats import trace_stats
+from ..errors import UsageError
 from ..trace import Trace
+
+#: Formats matplotlib writes, by the output file's extension.
+PLOT_FORMATS = ("png", "svg", "pdf")
+#: Dots per inch of every figure, and so of every raster written from one.
+DPI = 110
+
+
+def pyplot(what: str):
+    """`matplotlib.pyplot` on the Agg backend (files only, no display); `what` names
+    the option or command in the one-line error when the `plot` extra is missing."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise UsageError(f"{what} needs matplotlib: pip install 'kinetoscope[plot]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_format(output: Path) -> str:
+    """The format `output`'s extension names; UsageError when matplotlib cannot write it."""
+    fmt = Path(output).suffix.lstrip(".").lower()
+    if fmt not in PLOT_FORMATS:
+        raise UsageError(f"{output}: the plot is written as {', '.join(PLOT_FORMATS)}; name it so")
+    return fmt
+
 
 #: Busy intervals closer than this share of the window are drawn as one bar.
 RESOLUTION = 1 / 3000
@@ -98,7 +135,7 @@ def trace_figure(plt, trace: Trace, title: str):
     resolution = max(trace.end_time - trace.start_time, 1.0) * RESOLUTION
     keep = ~trace.is_instant & (trace.dur > 0)
     fig, (top, bottom) = plt.subplots(
-        2, 1, figsize=(11, 2.2 + 0.35 * len(lanes) + 2.6), dpi=110,
+        2, 1, figsize=(11, 2.2 + 0.35 * len(lanes) + 2.6), dpi=DPI,
         gridspec_kw={"height_ratios": [0.6 + 0.35 * len(lanes), 2.6]},
     )  # fmt: skip
     per, unit = time_scale(trace.end_time - trace.start_time)

@@ -54,27 +54,66 @@ def text_table(
 ):
     """A `rich` Table: the first `left` columns left-aligned, the rest right-aligned
     (all left when `left` is None). Cells become `Text`, so nothing in a trace's
-    strings is read as rich markup; strings are `inert`-escaped."""
+    strings is read as rich markup; strings are `inert`-escaped. A table wider than
+    its console folds long cells and headers onto more lines, never cuts them."""
     from rich.table import Table
     from rich.text import Text
 
     left = len(headers) if left is None else left
     table = Table(title=title, show_edge=False, header_style="bold")
     for k, header in enumerate(headers):
-        table.add_column(Text(inert(header)), justify="left" if k < left else "right")
+        justify = "left" if k < left else "right"
+        table.add_column(Text(inert(header)), justify=justify, overflow="fold")
     for row in rows:
         table.add_row(*(Text(inert(c)) for c in row))
     return table
 
 
-def table_text(table, width: int) -> str:
-    """A rich renderable as plain text `width` columns wide, no colour: what a
-    piped command prints."""
+def fit_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    drop_first: Sequence[str],
+    title: str | None = None,
+):
+    """(`text_table`, note): columns named in `drop_first` left out, in that order,
+    until the table's natural width fits `width`, so the rest stay whole (never cut
+    to `host/st...`); the note names what was left out, or is None."""
+    keep = list(range(len(headers)))
+
+    def build():
+        return text_table([headers[k] for k in keep], [[r[k] for k in keep] for r in rows],
+                          title=title)  # fmt: skip
+
+    table, dropped = build(), []
+    for name in drop_first:
+        if natural_width(table) <= width:
+            break
+        if name in headers and headers.index(name) in keep:
+            keep.remove(headers.index(name))
+            dropped.append(name)
+            table = build()
+    note = f"left out to fit {width} columns: {', '.join(dropped)}" if dropped else None
+    return table, note
+
+
+def natural_width(table) -> int:
+    """Columns a rich renderable takes when nothing bounds it."""
     from rich.console import Console
 
+    return Console(width=10_000, file=_Null()).measure(table).maximum
+
+
+def table_text(table, width: int | None = None) -> str:
+    """A rich renderable as plain text `width` columns wide (its natural width when
+    None: a file or report that never wraps a cell), no colour, no trailing blanks:
+    what a piped command prints."""
+    from rich.console import Console
+
+    width = natural_width(table) if width is None else width
     console = Console(width=width, record=True, color_system=None, file=_Null())
     console.print(table)
-    return console.export_text()
+    return "\n".join(line.rstrip() for line in console.export_text().splitlines())
 
 
 class _Null:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import UsageError
-from .decide import Waited, judge, load_fault, speed_up, spread
+from .decide import RULE, Waited, judge, load_fault, speed_up, spread
 from .knob import env_name
 from .knobs import Facts, Plan, choose, literal, workload_value
 from .trials import Target, Timing, Trial, run_trial
@@ -62,6 +62,11 @@ class Session:
 
     def trial(self, label: str) -> Trial | None:
         return next((t for t in self.trials if t.label == label), None)
+
+    @property
+    def rule(self) -> str:
+        """The rule every judged trial is accepted by (`decide.RULE`), in words."""
+        return RULE
 
 
 #: stages of the trials that are judged against a reference (the rest are reference runs)

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import KinetoscopeError
 from .clock import MIN_BLOCK_S
-from .decide import Judgement, SpeedUp
+from .decide import Judgement, SpeedUp, Spread, spread
 from .knob import env_name
 
 #: knob names whose value is the number of samples in one step (throughput = it / step time)
@@ -96,6 +96,14 @@ class Trial:
         """Samples (or steps, when the batch is unknown) per second of each timed block."""
         per_step = self.samples_per_step or 1.0
         return [per_step / s for s in self.block_seconds if s > 0]
+
+    def step_spread(self) -> Spread:
+        """Median and quartiles of the step time (us) over the timed blocks."""
+        return spread([b * 1e6 for b in self.block_seconds])
+
+    def throughput_spread(self) -> Spread:
+        """Median and quartiles of `throughput` over the timed blocks."""
+        return spread(self.throughput())
 
 
 def slug(label: str) -> str:

@@ -1,22 +1,18 @@
-"""Renderers for a `TraceDiff`: text (terminal), markdown, json and a self-contained html page.
+"""A `TraceDiff` laid out as titled sections of text lines and table rows.
 
-All four show the same sections built once by `sections()`; the renderers only
-lay them out, they compute nothing.
+Every format of `diff` (report/diff_render.py: text, Markdown, HTML) shows these
+same sections, built once by `sections()`; the figures come from compare/ (the
+diff, its decomposition and conclusion), this module only words and rounds them.
 """
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ..files.own_files import signature
 from ..formatting.escaping import inert
-from ..formatting.jsontext import dumps
-from ..formatting.units import fmt_us
-from .diff_model import Run, TraceDiff
-from .llm_diff import HEADERS as LLM_HEADERS
-from .llm_diff import llm_lines
+from ..formatting.units import fmt_change, fmt_us
 
 #: Rows per table in text/markdown/html; json carries every row.
 ROW_LIMIT = 25
@@ -53,7 +49,7 @@ def _devices(names: list[str]) -> str:
     return ", ".join(n if c == 1 else f"{c}x {n}" for n, c in counts.items()) or "none"
 
 
-def _runs(d: TraceDiff) -> Section:
+def _runs(d) -> Section:
     a, b = d.a, d.b
     rows = [
         ["trace", Path(a.path).name, Path(b.path).name, ""],
@@ -83,7 +79,7 @@ def _runs(d: TraceDiff) -> Section:
     return Section(RUNS_TITLE, headers=["", "A", "B", "change"], rows=rows)
 
 
-def _environment(d: TraceDiff) -> Section:
+def _environment(d) -> Section:
     sec = Section("Environment (what differs besides the program)")
     if not d.environment.differences:
         sec.text.append("No difference in devices, runtime versions, profiler settings or steps.")
@@ -103,7 +99,7 @@ _STATUS_WORDS = {
 }
 
 
-def _decomposition(d: TraceDiff) -> Section:
+def _decomposition(d) -> Section:
     sec = Section("Where the step time goes (per step; each change judged over the steps)")
     sec.text.append(
         "Data wait, sync wait, (on a CPU run) compute, dispatch + launch and Python/other are "
@@ -134,7 +130,7 @@ def _sign(us: float) -> str:
     return ("+" if us >= 0 else "-") + fmt_us(abs(us), 1)
 
 
-def _types(d: TraceDiff) -> Section:
+def _types(d) -> Section:
     sec = Section("Device work by type (per step)")
     if not d.types:
         sec.text.append("No device work in either trace.")
@@ -157,7 +153,7 @@ def _types(d: TraceDiff) -> Section:
     return sec
 
 
-def _steps(d: TraceDiff, limit: int) -> Section:
+def _steps(d, limit: int) -> Section:
     """One row per run and step, A above B: twelve side-by-side columns do not fit
     a 100-column terminal."""
     rows = []
@@ -184,7 +180,7 @@ def _kernel_name(r) -> str:
     return f"{r.display} -> {r.replacement}" + (f" ({r.change})" if r.change else "")
 
 
-def _kernels(d: TraceDiff, limit: int) -> Section:
+def _kernels(d, limit: int) -> Section:
     k = d.kernels
     sec = Section("Kernels (matched by name)")
     if not k.comparable:
@@ -241,7 +237,7 @@ def _change_row(status: str, name: str, calls_a, calls_b, us_a: float, us_b: flo
     ]
 
 
-def _ops(d: TraceDiff, limit: int) -> Section:
+def _ops(d, limit: int) -> Section:
     moved = [r for r in d.ops if r.status != "unchanged"]
     sec = Section("Host ops that appeared, vanished or changed (self CPU per step)")
     if not moved:
@@ -256,7 +252,7 @@ def _ops(d: TraceDiff, limit: int) -> Section:
     return sec
 
 
-def _findings(d: TraceDiff) -> Section:
+def _findings(d) -> Section:
     sec = Section("Findings")
     if not d.findings:
         sec.text.append("No findings in either run.")
@@ -267,7 +263,7 @@ def _findings(d: TraceDiff) -> Section:
     return sec
 
 
-def sections(d: TraceDiff, limit: int = ROW_LIMIT) -> list[Section]:
+def sections(d, limit: int = ROW_LIMIT) -> list[Section]:
     """Every section, its text and cells made `inert` (names from the traces, paths):
     the one place every format (text, Markdown, HTML) takes them from."""
     return [_inert(sec) for sec in _sections(d, limit)]
@@ -279,7 +275,7 @@ def _inert(sec: Section) -> Section:
     return sec
 
 
-def _sections(d: TraceDiff, limit: int) -> list[Section]:
+def _sections(d, limit: int) -> list[Section]:
     return [
         Section("Conclusion", text=[d.conclusion]),
         _environment(d),
@@ -294,7 +290,7 @@ def _sections(d: TraceDiff, limit: int) -> list[Section]:
     ]
 
 
-def _llm(d: TraceDiff) -> list[Section]:
+def _llm(d) -> list[Section]:
     """Per-phase time, TTFT and TPOT of both runs (compare/llm_diff.py); none without LLM."""
     if not d.llm:
         return []
@@ -302,65 +298,37 @@ def _llm(d: TraceDiff) -> list[Section]:
     return [Section("LLM phases (A -> B)", text=text, headers=LLM_HEADERS, rows=rows)]
 
 
-def _more_line(sec: Section) -> str:
+LLM_HEADERS = ["phase", "passes A", "passes B", "per pass", "host per pass", "device per pass"]
+
+
+def llm_lines(llm: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The diff section's text lines and its per-phase rows."""
+    text = []
+    for side in ("a", "b"):
+        s = llm[side]
+        where = f"{s['engine'] + ' ' if s['engine'] else ''}{s['source']}" if s else None
+        text.append(f"{side.upper()}: " + (f"passes from {where}" if s else "no generation"))
+    ttft, tpot = llm["ttft_us"], llm["tpot_us"]
+    if ttft["a"] is not None or ttft["b"] is not None:
+        text.append(f"time to first token {fmt_change(ttft['a'], ttft['b'])}")
+    if tpot["a"] is not None or tpot["b"] is not None:
+        text.append(f"time per output token {fmt_change(tpot['a'], tpot['b'])}")
+    rows = []
+    for row in llm["phases"]:
+        a, b = row["a"] or {}, row["b"] or {}
+        rows.append(
+            [
+                row["phase"],
+                str(a.get("passes", 0)),
+                str(b.get("passes", 0)),
+                fmt_change(a.get("per_pass_us"), b.get("per_pass_us")),
+                fmt_change(a.get("host_per_pass_us"), b.get("host_per_pass_us")),
+                fmt_change(a.get("device_per_pass_us"), b.get("device_per_pass_us")),
+            ]
+        )
+    return text, rows
+
+
+def more_line(sec: Section) -> str:
+    """What stands under a table whose rows were cut to `ROW_LIMIT`."""
     return f"... {sec.more} more rows (--format json lists all)"
-
-
-def to_text(d: TraceDiff, width: int = 100) -> str:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    buf = io.StringIO()
-    console = Console(file=buf, width=width, force_terminal=False, highlight=False)
-    for sec in sections(d):
-        console.rule(sec.title, align="left")
-        for line in sec.text:
-            console.print(line, markup=False)
-        if sec.headers:
-            table = Table(show_edge=False, header_style="bold")
-            for header in sec.headers:  # narrow terminals wrap headers instead of cutting them
-                table.add_column(header, overflow="fold")
-            for row in sec.rows:
-                table.add_row(*(Text(cell) for cell in row))
-            console.print(table)
-        if sec.more:
-            console.print(_more_line(sec), markup=False)
-        console.print()
-    return buf.getvalue()
-
-
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def to_markdown(d: TraceDiff) -> str:
-    out = ["# kinetoscope diff", ""]
-    for sec in sections(d):
-        out += [f"## {sec.title}", ""]
-        out += [line + "\n" for line in sec.text]
-        if sec.headers:
-            out.append("| " + " | ".join(_md_cell(h) for h in sec.headers) + " |")
-            out.append("|" + "---|" * len(sec.headers))
-            out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in sec.rows]
-            out.append("")
-        if sec.more:
-            out += [_more_line(sec), ""]
-    return "\n".join(out)
-
-
-def to_json(d: TraceDiff) -> str:
-    return dumps({**signature("diff"), **d.to_dict()}, indent=2)
-
-
-def to_html(d: TraceDiff, runs: tuple[Run, Run] | None = None) -> str:
-    """One self-contained page on the shared report stylesheet and scripts (report/html.py);
-    given the two runs `d` compares, it also draws each run's timeline after the runs table."""
-    from ..report.html import render_diff_html
-
-    secs = sections(d)
-    after = next(i for i, s in enumerate(secs) if s.title == RUNS_TITLE)
-    return render_diff_html(d, secs, _more_line, runs or (), timelines_after=after)
-
-
-RENDERERS = {"text": to_text, "md": to_markdown, "json": to_json, "html": to_html}

@@ -1,22 +1,84 @@
-"""The sweep plot: host vs device (or dispatch vs compute) time per step against the
-parameter, and achieved TFLOP/s below it when the runs recorded shapes: the step's matmul
-FLOPs over its busy time, and each rated op class (GEMM, attention, convolution) over its
-own kernel time, with each class's share of the device's datasheet peak on that panel's
-right axis where the device is in the peak table (`rate_series` is what the panel draws).
+"""A sweep as a table and a plot; the points and the crossover come from `compare.sweep`.
 
-The legend sits outside the axes (below the time panel) and the crossover label
-inside at the top of the axes, so the two never overlap whatever the data. The
-panels share the x axis. matplotlib is imported lazily with the Agg backend, so
-the rest of the tool runs without it and no display is needed.
+The table: one row per value, columns chosen by what the runs recorded. GPU runs
+show host vs device time per step and the busy ratio; CPU runs show explain's
+host-time parts per step (compute, dispatch, Python/other) and its compute share
+of the window, the number its verdict is judged on.
+
+The plot: host vs device (or dispatch vs compute) time per step against the
+parameter, and achieved TFLOP/s below it when the runs recorded shapes: the step's
+matmul FLOPs over its busy time, and each rated op class (GEMM, attention,
+convolution) over its own kernel time, with each class's share of the device's
+datasheet peak on that panel's right axis where the device is in the peak table
+(`rate_series` is what the panel draws). The legend sits outside the axes (below
+the time panel) and the crossover label inside at the top of the axes, so the two
+never overlap whatever the data. The panels share the x axis. matplotlib comes
+from the `report.plotting` set-up; the command writes the figure.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..analysis.roofline import CLASSES
-from ..files.outputs import write_file
-from .sweep import Crossover, SweepPoint, curves
+from ..compare.sweep import Crossover, SweepPoint, curves, format_value
+from ..formatting.units import fmt_pct, fmt_us
+from .plotting import DPI
+from .tables import fit_table
+
+
+def _tflops(p: SweepPoint) -> str:
+    return f"{p.tflops:.3g}" if p.tflops is not None else "-"
+
+
+def _share(p: SweepPoint, op_class: str) -> float | None:
+    return p.classes.get(op_class, {}).get("share_of_peak")
+
+
+def table_rows(param: str, points: list[SweepPoint]) -> tuple[list[str], list[list[str]]]:
+    mode, _ = curves(points)
+    peak = any(p.share_of_peak is not None for p in points)
+    if mode == "device":
+        headers = [param, "step", "host/step", "device/step", "busy ratio", "regime", "TFLOP/s"]
+    else:
+        headers = [param, "step", "host/step", "compute/step", "dispatch/step"]
+        headers += ["Python/other/step", "compute %"]
+        headers += ["regime", "TFLOP/s"]
+    if peak:
+        headers.append("GEMM % of peak")
+    # the other rated classes, where any point has a share of peak for them
+    others = [c for c in ("attention", "conv") if any(_share(p, c) is not None for p in points)]
+    headers += [f"{c} % of peak" for c in others]
+    rows = []
+    for p in points:
+        if not p.ok:
+            rows.append([format_value(p.value), "failed"] + [""] * (len(headers) - 2))
+            continue
+        row = [format_value(p.value), fmt_us(p.step_us, 1), fmt_us(p.host_us, 1)]
+        if mode == "device":
+            row += [fmt_us(p.device_us, 1), fmt_pct(p.busy_ratio)]
+        else:
+            row += [fmt_us(p.compute_us, 1), fmt_us(p.dispatch_us, 1), fmt_us(p.other_us, 1)]
+            row.append(fmt_pct(p.compute_share) if p.compute_share is not None else "-")
+        row += [p.regime or "-", _tflops(p)]
+        if peak:
+            row.append(fmt_pct(p.share_of_peak) if p.share_of_peak is not None else "-")
+        for c in others:
+            share = _share(p, c)
+            row.append(fmt_pct(share) if share is not None else "-")
+        rows.append(row)
+    return headers, rows
+
+
+#: Columns left out first when the table is wider than the terminal (the rest stay
+#: whole, never cut to `host/st...`): rated shares of peak, then TFLOP/s, then ratios.
+DROP_FIRST = ("conv % of peak", "attention % of peak", "GEMM % of peak", "TFLOP/s",
+              "busy ratio", "compute %", "dispatch/step")  # fmt: skip
+
+
+def fitted_table(headers: list[str], rows: list[list[str]], title: str, width: int):
+    """(rich Table, note): columns dropped in `DROP_FIRST` order until the table's
+    natural width fits `width`; the note names what was left out (all of it is in the
+    sweep's JSON), or is None."""
+    return fit_table(headers, rows, width, DROP_FIRST, title=title)
 
 
 def sweep_figure(plt, points: list[SweepPoint], cross: Crossover, title: str, param: str):
@@ -31,7 +93,7 @@ def sweep_figure(plt, points: list[SweepPoint], cross: Crossover, title: str, pa
     rates, shares = rate_series(points)
     panels = 2 if rates or shares else 1
     fig, axes = plt.subplots(
-        panels, 1, figsize=(7, 4.8 + 2.2 * (panels - 1)), dpi=110, sharex=True, squeeze=False,
+        panels, 1, figsize=(7, 4.8 + 2.2 * (panels - 1)), dpi=DPI, sharex=True, squeeze=False,
         gridspec_kw={"height_ratios": [3, 2][:panels]},
     )  # fmt: skip
     ax = axes[0, 0]
@@ -70,33 +132,6 @@ def sweep_figure(plt, points: list[SweepPoint], cross: Crossover, title: str, pa
     axes[-1, 0].set_xlabel(param)
     fig.tight_layout()
     return fig
-
-
-def plot_sweep(
-    points: list[SweepPoint],
-    cross: Crossover,
-    title: str,
-    param: str,
-    stem: Path,
-    force: bool = False,
-) -> list[tuple[Path, Path]]:
-    """Write `stem`.png and `stem`.svg (never over an earlier file unless `force`);
-    returns (wanted, written) paths."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig = sweep_figure(plt, points, cross, title, param)
-    out = []
-    try:
-        for ext in ("png", "svg"):
-            path = stem.with_suffix("." + ext)
-            written = write_file(path, lambda f, e=ext: fig.savefig(f, format=e), force=force)
-            out.append((path, written))
-    finally:
-        plt.close(fig)
-    return out
 
 
 #: the label of the step-level rate: the step's matmul FLOPs over its busy time

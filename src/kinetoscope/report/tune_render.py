@@ -1,34 +1,45 @@
-"""A tune session as a table, text, JSON and a plot. Renders; decides nothing.
+"""A tune session (`tune.session.Session` of `tune.trials.Trial`) as a table, text and a
+plot, and the words of each trial's result the JSON document (`tune.document`) carries.
+Renders; decides nothing.
 
-The figures come from `decide` (medians, quartiles, speed-up intervals) over
-the samples `trials` measured; the regime of each trial is what `explain` says
-of its profiled steps.
+The figures come from `tune.decide` (medians, quartiles, speed-up intervals) over the
+samples `tune.trials` measured, through the trial's `step_spread`/`throughput_spread`;
+the regime of each trial is what `explain` says of its profiled steps. The table is a
+`report.tables` one (rich), the plot uses the `report.plotting` set-up.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Any
-
-from ..files.own_files import signature
 from ..formatting.units import fmt_us
-from .decide import RULE, spread
-from .session import Session
-from .trials import Trial
+from .plotting import DPI
+from .tables import fit_table, table_text, text_table
 
 HEADERS = ["#", "trial", "stage", "step time", "throughput", "speed-up (95% CI)", "result",
            "regime"]  # fmt: skip
 
 
-def headers(session: Session) -> list[str]:
+def headers(session) -> list[str]:
     """`HEADERS` with the throughput column named by its unit (`samples/s`)."""
     return [unit(session) if h == "throughput" else h for h in HEADERS]
 
 
-def unit(session: Session) -> str:
+def unit(session) -> str:
     """`samples/s` when every trial knows its batch, else `steps/s`."""
     ok = [t for t in session.trials if t.ok]
     return "samples/s" if ok and all(t.samples_per_step for t in ok) else "steps/s"
+
+
+#: columns left out first when the table is wider than the terminal
+DROP_FIRST = ("stage", "step time", "regime")
+
+
+def table(session, width: int | None = None) -> tuple[str, str | None]:
+    """(the trial table as text, note): every column (tune.txt) when `width` is None,
+    else columns left out in `DROP_FIRST` order to fit `width`, the note naming them."""
+    if width is None:
+        return table_text(text_table(headers(session), rows(session))), None
+    fitted, note = fit_table(headers(session), rows(session), width, DROP_FIRST)
+    return table_text(fitted, width), note
 
 
 def rate(x: float) -> str:
@@ -39,7 +50,7 @@ def rate(x: float) -> str:
     return f"{x:.3g}"
 
 
-def outcome(t: Trial, best: str | None) -> str:
+def outcome(t, best: str | None) -> str:
     if t.error:
         return "OOM" if t.oom else "failed"
     if t.stage == "baseline":
@@ -56,7 +67,7 @@ def outcome(t: Trial, best: str | None) -> str:
     return "slower" if t.speed.worse else "within noise"
 
 
-def speed_text(t: Trial) -> str:
+def speed_text(t) -> str:
     s = t.speed_vs_baseline
     if s is None:
         return "1" if t.stage == "baseline" and t.ok else "-"
@@ -70,12 +81,11 @@ def speed_text(t: Trial) -> str:
     return f"{s.ratio:.2f}x ({s.low:.2f}-{s.high:.2f})"
 
 
-def rows(session: Session) -> list[list[str]]:
+def rows(session) -> list[list[str]]:
     out = []
     for t in session.trials:
         if t.ok:
-            step = spread([b * 1e6 for b in t.block_seconds])
-            thr = spread(t.throughput())
+            step, thr = t.step_spread(), t.throughput_spread()
             step_text = f"{fmt_us(step.median)} ±{fmt_us(step.iqr / 2)}"
             thr_text = f"{rate(thr.median)} ±{rate(thr.iqr / 2)}"  # unit: headers()
         else:
@@ -88,14 +98,14 @@ def rows(session: Session) -> list[list[str]]:
     return out
 
 
-def reasons(session: Session) -> list[str]:
+def reasons(session) -> list[str]:
     """Why each knob was tried or not, one line each."""
     lines = [f"tried {p.name} = {', '.join(map(str, p.values))}: {p.why}" for p in session.plans]
     lines += [f"not tried {name}: {why}" for name, why in session.skipped]
     return lines
 
 
-def best_line(session: Session) -> str:
+def best_line(session) -> str:
     best = session.trial(session.best) if session.best else None
     if best is None:
         faults = [t for t in session.trials if t.judgement is not None and t.judgement.fault]
@@ -108,7 +118,7 @@ def best_line(session: Session) -> str:
     )
 
 
-def to_text(session: Session, table: str, diff_conclusion: str | None) -> str:
+def to_text(session, table: str, diff_conclusion: str | None) -> str:
     """The whole session as plain text (`table` is the rendered table)."""
     t = session.timing
     lines = [
@@ -120,7 +130,7 @@ def to_text(session: Session, table: str, diff_conclusion: str | None) -> str:
         "interquartile range over blocks), then 4 profiled steps for the regime",
         "each trial runs between two runs of its reference (baseline, trial, baseline, ...); "
         "speed-up: over the baseline runs around it (against the run before / after)",
-        f"rule: {RULE}; result over the trial's reference",
+        f"rule: {session.rule}; result over the trial's reference",
         *reasons(session),
         "",
         table,
@@ -134,45 +144,16 @@ def to_text(session: Session, table: str, diff_conclusion: str | None) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def to_dict(session: Session, diff: dict[str, Any] | None, files: list[str]) -> dict[str, Any]:
-    """The JSON document (strict JSON through `jsontext.dumps`)."""
-    trials = []
-    for t in session.trials:
-        item = asdict(t)
-        item["step_time_us"] = asdict(spread([b * 1e6 for b in t.block_seconds])) if t.ok else None
-        item["throughput"] = asdict(spread(t.throughput())) if t.ok else None
-        item["result"] = outcome(t, session.best)
-        trials.append(item)
-    return {
-        **signature("tune"),
-        "target": asdict(session.target),
-        "timing": asdict(session.timing),
-        "rule": RULE,
-        "throughput_unit": unit(session),
-        "plans": [asdict(p) for p in session.plans],
-        "skipped": [{"knob": k, "why": w} for k, w in session.skipped],
-        "not_run": [{"trial": k, "why": w} for k, w in session.not_run],
-        "trials": trials,
-        "best": session.best,
-        "best_setting": session.trial(session.best).setting if session.best else {},
-        "notes": session.notes,
-        "interrupted": session.interrupted,
-        "seconds": session.seconds,
-        "diff": diff,
-        "files": files,
-    }
-
-
-def figure(plt, session: Session):
+def figure(plt, session):
     """Throughput per trial (median, quartile whiskers), the baseline's band shaded."""
     ok = [t for t in session.trials if t.ok]
-    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.45 * max(len(ok), 1)), dpi=110)
+    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.45 * max(len(ok), 1)), dpi=DPI)
     base = session.baseline
     if base is not None and base.ok:
-        b = spread(base.throughput())
+        b = base.throughput_spread()
         ax.axvspan(b.q1, b.q3, color="0.88", zorder=0, label="baseline IQR")
     for y, t in enumerate(reversed(ok)):
-        s = spread(t.throughput())
+        s = t.throughput_spread()
         color = "tab:green" if t.accepted else ("tab:blue" if t.stage == "baseline" else "0.45")
         if t.label == session.best:
             color = "tab:red"
