@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import copy
 import gc
+import importlib
 import pickle
+import pkgutil
 import weakref
 
 import pytest
@@ -94,3 +96,24 @@ def test_pickled_or_copied_trace_starts_with_an_empty_memo():
     shallow = copy.copy(trace)
     assert shallow._memo == {}
     assert trace_stats(shallow) is not trace_stats(trace)
+
+
+#: process-wide constants of the installed package (HTML templates, stylesheet), loaded once;
+#: no result about any input
+PACKAGE_CONSTANTS = {"kinetoscope.report.html._environment", "kinetoscope.report.html._assets"}
+
+
+def test_no_module_level_cache_in_analysis_rules_or_report():
+    """`functools.cache`/`lru_cache` wrappers (they carry `cache_info`) defined at module
+    level: every result about a trace or its names is kept by the Trace instead."""
+    found = []
+    for package in ("analysis", "rules", "report"):
+        root = importlib.import_module(f"kinetoscope.{package}")
+        for info in pkgutil.walk_packages(root.__path__, f"{root.__name__}."):
+            module = importlib.import_module(info.name)
+            found += [
+                f"{info.name}.{name}"
+                for name, value in vars(module).items()
+                if hasattr(value, "cache_info") and value.__module__ == info.name
+            ]
+    assert set(found) <= PACKAGE_CONSTANTS

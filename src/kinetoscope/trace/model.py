@@ -25,6 +25,7 @@ from .categories import (
 )
 
 T = TypeVar("T")
+_MISSING = object()  # `Trace.memo`'s marker for "not computed yet" (None is a result)
 
 
 @dataclass(frozen=True)
@@ -155,18 +156,19 @@ class Trace:
         Every analysis that more than one rule, renderer or command reads (stats, idle
         gaps, steps, syncs, decoded kernel names, ...) is asked for through here, so
         there is one cache and it belongs to the Trace: its results live and die with
-        the Trace. Module-level caches keyed on a Trace kept the last few Traces (and
-        their columns, hundreds of MB for a large file) alive for the whole process,
+        the Trace. Module-level caches keyed on a Trace kept the last eight Traces (their
+        columns and every analysis of them) alive for the whole process,
         and caches keyed on names mixed the names of every trace a process ever read.
         `fn` must be a pure function of the trace and `args` (hashable); it may ask
         for other memoized results (the cache is a plain dict, nothing is locked).
+        The Trace's own derived columns (`kernels`, `parent`, `steps`, ...) stay
+        `cached_property`s: attributes of the model, kept on the instance the same way.
         """
         key = (fn, *args) if args else fn
-        try:
-            return self._memo[key]
-        except KeyError:
+        value = self._memo.get(key, _MISSING)
+        if value is _MISSING:  # not in an `except KeyError`: fn's own errors stay unchained
             value = self._memo[key] = fn(self, *args)
-            return value
+        return value
 
     def __getstate__(self) -> dict[str, Any]:
         """The columns without `memo`'s results: a pickled or copied Trace starts with an
