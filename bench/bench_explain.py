@@ -41,11 +41,11 @@ from kinetoscope.rules.engine import RuleContext, load_rules
 t1 = time.perf_counter()
 trace = kinetoscope.load(sys.argv[1])
 t2 = time.perf_counter()
-cache, rules = {}, {}
+rules = {}
 for rule_id, rule in load_rules().items():
     start = time.perf_counter()
     try:
-        rule.check(RuleContext(trace, rule, {}, cache))
+        rule.check(RuleContext(trace, rule, {}))
     except Exception:
         pass
     rules[rule_id] = time.perf_counter() - start

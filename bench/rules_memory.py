@@ -32,13 +32,12 @@ def anon_mb() -> float:
 def main(path: str) -> None:
     trace = kinetoscope.load(path, max_memory=0)
     print(f"after load: RssAnon {anon_mb():.0f} MB, {len(trace)} events")
-    cache: dict = {}
     rows = []
     for rule_id, rule in load_rules().items():
         before = anon_mb()
         with PeakStack() as peak:
             try:
-                rule.check(RuleContext(trace, rule, {}, cache))
+                rule.check(RuleContext(trace, rule, {}))
             except Exception as exc:  # noqa: BLE001 - a rule that cannot run here
                 print(f"{rule_id}: not run ({exc})")
         rows.append((peak.peak_kb / 1024 - before, anon_mb() - before, rule_id))

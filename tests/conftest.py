@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
+
+# Strict rules for the whole suite (`rules.engine`): a rule that raises fails the test
+# instead of becoming a "rule failed" entry, which a test expecting the rule to stay
+# silent would pass. Set at import, so kinetoscope run in a subprocess inherits it; a
+# test of the degradation itself removes it (monkeypatch.delenv).
+os.environ.setdefault("KINETOSCOPE_STRICT_RULES", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "data" / "traces"

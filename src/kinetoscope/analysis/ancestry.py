@@ -12,8 +12,6 @@ event touched once: events + depth.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
 from ..trace import Trace
@@ -23,7 +21,7 @@ def ancestor_of_kind(trace: Trace, is_kind: np.ndarray, outermost: bool) -> np.n
     """Index of each event's innermost (or outermost) ancestor-or-self with `is_kind`, else -1."""
     parent = trace.parent
     found = np.where(is_kind, np.arange(len(trace)), -1)
-    order, bounds = _levels(trace)
+    order, bounds = trace.memo(_levels)
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         nodes = order[lo:hi]  # one depth below the last: their parents are filled in
         above = found[parent[nodes]]
@@ -35,7 +33,6 @@ def ancestor_of_kind(trace: Trace, is_kind: np.ndarray, outermost: bool) -> np.n
     return found
 
 
-@lru_cache(maxsize=8)
 def _levels(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """Events with a parent, ordered by depth (1, 2, ...), and where each depth starts and ends
     in that order. Depth is found by walking all events up one level at a time, once."""

@@ -29,9 +29,9 @@ import numpy as np
 
 from ..trace import Cat, Trace
 from .ancestry import ancestor_of_kind
-from .attention_kernels import kernel_family, library_op_backend
+from .attention_kernels import kernel_family, kernel_family_in, library_op_backend
 from .attention_pattern import UnfusedAttention, find_unfused
-from .kernel_types import kernel_type
+from .kernel_types import kernel_type_in
 from .window import device_anchor, in_window, window_device_work
 
 __all__ = ["AttentionUse", "BackendUse", "attention_use", "kernel_family", "math_reasons"]
@@ -183,7 +183,9 @@ def attention_use(trace: Trace) -> AttentionUse:
     for call in calls:
         backend = backend_of.get(call)
         if backend is None:  # an SDPA op without a recorded backend op: name it from its kernels
-            fams = [kernel_family(trace.name(k)) for k, c in kernel_call.items() if c == call]
+            fams = [
+                kernel_family_in(trace, trace.name(k)) for k, c in kernel_call.items() if c == call
+            ]
             backend = next((f[0] for f in fams if f), None)
         if backend is None:  # native MHA without SDPA under it ran unfused; else unknowable
             backend = "math" if trace.name(call) == NATIVE_MHA_OP else "unknown"
@@ -197,7 +199,7 @@ def attention_use(trace: Trace) -> AttentionUse:
     _add_chains(trace, chains, kernels, launches, kernel_call, call_use, uses)
     for k in kernels.tolist():
         name = trace.name(k)
-        family = kernel_family(name)
+        family = kernel_family_in(trace, name)
         if k in kernel_call:
             use = call_use[kernel_call[k]]
         elif family is not None and (family[0], "op") in uses:
@@ -212,7 +214,7 @@ def attention_use(trace: Trace) -> AttentionUse:
         use.kernels += 1
         use.device_us += float(trace.dur[k])
         use.kernel_names[name] += 1
-        if use.source == "pattern" and kernel_type(name) != "gemm":
+        if use.source == "pattern" and kernel_type_in(trace, name) != "gemm":
             use.score_pass_us += float(trace.dur[k])
         if family is not None:
             use.libraries.add(family[1])

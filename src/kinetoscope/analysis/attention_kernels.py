@@ -22,7 +22,8 @@ ruled out first so the library's name inside them does not mislead.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+
+from ..trace import Trace
 
 #: Kernels with an attention library's name that move the KV cache or build its indices.
 _NOT_ATTENTION = re.compile(r"and_cache|kv_indices|kv_?cache_(?:store|write|copy)|quant", re.I)
@@ -96,7 +97,16 @@ LIBRARY_OPS: tuple[tuple[str, str], ...] = (
 )
 
 
-@lru_cache(maxsize=4096)
+def kernel_family_in(trace: Trace, name: str) -> tuple[str, str] | None:
+    """`kernel_family(name)`, once per name of `trace` (`Trace.memo`): attributing attention
+    asks it of every kernel, and a trace repeats a few hundred names."""
+    return trace.memo(_kernel_family_in, name)
+
+
+def _kernel_family_in(trace: Trace, name: str) -> tuple[str, str] | None:
+    return kernel_family(name)
+
+
 def kernel_family(name: str) -> tuple[str, str] | None:
     """(backend, library) of an attention kernel from its name, None for other kernels."""
     if _NOT_ATTENTION.search(name):

@@ -34,7 +34,6 @@ nothing else until the device lets it go.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 import numpy as np
 
@@ -72,11 +71,10 @@ def is_pageable_dtoh(name: str) -> bool:
 
 def blocking_calls(trace: Trace) -> np.ndarray:
     """Host runtime/driver calls that waited for the device, in time order."""
-    return _blocking_cached(trace)
+    return trace.memo(_blocking)
 
 
-@lru_cache(maxsize=8)
-def _blocking_cached(trace: Trace) -> np.ndarray:
+def _blocking(trace: Trace) -> np.ndarray:
     calls = np.flatnonzero(trace.mask(Cat.RUNTIME, Cat.DRIVER) & trace.host_tree_mask)
     if not len(calls):
         return np.zeros(0, dtype=np.int64)

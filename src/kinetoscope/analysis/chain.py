@@ -20,7 +20,7 @@ from ..errors import UsageError
 from ..trace import Cat, Trace
 from ..trace.steps import STEP_RE
 from ..trace.tree import ancestors
-from .kernel_names import decode
+from .kernel_names import decoded
 from .stepmap import device_steps
 
 
@@ -48,7 +48,7 @@ def chain_text(trace: Trace, device_index: int, skip_python: bool = True) -> str
         for i in chain_of(trace, device_index)
         if not (skip_python and trace.cat[i] == int(Cat.PYTHON))
     ]
-    return " > ".join([*names, decode(trace.name(device_index)).short])
+    return " > ".join([*names, decoded(trace, trace.name(device_index)).short])
 
 
 def _compile(pattern: str | None, what: str) -> re.Pattern | None:

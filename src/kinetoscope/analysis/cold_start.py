@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..trace import Trace
-from .kernel_names import decode
+from .kernel_names import decoded
 from .steps import device_anchor, windows
 
 CAUSES: dict[str, re.Pattern] = {
@@ -99,7 +99,7 @@ def _same_work(trace: Trace) -> list[np.ndarray]:
     return [
         np.array(members, dtype=np.int64)
         for (nid, _), members in groups.items()
-        if decode(trace.names[nid]).kind != "collective"
+        if decoded(trace, trace.names[nid]).kind != "collective"
     ]
 
 

@@ -34,8 +34,6 @@ counter run), an op's self time is a launch, not math.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
 from ..trace import Cat, Trace
@@ -91,11 +89,10 @@ def is_data_op(name: str) -> bool:
 
 def math_ops(trace: Trace) -> np.ndarray:
     """Indices of the host op calls that run the arithmetic themselves (module docstring)."""
-    return _math_ops_cached(trace)
+    return trace.memo(_math_ops)
 
 
-@lru_cache(maxsize=8)
-def _math_ops_cached(trace: Trace) -> np.ndarray:
+def _math_ops(trace: Trace) -> np.ndarray:
     ids = trace.name_ids_matching(is_data_op)
     data = np.flatnonzero(
         trace.mask(Cat.CPU_OP) & (trace.lane_kind == 1) & np.isin(trace.name_id, ids)
@@ -115,11 +112,10 @@ def _math_ops_cached(trace: Trace) -> np.ndarray:
 def compute_intervals(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """Sorted disjoint intervals during which some thread runs math-op self time; empty
     unless the run used no device (there an op's self time is a launch)."""
-    return _intervals_cached(trace)
+    return trace.memo(_intervals)
 
 
-@lru_cache(maxsize=8)
-def _intervals_cached(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+def _intervals(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     if not ran_on_cpu(trace):
         return np.zeros(0), np.zeros(0)
     ops = math_ops(trace)

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from functools import lru_cache
 
 import numpy as np
 
 from ..trace import Trace
-from .kernel_names import decode
+from .kernel_names import decoded
 from .optimizer import parameter_updates
 
 #: ops whose kernels write without reading a producer's output
@@ -56,7 +55,7 @@ def _fusable(trace: Trace, kernels: np.ndarray, ops: np.ndarray) -> np.ndarray:
     names = trace.name_id[kernels]
     by_name = np.zeros(len(trace.names), dtype=bool)
     for nid in np.unique(names).tolist():
-        d = decode(trace.names[nid])
+        d = decoded(trace, trace.names[nid])
         by_name[nid] = (
             d.kind == "elementwise"
             and d.library == "ATen"
@@ -69,9 +68,9 @@ def _fusable(trace: Trace, kernels: np.ndarray, ops: np.ndarray) -> np.ndarray:
     return launched & by_name[names] & ~source & ~parameter_updates(trace)[safe]
 
 
-@lru_cache(maxsize=4096)
-def _shapes(dims_json: str) -> tuple[tuple[int, ...], ...] | None:
-    """The tensor shapes among an op's recorded input dims (scalars and lists dropped)."""
+def _shapes(trace: Trace, dims_json: str) -> tuple[tuple[int, ...], ...] | None:
+    """The tensor shapes among an op's recorded input dims (scalars and lists dropped);
+    `trace` only owns the result (`flows` asks `trace.memo(_shapes, dims)`)."""
     try:
         dims = json.loads(dims_json)
     except ValueError:
@@ -86,7 +85,9 @@ def flows(trace: Trace, producer: int, consumer: int) -> bool:
     """Whether op `producer`'s result can be an input of op `consumer`: the producer's result
     shape is one of the consumer's input shapes (True when either has no recorded shapes)."""
     a, b = trace.input_dims.get(producer), trace.input_dims.get(consumer)
-    made, used = (_shapes(a) if a else None), (_shapes(b) if b else None)
+    # parsed once per distinct dims text of the trace: ops of one layer repeat it
+    made = trace.memo(_shapes, a) if a else None
+    used = trace.memo(_shapes, b) if b else None
     if made is None or used is None:
         return True
     result = max(made, key=lambda s: int(np.prod(s)))

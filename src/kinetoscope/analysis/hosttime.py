@@ -31,7 +31,6 @@ fifth part: it overlaps the others (compilation runs Python and aten ops).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -69,11 +68,10 @@ class StepHostTime:
 
 def host_time(trace: Trace) -> list[StepHostTime]:
     """One decomposition per step (or one for the whole trace)."""
-    return _host_time_cached(trace)
+    return trace.memo(_host_time)
 
 
-@lru_cache(maxsize=8)
-def _host_time_cached(trace: Trace) -> list[StepHostTime]:
+def _host_time(trace: Trace) -> list[StepHostTime]:
     data = _merged(trace, next_events(trace))
     sync = _merged(trace, blocking_calls(trace))
     compute = compute_intervals(trace)

@@ -28,7 +28,6 @@ Gaps are attributed to the step whose window holds the next event's launch
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 
@@ -129,11 +128,10 @@ def device_idle(trace: Trace, kernel_gap_us: float = HTA_KERNEL_GAP_US) -> list[
     """Per device, busy time (union of its streams) and idle time split by cause, per step
     window and over all of them; empty without device work. Computed once per trace and
     gap (the idle rule and the savings bound both read it); callers must not mutate it."""
-    return _device_idle_cached(trace, float(kernel_gap_us))
+    return trace.memo(_device_idle, float(kernel_gap_us))
 
 
-@lru_cache(maxsize=8)
-def _device_idle_cached(trace: Trace, kernel_gap_us: float) -> list[DeviceIdle]:
+def _device_idle(trace: Trace, kernel_gap_us: float) -> list[DeviceIdle]:
     work = np.flatnonzero(trace.device_work)
     if not len(work):
         return []

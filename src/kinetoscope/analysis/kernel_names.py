@@ -18,8 +18,11 @@ name (CUDA or ROCm, demangled or not) into a `KernelName`:
   `stages`, `layout`, `epilogue`, and for Inductor's Triton kernels
   `triton_kind` and `fused_ops`. Fields the name does not encode are None/empty.
 
-Pure string work, no trace needed; `decode` is cached because traces repeat
-the same few hundred names thousands of times.
+Pure string work, no trace needed. Analyses and rules call `decoded(trace,
+name)`, which decodes each name once per trace (`Trace.memo`): traces repeat
+the same few hundred names thousands of times, and a cache kept on the trace
+dies with it, where a module-level one kept every name of every trace a
+long process ever read.
 
 This module is the dispatcher: it picks the decoder for the name's grammar
 (`triton_kernel_names`, `vendor_kernel_names`) or reads library and kind from
@@ -30,8 +33,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from functools import lru_cache
 
+from ..trace import Trace
 from .cpp_kernel_names import demangled_parts, functor_of, strip_cpp, strip_declaration
 from .kernel_name_fields import arch_of, dtype_from_cpp, dtype_from_tokens, epilogue_of, name_tokens
 from .kernel_name_record import KernelName
@@ -47,7 +50,7 @@ from .vendor_kernel_names import (
     decode_xmma,
 )
 
-__all__ = ["KernelName", "decode", "strip_cpp"]
+__all__ = ["KernelName", "decode", "decoded", "strip_cpp"]
 
 
 def _kind_of(text: str) -> str:
@@ -115,7 +118,15 @@ def _library_of(name: str) -> str:
 LONGEST_PARSED = 16384
 
 
-@lru_cache(maxsize=16384)
+def decoded(trace: Trace, name: str) -> KernelName:
+    """`decode(name)`, once per name of `trace` (see the module docstring)."""
+    return trace.memo(_decoded, name)
+
+
+def _decoded(trace: Trace, name: str) -> KernelName:
+    return decode(name)
+
+
 def decode(name: str) -> KernelName:
     """Everything the kernel name says; see the module docstring for the fields."""
     if len(name) > LONGEST_PARSED:

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 
 from ..trace import Cat, Trace
-from .attention_kernels import kernel_family
-from .kernel_names import decode
+from .attention_kernels import kernel_family, kernel_family_in
+from .kernel_name_record import KernelName
+from .kernel_names import decode, decoded
 from .stepmap import device_steps
 from .window import window_device_work
 
@@ -120,37 +120,51 @@ _DIRECTIONS = (
 )
 
 
-@lru_cache(maxsize=16384)
 def kernel_type(name: str) -> str:
     """The type of a kernel event named `name` (see KERNEL_TYPES)."""
-    decoded = decode(name)
+    return _classify(name, decode(name), kernel_family(name))
+
+
+def kernel_type_in(trace: Trace, name: str) -> str:
+    """`kernel_type(name)`, once per name of `trace` (`Trace.memo`), from its decoded name and
+    attention family as the trace's other analyses read them."""
+    return trace.memo(_kernel_type_in, name)
+
+
+def _kernel_type_in(trace: Trace, name: str) -> str:
+    return _classify(name, decoded(trace, name), kernel_family_in(trace, name))
+
+
+def _classify(name: str, k: KernelName, family: tuple[str, str] | None) -> str:
+    """`kernel_type`'s decision from the decoded name and attention family, passed in so the
+    per-trace path reuses the ones the trace has already computed."""
     low = name.lower()
-    if decoded.kind == "collective" or decoded.library in ("NCCL", "RCCL"):
+    if k.kind == "collective" or k.library in ("NCCL", "RCCL"):
         return "communication"
     if _COMMUNICATION.search(low):
         return "communication"
-    if kernel_family(name) is not None:
+    if family is not None:
         return "attention"
-    if decoded.library == "Triton" and decoded.triton_kind == "template":
-        ops = " ".join(decoded.fused_ops)
+    if k.library == "Triton" and k.triton_kind == "template":
+        ops = " ".join(k.fused_ops)
         if "convolution" in ops:
             return "conv"
         return "attention" if "attention" in ops else "gemm"
-    if decoded.kind in ("attention", "conv", "gemm"):
-        return decoded.kind
+    if k.kind in ("attention", "conv", "gemm"):
+        return k.kind
     if _EMBEDDING.search(low):
         return "embedding"
-    if decoded.kind == "reduction" or _REDUCTION.search(low):
+    if k.kind == "reduction" or _REDUCTION.search(low):
         return "reduction"
-    if decoded.kind in ("elementwise", "copy") or _ELEMENTWISE.search(low):
+    if k.kind in ("elementwise", "copy") or _ELEMENTWISE.search(low):
         return "elementwise"
     if _CONV_HELPER.search(low):
         return "conv"
-    if decoded.library == "cuDNN" and _FFT_CONV.search(low):
+    if k.library == "cuDNN" and _FFT_CONV.search(low):
         return "conv"
-    if decoded.library in _BLAS:  # split-K reductions, epilogues: parts of a GEMM
+    if k.library in _BLAS:  # split-K reductions, epilogues: parts of a GEMM
         return "gemm"
-    if decoded.short.startswith("spin_kernel"):
+    if k.short.startswith("spin_kernel"):
         return "spin"
     return "other"
 
@@ -220,7 +234,7 @@ def _type_of(trace: Trace, cat: int, name: str) -> str:
         return copy_type(name)
     if cat == int(Cat.MEMSET):
         return "memset"
-    return kernel_type(name)
+    return kernel_type_in(trace, name)
 
 
 def kernel_types(trace: Trace, indices: np.ndarray | None = None) -> KernelTypes:

@@ -21,7 +21,7 @@ import numpy as np
 from ..trace import Trace
 from ..trace.steps import STEP_RE
 from .intervals import clip, union_length
-from .kernel_names import decode
+from .kernel_names import decoded
 from .stepmap import device_steps
 from .steps import device_anchor
 
@@ -171,7 +171,9 @@ def collective_overlap(trace: Trace, index: int) -> float:
     kernels = trace.kernels
     near = kernels[(trace.ts[kernels] < end) & (trace.end[kernels] > start)]
     near = near[trace.lane[near] != trace.lane[index]]
-    coll = [int(i) for i in near.tolist() if decode(trace.name(int(i))).kind == "collective"]
+    coll = [
+        int(i) for i in near.tolist() if decoded(trace, trace.name(int(i))).kind == "collective"
+    ]
     if not coll:
         return 0.0
     idx = np.array(coll, dtype=np.int64)

@@ -25,7 +25,6 @@ than every later pass, the later ones decode. Otherwise the phases stay
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 from ..formatting.units import fmt_us
 from ..trace import Trace
@@ -103,11 +102,10 @@ class LlmView:
 
 def llm_view(trace: Trace) -> LlmView | None:
     """The passes of the generation(s) in the trace, None when it holds no LLM passes."""
-    return _view_cached(trace)
+    return trace.memo(_view)
 
 
-@lru_cache(maxsize=8)
-def _view_cached(trace: Trace) -> LlmView | None:
+def _view(trace: Trace) -> LlmView | None:
     if specs := annotated(trace):
         costs = Costs(trace)
         phase_from = "the engine's step annotations (request and token counts per step)"

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -68,11 +67,14 @@ def parameter_update(trace: Trace, op: int) -> bool:
     return bool(parameter_updates(trace)[op])
 
 
-@lru_cache(maxsize=8)
 def parameter_updates(trace: Trace) -> np.ndarray:
     """`parameter_update` of every event at once (a mask): a batched op, or an event with an
     update range among its ancestors or itself, found by one tree pass instead of a walk to
     the root per op."""
+    return trace.memo(_parameter_updates)
+
+
+def _parameter_updates(trace: Trace) -> np.ndarray:
     in_range = np.isin(
         trace.name_id, trace.name_ids_matching(lambda n: bool(_UPDATE_RANGE_RE.search(n)))
     )

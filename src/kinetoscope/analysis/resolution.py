@@ -12,7 +12,6 @@ measure tiny durations ask `resolvable` before reporting one.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -86,8 +85,11 @@ def _lane_resolution(trace: Trace, kind: int) -> float | None:
     return _grid(trace.ts[sel], trace.dur[sel])
 
 
-@lru_cache(maxsize=8)
 def timestamp_resolution(trace: Trace) -> Resolution:
+    return trace.memo(_timestamp_resolution)
+
+
+def _timestamp_resolution(trace: Trace) -> Resolution:
     return Resolution(host_us=_lane_resolution(trace, 1), device_us=_lane_resolution(trace, 2))
 
 

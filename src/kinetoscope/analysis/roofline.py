@@ -34,11 +34,11 @@ import numpy as np
 
 from ..trace import Cat, Trace
 from .ancestry import ancestor_of_kind
-from .attention import kernel_family
 from .attention_flops import ATTENTION_OPS, MATH_OPS, OpCost, attention_cost
+from .attention_kernels import kernel_family_in
 from .compute_ops import MATMUL_OPERANDS, matmul_flops
 from .conv_flops import BACKWARD, CONV_OPS, FORWARD, backward_cost, forward_cost
-from .kernel_names import decode
+from .kernel_names import decoded
 from .peaks import DevicePeaks, device_peaks
 from .recorded_args import DTYPES, ITEMSIZE, RecordedArgs, recorded_args
 from .window import device_anchor, in_window
@@ -157,7 +157,7 @@ def _gemm_dtype(trace: Trace, op: int, kernel_name: str) -> str | None:
     if not types or len(types) <= operand:
         return None
     dtype = DTYPES.get(types[operand])
-    if dtype == "fp32" and decode(kernel_name).dtype == "tf32":
+    if dtype == "fp32" and decoded(trace, kernel_name).dtype == "tf32":
         return "tf32"
     return dtype
 
@@ -220,7 +220,7 @@ def _call_cost(
 
 
 def _promote_tf32(trace: Trace, dtype: str, kernels: list[int]) -> str:
-    if dtype == "fp32" and any(decode(trace.name(k)).dtype == "tf32" for k in kernels):
+    if dtype == "fp32" and any(decoded(trace, trace.name(k)).dtype == "tf32" for k in kernels):
         return "tf32"
     return dtype
 
@@ -273,7 +273,7 @@ def rated_ops(trace: Trace) -> tuple[list[RatedOp], dict[str, Unrated]]:
         for k, op in zip(kernels.tolist(), owner.tolist(), strict=True):
             if op >= 0:
                 owned.setdefault(op, []).append(k)
-            elif kernel_family(trace.name(k)) is not None:
+            elif kernel_family_in(trace, trace.name(k)) is not None:
                 lost = unrated["attention"]
                 lost.kernels += 1
                 lost.device_us += float(trace.dur[k])

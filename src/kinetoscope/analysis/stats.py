@@ -21,7 +21,6 @@ run's analog of a busy device.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -159,11 +158,10 @@ class TraceStats:
 
 
 def trace_stats(trace: Trace, outlier_factor: float = OUTLIER_FACTOR) -> TraceStats:
-    return _stats_cached(trace, outlier_factor)
+    return trace.memo(_stats, outlier_factor)
 
 
-@lru_cache(maxsize=8)
-def _stats_cached(trace: Trace, outlier_factor: float) -> TraceStats:
+def _stats(trace: Trace, outlier_factor: float) -> TraceStats:
     activity = step_stats(trace)
     hosts = host_time(trace)
     syncs: dict[int | None, int] = {}

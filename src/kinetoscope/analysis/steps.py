@@ -25,7 +25,6 @@ device work.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -80,11 +79,10 @@ def device_anchor(trace: Trace) -> np.ndarray:
     """Timestamp used to place each event in a step (see the module docstring):
     its launch's start when linked, else the host start of the step whose
     device-side annotation contains it, else its own start."""
-    return _anchor_cached(trace)
+    return trace.memo(_anchor)
 
 
-@lru_cache(maxsize=8)
-def _anchor_cached(trace: Trace) -> np.ndarray:
+def _anchor(trace: Trace) -> np.ndarray:
     launch = trace.launch_of
     anchor = trace.ts.copy()
     linked = launch >= 0
@@ -108,11 +106,10 @@ def windows(trace: Trace) -> list[tuple[int | None, int, float, float]]:
 
 
 def step_stats(trace: Trace) -> list[StepStats]:
-    return _step_stats_cached(trace)
+    return trace.memo(_step_stats)
 
 
-@lru_cache(maxsize=8)
-def _step_stats_cached(trace: Trace) -> list[StepStats]:
+def _step_stats(trace: Trace) -> list[StepStats]:
     host = np.flatnonzero(host_activity_mask(trace))
     # host busy time in a window is the union cut to the window: merge once, then
     # each step only cuts the few merged intervals it overlaps

@@ -22,7 +22,6 @@ counts that wait.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -50,11 +49,10 @@ class SyncSite:
 
 
 def sync_sites(trace: Trace) -> list[SyncSite]:
-    return _sync_sites_cached(trace)
+    return trace.memo(_sync_sites)
 
 
-@lru_cache(maxsize=8)
-def _sync_sites_cached(trace: Trace) -> list[SyncSite]:
+def _sync_sites(trace: Trace) -> list[SyncSite]:
     """Blocking sites inside steps (or, without steps, before the final flush)."""
     aten = set(trace.name_ids_matching(lambda n: n.startswith("aten::")).tolist())
     parent, op = trace.parent, int(Cat.CPU_OP)

@@ -44,11 +44,12 @@ class OpGroup:
     total_us: float
 
 
-Identify = Callable[[str], tuple[str, str]]
+Identify = Callable[[Trace, str], tuple[str, str]]
 
 
 def kernel_groups(trace: Trace, identify: Identify) -> dict[str, KernelGroup]:
-    """Kernels per identity; `identify(raw name) -> (match key, display name)`."""
+    """Kernels per identity; `identify(trace, raw name) -> (match key, display name)` (the
+    trace keeps what it decodes of its names, `Trace.memo`)."""
     idx = np.flatnonzero(trace.mask(Cat.KERNEL) & (trace.lane_kind == 2))
     idx = idx[in_window(trace, device_anchor(trace)[idx])]
     calls = np.bincount(trace.name_id[idx], minlength=len(trace.names))
@@ -56,7 +57,7 @@ def kernel_groups(trace: Trace, identify: Identify) -> dict[str, KernelGroup]:
     groups: dict[str, KernelGroup] = {}
     for name_id in np.flatnonzero(calls):
         raw = trace.names[name_id]
-        key, display = identify(raw)
+        key, display = identify(trace, raw)
         old = groups.get(key)
         groups[key] = KernelGroup(
             key,

@@ -15,6 +15,7 @@ from difflib import SequenceMatcher
 
 import numpy as np
 
+from ..analysis.kernel_names import decoded
 from ..analysis.stats import trace_metrics, trace_stats
 from ..analysis.steps import StepStats, step_stats
 from ..analysis.syncs import sync_sites
@@ -143,11 +144,12 @@ def diff_kernels(run_a: Run, run_b: Run, a: Side, b: Side) -> KernelDiff:
     ]
     rows.sort(key=lambda r: (-max(r.us_a, r.us_b), r.key))
     disambiguate(rows)
-    return KernelDiff(True, "", pair_variants(rows))
+    return KernelDiff(True, "", pair_variants(rows, run_a.trace, run_b.trace))
 
 
-def pair_variants(rows: list[KernelRow]) -> list[KernelRow]:
-    """Fold a gone kernel and a new one of the same family into one `replaced` row.
+def pair_variants(rows: list[KernelRow], a: Trace, b: Trace) -> list[KernelRow]:
+    """Fold a gone kernel (its name is `a`'s) and a new one (`b`'s) of the same family into
+    one `replaced` row.
 
     Each new kernel pairs with the gone kernel of its family whose name is the
     most alike (difflib ratio); what is left over stays gone or new.
@@ -155,10 +157,10 @@ def pair_variants(rows: list[KernelRow]) -> list[KernelRow]:
     gone_by_family: dict[str, list[KernelRow]] = {}
     for r in rows:
         if r.status == "gone":
-            gone_by_family.setdefault(family(r.example), []).append(r)
+            gone_by_family.setdefault(family(a, r.example), []).append(r)
     dropped = set()
     for n in [r for r in rows if r.status == "new"]:
-        candidates = gone_by_family.get(family(n.example))
+        candidates = gone_by_family.get(family(b, n.example))
         if not candidates:
             continue
         g = max(candidates, key=lambda c: SequenceMatcher(None, c.example, n.example).ratio())
@@ -166,7 +168,7 @@ def pair_variants(rows: list[KernelRow]) -> list[KernelRow]:
         g.status = "replaced"
         g.calls_b, g.us_b = n.calls_b, n.us_b
         g.replacement = n.display
-        g.change = variant_change(g.example, n.example)
+        g.change = variant_change(decoded(a, g.example), decoded(b, n.example))
         dropped.add(id(n))
     return [r for r in rows if id(r) not in dropped]
 

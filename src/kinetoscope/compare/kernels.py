@@ -10,8 +10,10 @@ decision changed (`variant_change` says what changed: layout nn -> tn, ...).
 
 from __future__ import annotations
 
-from ..analysis.kernel_names import decode
-from ..analysis.kernel_types import kernel_type
+from ..analysis.kernel_name_record import KernelName
+from ..analysis.kernel_names import decoded
+from ..analysis.kernel_types import kernel_type_in
+from ..trace import Trace
 
 #: Decoded fields that name a dispatch choice, in the order they are reported. Not the
 #: architecture in a library kernel's name (`volta_sgemm...`, `sm80_xmma...`): that is the
@@ -21,20 +23,20 @@ from ..analysis.kernel_types import kernel_type
 VARIANT_FIELDS = ("library", "dtype", "mma", "tile", "stages", "layout", "epilogue")
 
 
-def identify_kernel(name: str) -> tuple[str, str]:
-    """(match key, display name) of a raw kernel name."""
-    decoded = decode(name)
-    extras = [v for v in (decoded.dtype, decoded.layout, decoded.tile) if v]
-    display = decoded.short + (f" [{' '.join(extras)}]" if extras else "")
-    if decoded.library == "Triton":
-        return decoded.family, display
+def identify_kernel(trace: Trace, name: str) -> tuple[str, str]:
+    """(match key, display name) of a raw kernel name of `trace`."""
+    k = decoded(trace, name)
+    extras = [v for v in (k.dtype, k.layout, k.tile) if v]
+    display = k.short + (f" [{' '.join(extras)}]" if extras else "")
+    if k.library == "Triton":
+        return k.family, display
     return name, display
 
 
-def identify_kind(name: str) -> tuple[str, str]:
+def identify_kind(trace: Trace, name: str) -> tuple[str, str]:
     """(type, type) of a kernel: gemm, attention, elementwise, ... (comparable across vendors;
     the types `explain` and `summary` show, from `analysis.kernel_types`)."""
-    kind = kernel_type(name)
+    kind = kernel_type_in(trace, name)
     return kind, kind
 
 
@@ -44,16 +46,15 @@ def _show(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-def family(name: str) -> str:
-    return decode(name).family
+def family(trace: Trace, name: str) -> str:
+    return decoded(trace, name).family
 
 
-def variant_change(before: str, after: str) -> str:
+def variant_change(a: KernelName, b: KernelName) -> str:
     """Decoded fields that differ between two kernels of one family ("" when only the name does).
 
     E.g. `layout nn -> tn, tile 128x128 -> 128x32`.
     """
-    a, b = decode(before), decode(after)
     changes = []
     for field_name in VARIANT_FIELDS:
         x, y = getattr(a, field_name), getattr(b, field_name)

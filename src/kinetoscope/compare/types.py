@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..analysis.kernel_types import KERNEL_TYPES, kernel_type, kernel_types
+from ..analysis.kernel_types import KERNEL_TYPES, kernel_type_in, kernel_types
 from ..trace import Trace
 
 #: Types without kernel names to match: counted by how many more or fewer there are.
@@ -69,10 +69,10 @@ def type_changes(
     appeared: dict[str, float] = {}
     vanished: dict[str, float] = {}
     for r in new_rows:
-        t = kernel_type(r.example)
+        t = kernel_type_in(b, r.example)
         appeared[t] = appeared.get(t, 0.0) + r.calls_b
     for r in gone_rows:
-        t = kernel_type(r.example)
+        t = kernel_type_in(a, r.example)
         vanished[t] = vanished.get(t, 0.0) + r.calls_a
     out = []
     for t in KERNEL_TYPES:

@@ -12,22 +12,24 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.compile import CACHE_LOOKUP, GRAPH_CALL_RE, REGION_RE, compile_events
-from ..analysis.kernel_names import decode
+from ..analysis.kernel_names import decoded
+from ..trace import Trace
 from .verdict import classify
 
 
 def cuda_graphs_fit(ctx) -> bool:
     """Whether CUDA-graph advice applies: kernels recorded, no compilation in the window,
-    and the window is overhead-bound (computed once per trace)."""
-    key = ("cuda-graphs-fit",)
-    if key not in ctx.cache:
-        trace = ctx.trace
-        ctx.cache[key] = (
-            bool(len(trace.kernels))
-            and not len(ctx.analysis(compile_events))
-            and classify(trace, ctx.config).regime == "overhead-bound"
-        )
-    return ctx.cache[key]
+    and the window is overhead-bound. The first two are the trace's (kept by it, `memo`);
+    the regime depends on the configured thresholds, so it is asked each time (its
+    figures are the trace's memoized stats)."""
+    trace = ctx.trace
+    return trace.memo(_kernels_without_compile) and (
+        classify(trace, ctx.config).regime == "overhead-bound"
+    )
+
+
+def _kernels_without_compile(trace: Trace) -> bool:
+    return bool(len(trace.kernels)) and not len(trace.memo(compile_events))
 
 
 def compiled_run(ctx) -> bool:
@@ -35,20 +37,18 @@ def compiled_run(ctx) -> bool:
     what it does: kinetoscope's metadata says so, or the trace holds Dynamo/Inductor events
     (compilation, compiled regions, `## Call CompiledFxGraph ##`) or Inductor's Triton
     kernels (`triton_poi_...`: a hand-written Triton kernel is not torch.compile)."""
-    key = ("compiled-run",)
-    if key not in ctx.cache:
-        trace = ctx.trace
-        meta = trace.meta.kinetoscope or {}
-        marks = trace.name_ids_matching(
-            lambda n: bool(REGION_RE.match(n) or GRAPH_CALL_RE.match(n)) or n == CACHE_LOOKUP
-        )
-        inductor = any(
-            decode(trace.names[i]).triton_kind for i in np.unique(trace.name_id[trace.kernels])
-        )
-        ctx.cache[key] = bool(
-            meta.get("compile") or len(marks) or len(ctx.analysis(compile_events)) or inductor
-        )
-    return ctx.cache[key]
+    return ctx.trace.memo(_compiled_run)
+
+
+def _compiled_run(trace: Trace) -> bool:
+    meta = trace.meta.kinetoscope or {}
+    marks = trace.name_ids_matching(
+        lambda n: bool(REGION_RE.match(n) or GRAPH_CALL_RE.match(n)) or n == CACHE_LOOKUP
+    )
+    inductor = any(
+        decoded(trace, trace.names[i]).triton_kind for i in np.unique(trace.name_id[trace.kernels])
+    )
+    return bool(meta.get("compile") or len(marks) or len(trace.memo(compile_events)) or inductor)
 
 
 #: what to say instead of "torch.compile it" to a run that already compiles: the work the

@@ -16,7 +16,7 @@ from ..analysis.dispatch import (
     op_work,
 )
 from ..analysis.gpu_lane import kernel_totals
-from ..analysis.kernel_names import decode
+from ..analysis.kernel_names import decoded
 from ..analysis.stepmap import (
     device_steps,
     host_cost_by_step,
@@ -261,17 +261,14 @@ def addmm_epilogue(ctx) -> list[Finding]:
     evidence = []
     first = int(addmms[0])
     launched = [d for i in addmms.tolist() for d in work.device_events.get(i, [])]
+    named = {d: decoded(trace, trace.name(d)) for d in launched}
     # the bias seeds the output: a memcpy or a copy kernel (not a memset: that zeroes)
-    copies = [
-        d
-        for d in launched
-        if trace.cat[d] == MEMCPY or "copy" in decode(trace.name(d)).short.lower()
-    ]
-    by_kernel = Counter(decode(trace.name(d)).short for d in launched)
-    biased = [k.short for d in launched if "bias" in (k := decode(trace.name(d))).epilogue]
+    copies = [d for d in launched if trace.cat[d] == MEMCPY or "copy" in named[d].short.lower()]
+    by_kernel = Counter(named[d].short for d in launched)
+    biased = [named[d].short for d in launched if "bias" in named[d].epilogue]
     for short, n in by_kernel.most_common(4):
-        d = next(d for d in launched if decode(trace.name(d)).short == short)
-        total = sum(float(trace.dur[x]) for x in launched if decode(trace.name(x)).short == short)
+        d = next(d for d in launched if named[d].short == short)
+        total = sum(float(trace.dur[x]) for x in launched if named[x].short == short)
         evidence.append(
             Evidence(
                 f"aten::addmm launched {short} {count(n, 'time')}, {fmt_us(total, 1)} of device "
@@ -307,7 +304,7 @@ def addmm_epilogue(ctx) -> list[Finding]:
                 + (f" ({biased[0]} says so: epilogue bias)" if biased else "")
                 + (
                     ", after a device-to-device copy that seeds the output with the bias "
-                    f"(seen here: {decode(trace.name(copies[0])).short})."
+                    f"(seen here: {named[copies[0]].short})."
                     if copies
                     else "."
                 )

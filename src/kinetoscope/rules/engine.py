@@ -1,11 +1,20 @@
-"""Run the registered rules on a trace; a rule that throws never sinks the report."""
+"""Run the registered rules on a trace; a rule that throws never sinks the report.
+
+A rule that raises becomes a `not_checked` entry ("rule failed: ..."), so one broken
+rule costs the user that rule, not the report. That same degradation would let a test
+that expects a rule to stay silent pass when the rule crashes, so there is a strict
+mode: with the environment variable `KINETOSCOPE_STRICT_RULES=1` (the test suite sets
+it, `tests/conftest.py`) the exception propagates instead. It is read at each run, so
+a test can turn it off for itself.
+"""
 
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ..trace import Trace
 from .base import REGISTRY, Finding, NotChecked, Rule
@@ -38,6 +47,14 @@ RULE_MODULES: list[str] = [
 
 T = TypeVar("T")
 
+#: set to 1 to let a rule's exception propagate instead of becoming "rule failed"
+STRICT_ENV = "KINETOSCOPE_STRICT_RULES"
+
+
+def strict_rules() -> bool:
+    """Whether rule exceptions propagate (`STRICT_ENV` set to anything but "" or "0")."""
+    return os.environ.get(STRICT_ENV, "") not in ("", "0")
+
 
 def load_rules() -> dict[str, Rule]:
     """Every rule, in `RULE_MODULES` order whatever order the modules were first imported in.
@@ -59,21 +76,19 @@ def load_rules() -> dict[str, Rule]:
 
 @dataclass
 class RuleContext:
-    """What a rule sees: the trace, its thresholds, and analyses shared between rules."""
+    """What a rule sees: the trace and its thresholds. Analyses shared between rules are
+    kept by the trace (`Trace.memo`), the one cache, not here."""
 
     trace: Trace
     rule: Rule
     config: dict[str, dict[str, float]]
-    cache: dict[Any, Any]
 
     def threshold(self, key: str) -> float:
         return self.config.get(self.rule.id, {}).get(key, self.rule.defaults[key])
 
     def analysis(self, fn: Callable[[Trace], T]) -> T:
         """`fn(trace)`, computed once per trace however many rules ask for it."""
-        if fn not in self.cache:
-            self.cache[fn] = fn(self.trace)
-        return self.cache[fn]
+        return self.trace.memo(fn)
 
 
 @dataclass
@@ -102,15 +117,17 @@ def run_rules(
     rules = load_rules()
     wanted = list(only) if only is not None else list(rules)
     outcome = RuleOutcome()
-    cache: dict[Any, Any] = {}
+    strict = strict_rules()
     for rule_id in wanted:
         rule = rules[rule_id]
-        ctx = RuleContext(trace, rule, config or {}, cache)
+        ctx = RuleContext(trace, rule, config or {})
         try:
             outcome.findings.extend(rule.check(ctx))
         except NotChecked as skip:
             outcome.not_checked.append(Skipped(rule_id, skip.reason, skip.advice))
         except Exception as exc:  # noqa: BLE001 - a broken rule is reported, not fatal
+            if strict:
+                raise
             outcome.not_checked.append(
                 Skipped(rule_id, f"rule failed: {type(exc).__name__}: {exc}", "please report this")
             )

@@ -15,7 +15,7 @@ from ..analysis.gpu_lane import (
     kernel_gaps,
     launch_latency,
 )
-from ..analysis.kernel_names import decode
+from ..analysis.kernel_names import decoded
 from ..analysis.resolution import timestamp_resolution
 from ..analysis.stepmap import device_steps, mean_step_us, step_count, step_or_none
 from ..formatting.units import count, fmt_us
@@ -263,11 +263,11 @@ def kernel_gap(ctx) -> list[Finding]:
         note = f"recurs {pairs[pair]}x" if pairs[pair] > 1 else "once"
         if len(reqs) and np.any((trace.ts[reqs] < g.end) & (trace.end[reqs] > g.start)):
             note += ", overlaps an Activity Buffer Request"
+        before, after = (decoded(trace, trace.name(i)).short for i in (g.before, g.after))
         evidence.append(
             Evidence(
-                f"{fmt_us(g.dur, 1)} idle after {decode(trace.name(g.before)).short} before "
-                f"{decode(trace.name(g.after)).short} (step median gap {fmt_us(median, 1)}; "
-                f"{note})",
+                f"{fmt_us(g.dur, 1)} idle after {before} before {after} (step median gap "
+                f"{fmt_us(median, 1)}; {note})",
                 name=trace.name(g.after),
                 ts_us=trace.rel(g.start),
                 dur_us=g.dur,

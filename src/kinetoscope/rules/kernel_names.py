@@ -7,9 +7,10 @@ import numpy as np
 
 from ..analysis.gpu_arch import gpu_arch
 from ..analysis.gpu_lane import kernel_totals
-from ..analysis.kernel_names import decode
+from ..analysis.kernel_names import decoded
 from ..analysis.peaks import device_peaks
 from ..formatting.units import count, fmt_us
+from ..trace import Trace
 from .base import Evidence, Finding, rule
 from .requires import need_kernels
 
@@ -24,10 +25,10 @@ def kernel_name(ctx) -> list[Finding]:
     evidence = []
     libraries: dict[str, float] = {}
     for row in rows:
-        k = decode(trace.names[row.name_id])
+        k = decoded(trace, trace.names[row.name_id])
         libraries[k.library] = libraries.get(k.library, 0.0) + row.device_us
     for row in rows[: int(ctx.threshold("top"))]:
-        k = decode(trace.names[row.name_id])
+        k = decoded(trace, trace.names[row.name_id])
         first = int(row.instances[0])
         evidence.append(
             Evidence(
@@ -76,11 +77,11 @@ def kernel_name(ctx) -> list[Finding]:
     ]
 
 
-def _fp32_gemm(name: str) -> bool:
+def _fp32_gemm(trace: Trace, name: str) -> bool:
     """An fp32 GEMM that TF32 would move onto tensor cores: SIMT sgemm/FFMA kernels and
     cuBLASLt's f32 xmma kernels. GEMV is left out: it streams the matrix once, so it is
     memory-bound whatever the math unit."""
-    k = decode(name)
+    k = decoded(trace, name)
     return k.kind == "gemm" and k.dtype == "f32" and "gemv" not in name.lower()
 
 
@@ -99,7 +100,7 @@ def fp32_gemm_tf32(ctx) -> list[Finding]:
     if arch is None or not arch.has_tf32_tensor_cores:
         return []
     rows, total = kernel_totals(trace)
-    fp32 = [r for r in rows if _fp32_gemm(trace.names[r.name_id])]
+    fp32 = [r for r in rows if _fp32_gemm(trace, trace.names[r.name_id])]
     fp32_us = sum(r.device_us for r in fp32)
     share = fp32_us / total if total else 0.0
     min_share = ctx.threshold("min_share")
@@ -128,7 +129,7 @@ def fp32_gemm_tf32(ctx) -> list[Finding]:
     evidence = [Evidence(f"GPU {arch.describe()}")]
     for r in fp32[:3]:
         name = trace.names[r.name_id]
-        k = decode(name)
+        k = decoded(trace, name)
         built = (
             f"; '{k.arch}' in the name is the kernel's build target, the GPU is {arch.name}"
             if k.arch and not arch.is_target(k.arch)

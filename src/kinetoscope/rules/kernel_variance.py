@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.compile import compile_events
-from ..analysis.kernel_names import decode
+from ..analysis.kernel_names import decoded
 from ..analysis.kernel_variance import (
     SameWork,
     collective_overlap,
@@ -65,7 +65,7 @@ def _label(trace, group: SameWork) -> str:
     grid = f" grid {list(group.grid)}" if group.grid else ""
     caller = f" from {group.caller}" if group.caller else ""
     nth = f" (launch {group.position + 1} of the step)" if group.position else ""
-    return f"{decode(trace.names[group.name_id]).short}{grid}{caller}{nth}"
+    return f"{decoded(trace, trace.names[group.name_id]).short}{grid}{caller}{nth}"
 
 
 @rule(

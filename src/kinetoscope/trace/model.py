@@ -9,10 +9,10 @@ Times are microseconds (float64), as in the file.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from .categories import (
 )
 from .steps import Step, find_steps
 from .tree import build_parents, launching_ops, self_times
+
+T = TypeVar("T")
+_MISSING = object()  # `Trace.memo`'s marker for "not computed yet" (None is a result)
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,7 @@ class MemoryEvents:
         return len(self.index)
 
 
-@dataclass(eq=False)  # identity hashing: analyses cache results per Trace object
+@dataclass(eq=False)  # identity hashing: a Trace is one object, never equal to a copy
 class Trace:
     path: str
     meta: TraceMeta
@@ -129,6 +132,38 @@ class Trace:
     #: why the columns live in temporary files rather than memory (`--max-memory`),
     #: None when they are in memory
     out_of_core: str | None = None
+    #: results of `memo`, by (function, arguments); see `memo`
+    _memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False)
+
+    # ---- the one cache -------------------------------------------------
+    def memo(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(self, *args)`, computed once for this Trace and kept on it.
+
+        Every analysis that more than one rule, renderer or command reads (stats, idle
+        gaps, steps, syncs, decoded kernel names, ...) is asked for through here, so
+        there is one cache and it belongs to the Trace: its results live and die with
+        the Trace. Module-level caches keyed on a Trace kept the last eight Traces (their
+        columns and every analysis of them) alive for the whole process,
+        and caches keyed on names mixed the names of every trace a process ever read.
+        `fn` must be a pure function of the trace and `args` (hashable); it may ask
+        for other memoized results (the cache is a plain dict, nothing is locked).
+        The Trace's own derived columns (`kernels`, `parent`, `steps`, ...) stay
+        `cached_property`s: attributes of the model, kept on the instance the same way.
+        """
+        key = (fn, *args) if args else fn
+        value = self._memo.get(key, _MISSING)
+        if value is _MISSING:  # not in an `except KeyError`: fn's own errors stay unchained
+            value = self._memo[key] = fn(self, *args)
+        return value
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The columns without `memo`'s results: a pickled or copied Trace starts with an
+        empty memo. Its keys are functions (a lambda or a local function does not
+        pickle) and its values can be larger than the columns; a copy whose columns are
+        then changed must not read results computed from the original's."""
+        state = dict(self.__dict__)
+        state["_memo"] = {}
+        return state
 
     # ---- basic views -------------------------------------------------
     def __len__(self) -> int:
