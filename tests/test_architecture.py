@@ -260,3 +260,24 @@ def test_the_version_is_read_in_one_place():
                 from_root.append(name)
     assert assigners == ["kinetoscope._version"]
     assert from_root == []
+
+
+#: Tests of the whole product rather than of one package: they stay at tests/.
+WHOLE_PRODUCT_TESTS = {
+    "test_architecture",
+    "test_fuzz",
+    "test_gpu_kit",
+    "test_progress",
+    "test_readme",
+    "test_requires",
+}
+
+
+def test_tests_mirror_the_package():
+    """Each folder of tests/ holding tests is named for a package of kinetoscope, and only
+    the whole-product tests sit at the top, so a module's tests are where its package is."""
+    tests = Path(__file__).resolve().parent
+    packages = {p.parent.name for p in (SRC / PACKAGE).glob("*/__init__.py")}
+    folders = {p.parent.name for p in tests.glob("*/test_*.py")}
+    assert folders and folders <= packages, folders - packages
+    assert {p.stem for p in tests.glob("test_*.py")} == WHOLE_PRODUCT_TESTS

@@ -19,7 +19,7 @@ def _browser_tests(tmp_path: Path, ci: str | None) -> subprocess.CompletedProces
         env["CI"] = ci
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:randomly", "-p", "no:cacheprovider",
-         "tests/test_html_browser.py", "-k", "timeline_times_read_as_units_fmt_us"],
+         "tests/report/test_html_browser.py", "-k", "timeline_times_read_as_units_fmt_us"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
 

@@ -57,7 +57,7 @@ def _sig(layout, q, causal, **kw) -> AttentionSignature:
 
 
 #: Attention ops, forward and backward, checked against torch 2.13's schemas
-#: (tests/test_roofline_attention.py compares them where torch is installed).
+#: (tests/analysis/test_roofline_attention.py compares them where torch is installed).
 SIGNATURES: dict[str, AttentionSignature] = {
     "aten::scaled_dot_product_attention": _sig("bhsd", 0, 5, attn_mask=3),
     "aten::_scaled_dot_product_flash_attention": _sig("bhsd", 0, 4),

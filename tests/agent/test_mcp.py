@@ -1,0 +1,189 @@
+"""`kinetoscope mcp`, driven by the MCP SDK's own stdio client as an agent would."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+
+from ..conftest import corpus  # noqa: E402
+
+BERT = "gpu/tracelens_h100__gaunernst_bert-small-uncased__1016001.json.gz"
+MEMORY = "gpu/switch_transformer_moe_a100.json.gz"
+RESNET = "gpu/resnet_train_ns.pt.trace.json.gz"
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def _server(root: Path) -> StdioServerParameters:
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "kinetoscope", "mcp", "--root", str(root)], env=env
+    )
+
+
+def _session(root: Path, calls):
+    """Run `calls(client)` against a fresh server on `root`; return what it returns."""
+
+    async def main():
+        async with Client(_server(root)) as client:
+            return await asyncio.wait_for(calls(client), timeout=240)
+
+    return asyncio.run(main())
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": SRC}
+    return subprocess.run(
+        [sys.executable, "-m", "kinetoscope", *args], capture_output=True, text=True, env=env
+    )
+
+
+def _text(result) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+@pytest.fixture
+def root(tmp_path):
+    shutil.copy(corpus(BERT), tmp_path / "bert.json.gz")
+    return tmp_path
+
+
+def test_tools_are_listed_with_output_schemas(root):
+    async def calls(client):
+        return (await client.list_tools()).tools
+
+    tools = {t.name: t for t in _session(root, calls)}
+    assert set(tools) == {"explain", "summary", "diff", "chain", "table", "slice", "check",
+                          "memory"}  # fmt: skip
+    assert "verdict" in tools["explain"].output_schema["properties"]
+    assert "path" in tools["explain"].input_schema["properties"]
+
+
+def test_explain_gives_the_verdict_the_cli_gives(root):
+    async def calls(client):
+        return await client.call_tool("explain", {"path": "bert.json.gz", "top": 3})
+
+    result = _session(root, calls)
+    assert not result.is_error, _text(result)
+    data = result.structured_content
+    cli = _cli("explain", str(root / "bert.json.gz"), "--format", "json")
+    assert cli.returncode == 0, cli.stderr
+    expected = json.loads(cli.stdout)
+    assert data["verdict"] == expected["verdict"]
+    assert data["findings"] == expected["findings"][:3]
+    assert data["trimmed"].get("findings", 0) == max(len(expected["findings"]) - 3, 0)
+    assert data["timeline"]["lanes"] == {}  # left out unless asked: it is the bulk
+
+
+def test_paths_outside_the_root_are_refused_and_never_read(root, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("outside")
+    shutil.copy(corpus(BERT), outside / "secret.json.gz")
+    (root / "link.json.gz").symlink_to(outside / "secret.json.gz")
+    os.mkfifo(root / "pipe.json")
+
+    async def calls(client):
+        out = {}
+        for name in ("../outside/secret.json.gz", str(outside / "secret.json.gz"),
+                     "link.json.gz", "pipe.json", "/dev/zero"):  # fmt: skip
+            out[name] = await client.call_tool("summary", {"path": name})
+        return out
+
+    results = _session(root, calls)
+    for name, result in results.items():
+        assert result.is_error, name
+        text = _text(result)
+        assert text.startswith("kinetoscope: error: ") and "\n" not in text, text
+        assert ("outside the served root" in text) or ("not a regular file" in text), text
+
+
+def test_bad_input_is_the_cli_line_and_the_server_keeps_answering(root):
+    whole = (root / "bert.json.gz").read_bytes()
+    (root / "cut.json.gz").write_bytes(whole[:200])  # cut before the first event
+    cli = _cli("summary", str(root / "cut.json.gz"))
+    assert cli.returncode == 2
+    cli_line = cli.stderr.strip().splitlines()[-1]
+
+    async def calls(client):
+        bad = await client.call_tool("summary", {"path": "cut.json.gz"})
+        good = await client.call_tool("summary", {"path": "bert.json.gz"})
+        return bad, good
+
+    bad, good = _session(root, calls)
+    assert bad.is_error
+    assert _text(bad) == cli_line
+    assert not good.is_error and good.structured_content
+
+
+def test_check_table_chain_and_diff_answer(root):
+    shutil.copy(corpus(RESNET), root / "resnet.json.gz")
+
+    async def calls(client):
+        return (
+            await client.call_tool(
+                "check", {"path": "bert.json.gz", "expect": ["kernels_per_step >= 0"]}
+            ),
+            await client.call_tool("table", {"path": "bert.json.gz", "row_limit": 5}),
+            await client.call_tool("chain", {"path": "resnet.json.gz", "limit": 3}),
+            await client.call_tool("diff", {"a": "bert.json.gz", "b": "resnet.json.gz"}),
+        )
+
+    check, table, chain, diff = _session(root, calls)
+    assert check.structured_content["passed"] is True
+    assert len(table.structured_content["rows"]) == 5
+    assert chain.structured_content["shown"] == 3
+    assert chain.structured_content["tree"][0]["children"]
+    assert not diff.is_error, _text(diff)
+
+
+def test_slice_writes_a_new_file_under_the_root_only(root):
+    shutil.copy(corpus(RESNET), root / "resnet.json.gz")
+
+    async def calls(client):
+        first = await client.call_tool(
+            "slice", {"path": "resnet.json.gz", "output": "one.json.gz", "steps": "102"}
+        )
+        again = await client.call_tool(
+            "slice", {"path": "resnet.json.gz", "output": "one.json.gz", "steps": "103"}
+        )
+        escape = await client.call_tool(
+            "slice", {"path": "resnet.json.gz", "output": "../escape.json", "steps": "102"}
+        )
+        return first, again, escape
+
+    before = None
+    first, again, escape = _session(root, calls)
+    assert not first.is_error, _text(first)
+    assert first.structured_content["output"] == "one.json.gz"
+    before = (root / "one.json.gz").read_bytes()
+    assert again.is_error  # never written over
+    assert (root / "one.json.gz").read_bytes() == before
+    assert escape.is_error and "outside the served root" in _text(escape)
+    assert not (root.parent / "escape.json").exists()
+
+
+def test_memory_tool(root):
+    shutil.copy(corpus(MEMORY), root / "moe.json.gz")
+    shutil.copy(corpus(RESNET), root / "resnet.json.gz")  # recorded without profile_memory
+
+    async def calls(client):
+        return (
+            await client.call_tool("memory", {"path": "moe.json.gz", "top": 2}),
+            await client.call_tool("memory", {"path": "resnet.json.gz"}),
+        )
+
+    moe, none = _session(root, calls)
+    assert not moe.is_error, _text(moe)
+    device = moe.structured_content["devices"][0]
+    assert device["peak_bytes"] > 0 and len(device["largest"]) <= 2
+    assert none.is_error and "no [memory] events" in _text(none)

@@ -1,0 +1,59 @@
+"""Kernel shares count the active window, as the verdict and the step table do."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+import kinetoscope
+from kinetoscope.analysis.gpu_lane import kernel_totals
+from kinetoscope.rules.engine import run_rules
+
+from ..conftest import kernel, launch, op, write_trace
+
+
+def _trace(tmp_path):
+    events = [
+        op("aten::fill_", 0, 30),  # before the step: a warm-up fill the window must not count
+        launch(5, 5, correlation=1),
+        kernel("void fill_kernel<float>(float*)", 12, 500, correlation=1),
+        op("ProfilerStep#1", 600, 200, cat="user_annotation"),
+        op("aten::mm", 610, 50),
+        launch(620, 10, correlation=2),
+        kernel("ampere_sgemm_128x64_nn", 640, 60, correlation=2),
+        op("aten::mm", 700, 50),
+        launch(710, 10, correlation=3),
+        kernel("ampere_sgemm_128x64_nn", 720, 60, correlation=3),
+    ]
+    return kinetoscope.load(write_trace(tmp_path / "t.json", events))
+
+
+def test_kernel_totals_count_only_kernels_launched_in_the_steps(tmp_path):
+    rows, total = kernel_totals(_trace(tmp_path))
+    assert [(r.calls, r.device_us) for r in rows] == [(2, 120.0)] and total == 120.0
+
+
+def test_kernel_name_and_dispatch_chain_shares_are_of_the_window(tmp_path):
+    trace = _trace(tmp_path)
+    found = {f.id: f for f in run_rules(trace, only=["kernel-name", "dispatch-chain"]).findings}
+    name_ev = found["kernel-name"].evidence
+    assert len(name_ev) == 1 and "in 2 calls (100% of kernel time)" in name_ev[0].text
+    (chain,) = found["dispatch-chain"].evidence
+    assert "in 2 calls, 100% of kernel time" in chain.text
+
+
+def test_host_cost_by_step_and_whether_the_device_hides_it(tmp_path):
+    from kinetoscope.analysis.stepmap import host_cost_by_step
+    from kinetoscope.rules.impact import host_cost_hidden
+
+    trace = _trace(tmp_path)
+    mm = trace.name_index["aten::mm"]
+    rows = host_cost_by_step(trace, np.flatnonzero(trace.name_id == mm))
+    assert [(r.step.number, r.calls, r.us) for r in rows] == [(1, 2, 100.0)]
+    # host busy 100 us (the two mm ops; the step span itself is not work), device 120 us:
+    # the device hides the host's time; with a busier host it shows
+    (step,) = [r.step for r in rows]
+    assert (step.host_busy_us, step.device_busy_us) == (100.0, 120.0)
+    assert host_cost_hidden([step])
+    assert not host_cost_hidden([replace(step, host_busy_us=150.0)])

@@ -1,0 +1,109 @@
+"""`kinetoscope profile` never loses or half-writes artifacts: reruns, parallel runs,
+Ctrl-C, and a folder given as the target."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ..capture_helpers import SRC, error_lines, run_cli
+
+pytest.importorskip("torch")
+
+STEM = "16_fp32_cold_eager"
+
+
+def _profile(cwd: Path, *extra: str):
+    args = ("profile", "matmul_add", "--size", "16", "--device", "cpu", "--out", "traces")
+    return run_cli(*args, *extra, cwd=cwd)
+
+
+def _names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_a_second_run_gets_a_new_name_and_says_so_force_replaces(tmp_path):
+    folder = tmp_path / "traces" / "01_matmul_add"
+    first = _profile(tmp_path)
+    assert first.returncode == 0, first.stderr
+    before = (folder / f"{STEM}.json").read_bytes()
+    second = _profile(tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert _names(folder) == [f"{STEM}.json", f"{STEM}.txt", f"{STEM}_2.json", f"{STEM}_2.txt"]
+    assert (folder / f"{STEM}.json").read_bytes() == before
+    wanted, got = folder / f"{STEM}.json", folder / f"{STEM}_2.json"
+    assert f"{wanted.relative_to(tmp_path)} exists (use --force to replace it); wrote" in (
+        second.stdout
+    )
+    assert f"trace: {got.relative_to(tmp_path)}" in second.stdout
+    third = _profile(tmp_path, "--force")
+    assert third.returncode == 0, third.stderr
+    assert len(_names(folder)) == 4
+    assert (folder / f"{STEM}.json").read_bytes() != before
+
+
+def test_two_runs_at_once_into_one_folder_keep_both(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    argv = [sys.executable, "-m", "kinetoscope", "profile", "matmul_add", "--size", "16"]
+    argv += ["--device", "cpu", "--out", "traces"]
+    runs = [
+        subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outputs = [r.communicate(timeout=300)[0] for r in runs]
+    assert [r.returncode for r in runs] == [0, 0]
+    folder = tmp_path / "traces" / "01_matmul_add"
+    assert _names(folder) == [f"{STEM}.json", f"{STEM}.txt", f"{STEM}_2.json", f"{STEM}_2.txt"]
+    said = sorted(line for out in outputs for line in out.splitlines() if line.startswith("trace:"))
+    assert said == [
+        f"trace: traces/01_matmul_add/{STEM}.json",
+        f"trace: traces/01_matmul_add/{STEM}_2.json",
+    ]
+
+
+@pytest.mark.parametrize("name", ["proj", "proj.py"])
+def test_a_folder_as_target_fails_before_writing(tmp_path, name):
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "__main__.py").write_text("print('hi')\n")
+    done = run_cli("profile", name, "--out", "traces", cwd=tmp_path)
+    assert done.returncode == 2
+    [line] = error_lines(done.stderr)
+    assert f"{name}: is a folder" in line
+    assert not (tmp_path / "traces").exists()
+
+
+SLOW_SCRIPT = """
+import time, torch
+model = torch.nn.Linear(8, 8)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+print("started", flush=True)
+for _ in range(100000):
+    model(torch.randn(4, 8)).sum().backward()
+    opt.step()
+    time.sleep(0.01)
+"""
+
+
+def test_ctrl_c_during_profile_is_one_line_exit_130_and_leaves_nothing(tmp_path):
+    """SIGINT while the script's steps are being recorded: no cut-short trace, no
+    empty folder, one line, exit 130."""
+    (tmp_path / "slow.py").write_text(SLOW_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    argv = [sys.executable, "-m", "kinetoscope", "profile", "slow.py", "--device", "cpu"]
+    argv += ["--out", "traces", "--wait", "0", "--warmup-steps", "1", "--active", "100000"]
+    run = subprocess.Popen(
+        argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert run.stdout.readline().strip() == "started"
+    time.sleep(1.5)  # inside the recorded steps
+    run.send_signal(signal.SIGINT)
+    _, stderr = run.communicate(timeout=120)
+    assert run.returncode == 130, stderr
+    assert error_lines(stderr) == ["kinetoscope: interrupted; nothing written"]
+    assert not (tmp_path / "traces").exists()

@@ -1,0 +1,91 @@
+"""CPU runs, first-class: the share of the window spent in the ops' arithmetic plays the
+device's part, with the GPU thresholds, and the advice fits a machine without a device."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+import kinetoscope
+from kinetoscope.analysis.cpu_compute import math_ops
+from kinetoscope.cli import app
+from kinetoscope.compare.check import run_check
+
+from ..conftest import corpus
+from ..precision_traces import precision_traces  # noqa: F401 - fixture
+
+#: Advice that only fits a machine with a device.
+DEVICE_ADVICE = re.compile(
+    r"pin_memory|pinned|CUDA graph|reduce-overhead|device-to-device|device idle|idle for|"
+    r"onto the GPU|GPU-side|non_blocking|cuBLAS",
+    re.I,
+)
+
+
+def test_matmul_1024_is_compute_bound_and_check_says_so(precision_traces):  # noqa: F811
+    path = precision_traces["matmul_1024"]
+    report = kinetoscope.explain(path)
+    assert report.verdict.regime == "compute-bound"
+    assert report.metrics["compute_share"] >= 0.8
+    [outcome] = run_check(str(path), ["regime == compute-bound"])
+    assert outcome.passed, outcome.line()
+
+
+def test_matmul_16_is_overhead_bound(precision_traces):  # noqa: F811
+    report = kinetoscope.explain(precision_traces["matmul_16"])
+    assert report.verdict.regime == "overhead-bound"
+    assert 0 < report.metrics["compute_share"] < 0.25
+
+
+def test_the_math_is_found_in_the_call_tree(precision_traces):  # noqa: F811
+    trace = kinetoscope.load(precision_traces["matmul_1024"])
+    names = {trace.name(i) for i in math_ops(trace).tolist()}
+    # aten::mm's children are resolve_conj views: it runs the GEMM; aten::matmul only calls
+    # aten::mm (its self time is dispatch glue); the record_function range is no op
+    assert names == {"aten::mm", "aten::add"}
+
+
+def test_a_gpu_run_without_a_device_lane_has_no_cpu_compute():
+    # a CUPTI counter run: launches, no kernels recorded; its ops' self time is launches
+    report = kinetoscope.explain(corpus("gpu/cupti_counters.json.gz"))
+    assert report.metrics["compute_share"] == 0
+    assert report.verdict.regime == "host-only"
+
+
+@pytest.mark.parametrize("name", ["matmul_1024", "matmul_16", "dataloader_slow"])
+def test_cpu_advice_fits_the_device(precision_traces, name):  # noqa: F811
+    result = CliRunner().invoke(app, ["explain", str(precision_traces[name])])
+    assert result.exit_code == 0, result.output
+    # the "Not checked" list names the GPU activities to record: that is no advice to act on
+    advice = result.output.split("\nNot checked")[0]
+    assert not DEVICE_ADVICE.search(advice), DEVICE_ADVICE.search(advice)
+
+
+def test_compute_intervals_are_the_math_ops_self_time(tmp_path):
+    """On one thread the compute intervals add up to the math ops' self time: a linear
+    layer's addmm seeds its output with copy_ (both are math, neither counted twice) and
+    its resolve_conj children are cut out; linear's and matmul's own glue is not math."""
+    torch = pytest.importorskip("torch")
+    from kinetoscope.analysis.cpu_compute import compute_intervals
+    from kinetoscope.analysis.intervals import union_length
+
+    from ..torch_traces import profile_steps
+
+    lin = torch.nn.Linear(256, 256)
+    x, w = torch.randn(64, 256), torch.randn(256, 256)
+
+    def step(_):
+        lin(x).relu()
+        torch.matmul(x, w).sum()
+
+    trace = profile_steps(tmp_path / "lin.json", step, steps=3, warmup=1)
+    ops = math_ops(trace)
+    names = {trace.name(i) for i in ops.tolist()}
+    assert {"aten::addmm", "aten::mm"} <= names
+    assert not names & {"aten::linear", "aten::matmul", "aten::resolve_conj", "aten::t"}
+    # equal up to float64's resolution of absolute microsecond timestamps (~1e-3 us each)
+    assert union_length(*compute_intervals(trace)) == pytest.approx(
+        float(trace.self_time[ops].sum()), abs=0.01 * len(ops)
+    )

@@ -1,0 +1,66 @@
+"""CUDA-graph advice only where `cuda_graphs_fit` says it helps: kernels recorded, no
+compilation in the window, and an overhead-bound window.
+
+A CUDA graph replays a captured launch sequence with one host call, so it removes
+launch cost only when the host's launch path is the bottleneck. On a compute-bound,
+mixed or sync-bound window, or while torch.compile compiles, it is wrong advice.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import kinetoscope
+
+from ..conftest import corpus
+
+GRAPH_ADVICE = "CUDA graph"
+
+
+@cache
+def _advice(relative: str, **overrides) -> dict[str, str]:
+    config = None
+    if overrides:  # move both regime boundaries above the trace's device/host ratio
+        ratio = overrides["ratio"]
+        config = {
+            "overhead-bound": {"max_device_ratio": ratio},
+            "compute-bound": {"min_device_ratio": 2 * ratio},
+        }
+    report = kinetoscope.explain(corpus(relative), config=config)
+    return {f.id: f.suggestion for f in report.findings} | {"regime": report.verdict.regime}
+
+
+def test_overhead_bound_window_gets_graph_advice():
+    # simple_add_a100: 41.6 s of host events over 50 ms of device busy, no compile events
+    advice = _advice("gpu/simple_add_a100.json.gz")
+    assert advice["regime"] == "overhead-bound"
+    for rule_id in ("overhead-bound", "heavyweight-launch", "gpu-idle-breakdown"):
+        assert GRAPH_ADVICE in advice[rule_id], rule_id
+
+
+def test_mixed_window_with_host_wait_gets_no_graph_advice():
+    # sampled_rank0: NCCL kernels ~380 ms per step, device busy well over 25% of host
+    # time: the idle is mostly host wait, yet the window is not overhead-bound
+    advice = _advice("gpu/sampled_rank0.json.gz")
+    assert advice["regime"] == "mixed"
+    assert "host wait" in advice["gpu-idle-breakdown"] or "Feed" in advice["gpu-idle-breakdown"]
+    assert GRAPH_ADVICE not in advice["gpu-idle-breakdown"]
+
+
+def test_mixed_window_heavyweight_launch_without_graph_advice():
+    # cuda_event_sync_multi_stream: occupancy queries before GEMM launches, window mixed
+    advice = _advice("gpu/cuda_event_sync_multi_stream.json.gz")
+    assert advice["regime"] == "mixed"
+    assert GRAPH_ADVICE not in advice["heavyweight-launch"]
+
+
+def test_sync_flush_advice_follows_the_regime():
+    # compare_base: the final cudaDeviceSynchronize covers no device work; compute-bound
+    # by default (device busy 10.7x host time), overhead-bound once the thresholds call
+    # that ratio low
+    default = _advice("gpu/compare_base.json.gz")
+    assert default["regime"] == "compute-bound"
+    assert GRAPH_ADVICE not in default["sync-flush"]
+    lowered = _advice("gpu/compare_base.json.gz", ratio=20.0)
+    assert lowered["regime"] == "overhead-bound"
+    assert GRAPH_ADVICE in lowered["sync-flush"]
