@@ -17,22 +17,19 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = "kinetoscope"
 
-#: Edges other work in this round still removes, each with why; the lead empties the
-#: list after merging it. Only these may close a cycle or cross a layer.
+#: Edges that still cross a layer, each with why and what would end it; only these may
+#: cross one, and the list only shrinks (`test_allowed_edges_still_exist`).
 ALLOWED_EDGES = {
-    # plotting draws from a Trace (trace_stats, merged intervals): its move to a plot
-    # model built in pipeline/ is another branch's (the renderers' move)
     # renderers that still read their input's own package instead of a document model:
     # memory's text and figure read the Trace (op labels, step bands); sweep's table
-    # recomputes its curves (compare.sweep.curves) and reads roofline's op classes; the
-    # ranks report formats rank ranges and the LLM table with ranks/' helpers. Each ends
+    # recomputes its curves (compare.sweep.curves) and reads roofline's op classes. Each ends
     # when pipeline/ (or the package that builds the document) fills a model for it.
     ("kinetoscope.report.memory_render", "kinetoscope.analysis.memory"),
     ("kinetoscope.report.memory_render", "kinetoscope.trace"),
     ("kinetoscope.report.sweep_render", "kinetoscope.analysis.roofline"),
     ("kinetoscope.report.sweep_render", "kinetoscope.compare.sweep"),
-    ("kinetoscope.report.ranks_render", "kinetoscope.ranks.compare"),
-    ("kinetoscope.report.ranks_render", "kinetoscope.ranks.llm"),
+    # plotting draws from a Trace (trace_stats, merged intervals): a plot model built in
+    # pipeline/ would end it
     ("kinetoscope.report.plotting", "kinetoscope.trace"),
     ("kinetoscope.report.plotting", "kinetoscope.analysis.intervals"),
     ("kinetoscope.report.plotting", "kinetoscope.analysis.stats"),

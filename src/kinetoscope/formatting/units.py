@@ -98,3 +98,16 @@ def fmt_change(a: float | None, b: float | None) -> str:
         return f"{'-' if a is None else fmt_us(a)} -> {'-' if b is None else fmt_us(b)}"
     pct = f" ({(b - a) / a * 100:+.0f}%)" if a > 0 else ""
     return f"{fmt_us(a)} -> {fmt_us(b)}{pct}"
+
+
+def rank_ranges(ranks: list[int]) -> str:
+    """[0, 1, 2, 3, 5] -> "0-3,5"."""
+    ranks = sorted(ranks)
+    parts, start = [], None
+    for k, r in enumerate(ranks):
+        if start is None:
+            start = r
+        if k + 1 == len(ranks) or ranks[k + 1] != r + 1:
+            parts.append(f"{start}-{r}" if r != start else f"{r}")
+            start = None
+    return ",".join(parts)

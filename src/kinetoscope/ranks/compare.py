@@ -55,19 +55,6 @@ def stragglers(ranks: dict[int, RankSummary]) -> list[int]:
     return [r for r, w in waits.items() if w < STRAGGLER_WAIT_RATIO * typical_wait]
 
 
-def rank_ranges(ranks: list[int]) -> str:
-    """[0, 1, 2, 3, 5] -> "0-3,5"."""
-    ranks = sorted(ranks)
-    parts, start = [], None
-    for k, r in enumerate(ranks):
-        if start is None:
-            start = r
-        if k + 1 == len(ranks) or ranks[k + 1] != r + 1:
-            parts.append(f"{start}-{r}" if r != start else f"{r}")
-            start = None
-    return ",".join(parts)
-
-
 def merged_findings(ranks: dict[int, RankSummary]) -> list[dict[str, Any]]:
     """One entry per finding id: the ranks it fires on and its worst instance."""
     groups: dict[str, list[tuple[int, dict]]] = {}

@@ -16,7 +16,6 @@ from ..formatting.units import fmt_us
 from ..pipeline.timeline_sides import timeline_side
 from ..report.html import render_ranks_html
 from ..trace import load
-from .llm import notes, table
 from .report import MultiRankReport
 
 
@@ -57,7 +56,7 @@ def render_ranks_page(report: MultiRankReport, config: dict | None) -> str:
             )
         )
     llm = None
-    if aligned := report.llm_passes:  # the lined-up passes text, Markdown and JSON show
-        head, rows = table(aligned)
-        llm = {"notes": notes(aligned), "head": head, "rows": rows}
+    if report.llm_passes:  # the lined-up passes text, Markdown and JSON show
+        head, rows = report.llm_table
+        llm = {"notes": report.llm_notes, "head": head, "rows": rows}
     return render_ranks_html(report, sides, llm)

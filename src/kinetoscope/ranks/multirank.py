@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ..errors import TraceError, UsageError
 from ..formatting.jsontext import dumps
-from .compare import rank_ranges
+from ..formatting.units import rank_ranges
 from .executors import run_each
 from .html import render_ranks_page
 from .report import MultiRankReport

@@ -16,7 +16,7 @@ from .compare import (
     merged_findings,
     stragglers,
 )
-from .llm import align_passes
+from .llm import align_passes, notes, table
 from .summary import RankSummary
 
 
@@ -31,6 +31,10 @@ class MultiRankReport:
         self.median_step = median(s.step_us for s in ranks.values())
         self.median_wait = median(self.waits.values()) if self.waits else 0.0
         self.llm_passes = align_passes(ranks)  # ranks/llm.py: None without LLM passes
+        #: the sentences above the lined-up passes and that table's (head, rows), as every
+        #: format shows them (None without LLM passes)
+        self.llm_notes = notes(self.llm_passes) if self.llm_passes else None
+        self.llm_table = table(self.llm_passes) if self.llm_passes else None
 
     def straggler_text(self) -> str:
         if not self.matched:

@@ -11,9 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..formatting.escaping import inert
-from ..formatting.units import fmt_us
-from ..ranks.compare import rank_ranges
-from ..ranks.llm import notes, table
+from ..formatting.units import fmt_us, rank_ranges
 from .tables import markdown_table, md_cell, md_code, table_text, text_table
 
 #: the columns of the ranks table, after the rank itself
@@ -59,7 +57,7 @@ def render(report, markdown: bool) -> str:
         "",
         report.straggler_text(),
         "",
-        *(passes_lines(report.llm_passes, markdown) if report.llm_passes else []),
+        *(passes_lines(report, markdown) if report.llm_passes else []),
         f"{h}Findings (merged across ranks)",
     ]
     lines += [_finding(f, markdown) for f in report.findings]
@@ -79,12 +77,12 @@ def _finding(f: dict[str, Any], markdown: bool) -> str:
     return f"- {md_cell(line)}" if markdown else f"  {inert(line)}"
 
 
-def passes_lines(aligned: dict[str, Any], markdown: bool) -> list[str]:
+def passes_lines(report, markdown: bool) -> list[str]:
     """The LLM passes lined up across ranks (ranks/llm.py): a heading, the notes and the
     per-pass table."""
     h = "## " if markdown else ""
-    lines = [f"{h}LLM passes across ranks", "", *notes(aligned), ""]
-    head, rows = table(aligned)
+    lines = [f"{h}LLM passes across ranks", "", *report.llm_notes, ""]
+    head, rows = report.llm_table
     return lines + _table(head, rows, 2, markdown) + [""]
 
 
