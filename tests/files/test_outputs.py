@@ -186,3 +186,44 @@ def test_output_into_a_missing_folder_or_onto_a_folder_is_a_usage_error(tmp_path
         write_text(tmp_path / "nope" / "r.txt", "x")
     with pytest.raises(UsageError, match="is a folder"):
         write_text(tmp_path, "x")
+
+
+def test_dev_null_is_written_into_not_numbered(tmp_path):
+    """`-o /dev/null` is how a user (and bench/bench_load.py) discards a report: it used to
+    be "an existing file", so the report went to a new `/dev/null_2` nobody asked for."""
+    trace = _copy(tmp_path, BASE, "t.json.gz")
+    before = set(Path("/dev").glob("null_*"))
+    done = run_cli("explain", str(trace), "-o", "/dev/null", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    made = set(Path("/dev").glob("null_*")) - before
+    for path in made:  # the old behaviour: clean up what it made, then fail
+        path.unlink()
+    assert not made
+    assert os.path.exists("/dev/null") and not Path("/dev/null").is_file()
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_a_fifo_output_is_streamed_into_never_renamed_over(tmp_path, force):
+    """A FIFO (or /dev/stdout piped) is a stream the user chose: the report flows into it,
+    with or without --force; renaming a temp file over it would replace the FIFO itself
+    and the reader would get nothing."""
+    trace = _copy(tmp_path, BASE, "t.json.gz")
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+
+    def read() -> None:
+        with open(fifo, "rb") as handle:
+            got.append(handle.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    flags = ["--force"] if force else []
+    done = run_cli("explain", str(trace), "-f", "json", "-o", str(fifo), *flags, cwd=tmp_path)
+    if reader.is_alive():  # nothing opened the FIFO (the old code renamed over it): unblock
+        with open(fifo, "wb"):
+            pass
+    reader.join(timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert got and got[0].startswith(b"{") and b'"schema_version"' in got[0]
+    assert fifo.is_fifo() and not (tmp_path / "out_2.fifo").exists()

@@ -9,9 +9,14 @@ Three promises, kept here for every command that writes a file:
   final name in one step (a crash or Ctrl-C never leaves half a file there);
 - an existing file is never replaced unless the user said `--force`: the new
   one gets the next free name (`report_2.html`, `report_3.html`, ...) and the
-  command says so. Names are claimed with `os.link`, which fails when the name
-  exists, so two runs writing into one folder at once cannot take the same
-  name; where hard links are not supported an `O_EXCL` create claims it.
+  command says so. An output that is not a regular file (`/dev/null`,
+  `/dev/stdout`, a FIFO) is a stream the user chose: it is written straight
+  into, never renamed over (a rename would replace the device node itself) and
+  never numbered (`/dev/null_2` is a file nobody asked for).
+
+Names are claimed with `os.link`, which fails when the name exists, so two runs
+writing into one folder at once cannot take the same name; where hard links are
+not supported an `O_EXCL` create claims it.
 
 `published()` lists every file this process published, so an interrupted run
 can say what it kept.
@@ -22,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -167,6 +173,13 @@ def write_file(
     refuse_inputs(path, inputs)
     if path.is_dir():
         raise UsageError(f"{path}: is a folder; give a file name to write to")
+    if _is_stream(path):
+        try:
+            with open(path, "wb") as handle:
+                write(handle)
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        return path
     folder = path.parent
     if not folder.is_dir():
         raise UsageError(f"{path}: cannot write: folder {folder} does not exist")
@@ -206,6 +219,16 @@ def _claim(temp: Path, target: Path) -> None:
         fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
         os.close(fd)
         os.replace(temp, target)
+
+
+def _is_stream(path: Path) -> bool:
+    """True when `path` exists and is not a regular file: a character device
+    (`/dev/null`, a terminal), a FIFO or a socket."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
 def _unlink_all(paths: list[Path]) -> None:
