@@ -14,7 +14,8 @@ from __future__ import annotations
 import os
 
 from .compare.check import run_check
-from .compare.expect import OPS, Outcome
+from .compare.expect import Outcome
+from .compare.expression import OPS
 from .trace import Trace
 
 

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from kinetoscope.compare.expect import (
+from kinetoscope.compare.expect import Facts, check, check_all
+from kinetoscope.compare.expression import (
     BoolOp,
     Compare,
     ExpressionError,
-    Facts,
     Not,
     Present,
-    check,
-    check_all,
     parse,
     tokenize,
 )
