@@ -44,8 +44,8 @@ def register(app: typer.Typer) -> None:
         if fmt not in ("text", "json"):
             raise UsageError(f"unknown --format {fmt!r}; choose text or json")
         if output is not None:  # before any work: the input is never written over
+            refuse_inputs(output, [trace_path])  # the worse mistake is named first
             plot_format(output)
-            refuse_inputs(output, [trace_path])
         with progress.reporting():  # a large trace says how far reading has got
             trace = load(trace_path)
         devices = memory_timeline(trace, top=top)

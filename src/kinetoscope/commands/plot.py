@@ -23,8 +23,9 @@ def plot_command(
     from ..report.plotting import plot_format, pyplot, trace_figure
     from ..trace import load
 
-    plot_format(output)  # before any work: a bad name, an input or no matplotlib fail fast
+    # before any work: an input, a bad name or no matplotlib fail fast (the input first)
     refuse_inputs(output, [trace_path])
+    plot_format(output)
     plt = pyplot("plot")
     with progress.reporting():  # a large trace says how far reading has got
         trace = load(trace_path)
