@@ -20,19 +20,11 @@ PACKAGE = "kinetoscope"
 #: Edges that still cross a layer, each with why and what would end it; only these may
 #: cross one, and the list only shrinks (`test_allowed_edges_still_exist`).
 ALLOWED_EDGES = {
-    # renderers that still read their input's own package instead of a document model:
-    # memory's text and figure read the Trace (op labels, step bands); sweep's table
-    # recomputes its curves (compare.sweep.curves) and reads roofline's op classes. Each ends
-    # when pipeline/ (or the package that builds the document) fills a model for it.
-    ("kinetoscope.report.memory_render", "kinetoscope.analysis.memory"),
-    ("kinetoscope.report.memory_render", "kinetoscope.trace"),
+    # a renderer that still reads its input's own package instead of a document model:
+    # sweep's table recomputes its curves (compare.sweep.curves) and reads roofline's op
+    # classes; it ends when compare/ (which builds the sweep) fills a model for it.
     ("kinetoscope.report.sweep_render", "kinetoscope.analysis.roofline"),
     ("kinetoscope.report.sweep_render", "kinetoscope.compare.sweep"),
-    # plotting draws from a Trace (trace_stats, merged intervals): a plot model built in
-    # pipeline/ would end it
-    ("kinetoscope.report.plotting", "kinetoscope.trace"),
-    ("kinetoscope.report.plotting", "kinetoscope.analysis.intervals"),
-    ("kinetoscope.report.plotting", "kinetoscope.analysis.stats"),
     # kernel-name decoding (a string parser, no Trace) that evidence lines and the
     # summary's kernel column shorten names with: to move to a leaf names package
     ("kinetoscope.report.evidence", "kinetoscope.analysis.kernel_names"),
