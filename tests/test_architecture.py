@@ -20,11 +20,6 @@ PACKAGE = "kinetoscope"
 #: Edges that still cross a layer, each with why and what would end it; only these may
 #: cross one, and the list only shrinks (`test_allowed_edges_still_exist`).
 ALLOWED_EDGES = {
-    # a renderer that still reads its input's own package instead of a document model:
-    # sweep's table recomputes its curves (compare.sweep.curves) and reads roofline's op
-    # classes; it ends when compare/ (which builds the sweep) fills a model for it.
-    ("kinetoscope.report.sweep_render", "kinetoscope.analysis.roofline"),
-    ("kinetoscope.report.sweep_render", "kinetoscope.compare.sweep"),
     # kernel-name decoding (a string parser, no Trace) that evidence lines and the
     # summary's kernel column shorten names with: to move to a leaf names package
     ("kinetoscope.report.evidence", "kinetoscope.analysis.kernel_names"),
