@@ -20,30 +20,9 @@ PACKAGE = "kinetoscope"
 #: Edges that still cross a layer, each with why and what would end it; only these may
 #: cross one, and the list only shrinks (`test_allowed_edges_still_exist`).
 ALLOWED_EDGES = {
-    # renderers that still read their input's own package instead of a document model:
-    # memory's text and figure read the Trace (op labels, step bands); sweep's table
-    # recomputes its curves (compare.sweep.curves) and reads roofline's op classes. Each ends
-    # when pipeline/ (or the package that builds the document) fills a model for it.
-    ("kinetoscope.report.memory_render", "kinetoscope.analysis.memory"),
-    ("kinetoscope.report.memory_render", "kinetoscope.trace"),
-    ("kinetoscope.report.sweep_render", "kinetoscope.analysis.roofline"),
-    ("kinetoscope.report.sweep_render", "kinetoscope.compare.sweep"),
-    # plotting draws from a Trace (trace_stats, merged intervals): a plot model built in
-    # pipeline/ would end it
-    ("kinetoscope.report.plotting", "kinetoscope.trace"),
-    ("kinetoscope.report.plotting", "kinetoscope.analysis.intervals"),
-    ("kinetoscope.report.plotting", "kinetoscope.analysis.stats"),
-    # kernel-name decoding (a string parser, no Trace) that evidence lines and the
-    # summary's kernel column shorten names with: to move to a leaf names package
+    # kernel-name decoding (a string parser, no Trace) that evidence lines shorten names
+    # with: to move to a leaf names package, or the evidence model to carry short names
     ("kinetoscope.report.evidence", "kinetoscope.analysis.kernel_names"),
-    ("kinetoscope.report.summary_view", "kinetoscope.analysis.cpp_kernel_names"),
-    # `summary` and `table` render analysis results as they are (TraceSummary,
-    # KeyAverages: types, a constant and the host-time wording, no analysis runs); a
-    # summary and a table document model would end these
-    ("kinetoscope.report.summary_view", "kinetoscope.analysis.stats"),
-    ("kinetoscope.report.summary_view", "kinetoscope.analysis.summary"),
-    ("kinetoscope.report.summary_view", "kinetoscope.analysis.table"),
-    ("kinetoscope.report.table_text", "kinetoscope.analysis.table"),
 }
 
 #: Leaves every layer may import: the version, errors, progress reporting, formatting.

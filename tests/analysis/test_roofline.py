@@ -154,7 +154,9 @@ def test_mi250_row_is_one_gcd():
 
 def test_sweep_point_and_plot_carry_the_share_of_peak(tmp_path):
     from kinetoscope.compare.sweep import Crossover, measure
-    from kinetoscope.report.sweep_render import STEP_RATE, rate_series, table_rows
+    from kinetoscope.compare.sweep_doc import rate_series, sweep_document
+    from kinetoscope.report.sweep_model import STEP_RATE
+    from kinetoscope.report.sweep_render import table_rows
 
     trace = load(corpus("gpu/tracelens_h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"))
     point = measure(trace, 1.0)
@@ -167,7 +169,8 @@ def test_sweep_point_and_plot_carry_the_share_of_peak(tmp_path):
     attention = roof.summary("attention")
     assert point.classes["attention"]["tflops"] == attention.achieved_flops / 1e12
     assert point.classes["attention"]["share_of_peak"] == attention.share_of_peak
-    headers, rows = table_rows("size", [point])
+    none = Crossover("device", None, "")
+    headers, rows = table_rows(sweep_document("size", [point], none))
     assert headers[-2:] == ["GEMM % of peak", "attention % of peak"]
     assert rows[0][-1].endswith("%") and rows[0][-2].endswith("%")
     other = measure(trace, 2.0)
@@ -178,5 +181,5 @@ def test_sweep_point_and_plot_carry_the_share_of_peak(tmp_path):
     pytest.importorskip("matplotlib")
     from kinetoscope.commands.sweep import plot_sweep
 
-    written = plot_sweep([point, other], Crossover("device", None, ""), "t", "size", tmp_path / "s")
+    written = plot_sweep(sweep_document("size", [point, other], none), "t", tmp_path / "s")
     assert all(w is not None and w.stat().st_size > 0 for _, w in written)

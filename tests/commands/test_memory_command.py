@@ -73,13 +73,14 @@ def test_memory_figure_one_unit_y_from_zero_shared_x_no_empty_panel():
     import matplotlib.pyplot as plt
 
     from kinetoscope.analysis.memory import memory_timeline
+    from kinetoscope.pipeline.memory_data import memory_document
     from kinetoscope.report.memory_render import memory_figure
     from kinetoscope.trace import load
 
     trace = load(corpus("gpu/switch_transformer_moe_a100.json.gz"))
     devices = memory_timeline(trace)
     assert [d.device for d in devices] == ["cpu", "cuda:0"]
-    fig = memory_figure(plt, trace, devices)
+    fig = memory_figure(plt, memory_document(trace, devices))
     axes = fig.axes
     assert len(axes) == 1 and axes[0].get_ylabel() == "cuda:0 GiB"
     assert axes[0].get_ylim()[0] == 0 and axes[0].get_ylim()[1] > 4.27
@@ -94,6 +95,7 @@ def test_memory_axis_in_the_unit_the_peak_needs(tmp_path):
     import matplotlib.pyplot as plt
 
     from kinetoscope.analysis.memory import memory_timeline
+    from kinetoscope.pipeline.memory_data import memory_document
     from kinetoscope.report.memory_render import memory_figure
 
     from ..conftest import write_trace
@@ -112,7 +114,7 @@ def test_memory_axis_in_the_unit_the_peak_needs(tmp_path):
     from kinetoscope.trace import load
 
     trace = load(write_trace(tmp_path / "m.json", events))
-    fig = memory_figure(plt, trace, memory_timeline(trace))
+    fig = memory_figure(plt, memory_document(trace, memory_timeline(trace)))
     [ax] = fig.axes
     assert ax.get_ylabel() == "cpu KiB"
     assert 32 < ax.get_ylim()[1] < 40

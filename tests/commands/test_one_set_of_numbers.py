@@ -276,7 +276,8 @@ def test_cpu_compute_share_is_one_number(precision_traces, tmp_path):  # noqa: F
     """A CPU run's compute share: explain's text and JSON, its verdict's number, summary,
     check, the HTML report and a sweep row print the same figure."""
     import kinetoscope
-    from kinetoscope.compare.sweep import measure
+    from kinetoscope.compare.sweep import crossover, measure
+    from kinetoscope.compare.sweep_doc import sweep_document
     from kinetoscope.formatting.units import fmt_pct, fmt_share
     from kinetoscope.report.sweep_render import table_rows
     from kinetoscope.trace import load
@@ -307,7 +308,7 @@ def test_cpu_compute_share_is_one_number(precision_traces, tmp_path):  # noqa: F
     assert point.compute_share == pytest.approx(share, abs=1e-4)
     assert point.compute_us == pytest.approx(m["compute_us"], abs=1e-3)
     assert point.regime == "compute-bound"
-    headers, rows = table_rows("size", [point])
+    headers, rows = table_rows(sweep_document("size", [point], crossover([point])))
     assert rows[0][headers.index("compute %")] == fmt_pct(exact)
     assert rows[0][headers.index("compute/step")] == fmt_us(m["compute_us"], 1)
     pytest.importorskip("jinja2")

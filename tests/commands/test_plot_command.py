@@ -38,7 +38,8 @@ def test_step_breakdown_adds_up_and_the_figure_has_every_lane():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from kinetoscope.report.plotting import step_breakdown, trace_figure
+    from kinetoscope.pipeline.plot_data import step_breakdown, trace_plot
+    from kinetoscope.report.plotting import trace_figure
     from kinetoscope.trace import load
 
     trace = load(corpus(RESNET))
@@ -52,7 +53,7 @@ def test_step_breakdown_adds_up_and_the_figure_has_every_lane():
     # with the GPU idle, so data wait is a real share of every step after the first
     waits = parts["data wait"]
     assert all(w > 0.05 * step.dur for w, step in zip(waits[1:], trace.steps[1:], strict=True))
-    fig = trace_figure(plt, trace, "resnet")
+    fig = trace_figure(plt, trace_plot(trace, "resnet"))
     lanes_axis, bars_axis = fig.axes
     names = [t.get_text() for t in lanes_axis.get_yticklabels()]
     # tick labels go bottom to top: the host threads are the top rows
@@ -73,10 +74,11 @@ def test_lane_colours_are_not_part_colours_and_the_legend_names_them():
     import matplotlib.colors as mcolors
     import matplotlib.pyplot as plt
 
+    from kinetoscope.pipeline.plot_data import trace_plot
     from kinetoscope.report.plotting import PART_COLORS, trace_figure
     from kinetoscope.trace import load
 
-    fig = trace_figure(plt, load(corpus(RESNET)), "resnet")
+    fig = trace_figure(plt, trace_plot(load(corpus(RESNET)), "resnet"))
     lanes_axis, bars_axis = fig.axes
     lane_colours = {
         mcolors.to_hex(c.get_facecolor()): label
@@ -103,6 +105,7 @@ def test_time_axes_in_the_unit_the_span_needs(relative, unit, step_unit):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from kinetoscope.pipeline.plot_data import trace_plot
     from kinetoscope.report.plotting import time_scale, trace_figure
     from kinetoscope.trace import load
 
@@ -110,7 +113,7 @@ def test_time_axes_in_the_unit_the_span_needs(relative, unit, step_unit):
     span = trace.end_time - trace.start_time
     per, want = time_scale(span)
     assert unit is None or want == unit  # resnet: a 1.07 s window
-    fig = trace_figure(plt, trace, "t")
+    fig = trace_figure(plt, trace_plot(trace, "t"))
     lanes_axis, bars_axis = fig.axes
     assert lanes_axis.get_xlabel() == f"time since trace start ({want})"
     assert 1 <= span / per < 1000 or want == "s"

@@ -9,6 +9,7 @@ import pytest
 
 import kinetoscope
 from kinetoscope.analysis.table import key_averages, window_key_averages
+from kinetoscope.pipeline.table_data import profiler_table
 from kinetoscope.report.table_text import render_table
 
 from ..conftest import corpus, corpus_files, kernel, launch, op, write_trace
@@ -93,7 +94,7 @@ def test_device_columns_from_launch_links(tmp_path):
     # the device copy of the step annotation is a row but not part of the device total
     assert table.self_device_total_us == 20
     assert table.self_cpu_total_us == pytest.approx(100)
-    text = render_table(table)
+    text = render_table(profiler_table(table))
     assert "Self CPU time total: 100.000us" in text
     assert "Self CUDA time total: 20.000us" in text
 
@@ -150,7 +151,7 @@ def test_summary_and_table_run_on_every_corpus_file(path):
         assert 0 <= step.device_busy_us <= trace.end_time - trace.start_time + 1e-6
     table = key_averages(trace)
     assert table.rows
-    assert render_table(table).count("\n") >= 5
+    assert render_table(profiler_table(table)).count("\n") >= 5
 
 
 def test_cli_summary_table_and_errors(tmp_path):

@@ -132,6 +132,7 @@ def test_crossover_interpolates_between_points():
 
 
 def test_device_mode_curves_table_and_crossover():
+    from kinetoscope.compare.sweep_doc import sweep_document
     from kinetoscope.report.sweep_render import table_rows
 
     def gpu(value, host, device, flops):
@@ -152,7 +153,7 @@ def test_device_mode_curves_table_and_crossover():
     cross = crossover(points)
     assert cross.mode == "device" and 1024 < cross.value < 4096
     assert "device time exceeds host time" in cross.note
-    headers, rows = table_rows("size", points)
+    headers, rows = table_rows(sweep_document("size", points, cross))
     assert headers[3] == "device/step" and headers[-2:] == ["regime", "TFLOP/s"]
     assert rows[0][:5] == ["64", "100 us", "100 us", "5.00 us", "5.0%"]
     assert rows[1][-1] == f"{2 * 1024**3 / 80 * 1e-6:.3g}"
@@ -166,6 +167,7 @@ def test_sweep_figure_label_clear_of_legend_and_tflops_panel():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from kinetoscope.compare.sweep_doc import sweep_document
     from kinetoscope.report.sweep_render import sweep_figure
 
     def gpu(value, host, device, tflops):
@@ -176,7 +178,7 @@ def test_sweep_figure_label_clear_of_legend_and_tflops_panel():
     points = [gpu(16, 100, 90, 0.01), gpu(32, 100, 200, 0.1), gpu(4096, 100, 9000, 50.0)]
     cross = crossover(points)
     assert cross.value is not None and 16 < cross.value < 32
-    fig = sweep_figure(plt, points, cross, "matmul", "size")
+    fig = sweep_figure(plt, sweep_document("size", points, cross), "matmul")
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     top, low = fig.axes
@@ -186,6 +188,6 @@ def test_sweep_figure_label_clear_of_legend_and_tflops_panel():
     assert not label.get_window_extent(renderer).overlaps(legend.get_window_extent(renderer))
     plt.close(fig)
     cpu = [_point(16, 1, 10), _point(64, 10, 10.5), _point(256, 100, 20)]
-    fig = sweep_figure(plt, cpu, crossover(cpu), "matmul", "size")
+    fig = sweep_figure(plt, sweep_document("size", cpu, crossover(cpu)), "matmul")
     assert len(fig.axes) == 1  # no FLOP counts, no TFLOP/s panel
     plt.close(fig)

@@ -120,11 +120,12 @@ def _summary_text(path) -> str:
     from rich.console import Console
 
     from kinetoscope.analysis.summary import summarize
+    from kinetoscope.pipeline.summary_data import summary_document
     from kinetoscope.report.summary_view import render_summary
 
     out = io.StringIO()
     summary = summarize(kinetoscope.load(path))
-    render_summary(summary, Console(file=out, width=200, color_system=None))
+    render_summary(summary_document(summary), Console(file=out, width=200, color_system=None))
     return out.getvalue(), summary
 
 

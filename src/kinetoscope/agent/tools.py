@@ -24,7 +24,7 @@ from ..compare.diff import diff_runs
 from ..compare.runs import load_run
 from ..errors import UsageError
 from ..pipeline.chain_data import chain_data
-from ..pipeline.memory_data import memory_data
+from ..pipeline.memory_data import memory_data, memory_document
 from ..pipeline.summary_data import summary_data
 from ..pipeline.table_data import table_data
 from ..report.diff_render import to_json as diff_json
@@ -116,7 +116,7 @@ def memory(root: Path, path: str, top: int = 10, steps: int = 20) -> dict[str, A
     devices = memory_timeline(trace, top=top)
     if not devices:
         raise UsageError(f"{path}: no [memory] events in the trace; {RECORD_ADVICE}")
-    return memory_data(trace, devices, steps)
+    return memory_data(memory_document(trace, devices), steps)
 
 
 def slice_(root: Path, path: str, output: str, steps: str | None = None,

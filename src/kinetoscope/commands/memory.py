@@ -3,7 +3,8 @@
 Allocated and reserved bytes over time from `[memory]` events, the peak and the
 op at it, the largest allocations, and per-step churn; `-o` draws the timeline
 with steps marked (matplotlib, the optional `plot` extra, imported only then).
-The text and the picture are drawn by `report/memory_render.py`.
+The build step (`pipeline/memory_data.py`) fills the document the text, the picture
+(`report/memory_render.py`) and the JSON lay out.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ..errors import UsageError
 from ..files.figures import save_figure
 from ..files.outputs import refuse_inputs, say_where
 from ..formatting.jsontext import dumps
-from ..pipeline.memory_data import memory_data
+from ..pipeline.memory_data import memory_data, memory_document
 from ..report.memory_render import memory_figure, render
 from ..report.plotting import plot_format, pyplot
 from ..rules.memory import RECORD_ADVICE
@@ -51,14 +52,15 @@ def register(app: typer.Typer) -> None:
         devices = memory_timeline(trace, top=top)
         if not devices:
             raise UsageError(f"{trace_path}: no [memory] events in the trace; {RECORD_ADVICE}")
+        doc = memory_document(trace, devices)
         written = None
         if output is not None:  # before printing: a missing extra fails fast
             plt = pyplot("-o")
-            fig = memory_figure(plt, trace, devices)
+            fig = memory_figure(plt, doc)
             [(_, written)] = save_figure(plt, fig, [output], force=force, inputs=[trace_path])
         if fmt == "json":  # every step's churn: the MCP tool cuts it to its `steps`
-            typer.echo(dumps(memory_data(trace, devices), indent=2))
+            typer.echo(dumps(memory_data(doc), indent=2))
         else:
-            typer.echo(render(trace, devices))
+            typer.echo(render(doc))
         if written is not None:
             say_where(output, written)

@@ -20,6 +20,7 @@ def plot_command(
     """Host and device lanes with steps marked, over a per-step bar of where time went."""
     from ..files.figures import save_figure
     from ..files.outputs import refuse_inputs
+    from ..pipeline.plot_data import trace_plot
     from ..report.plotting import plot_format, pyplot, trace_figure
     from ..trace import load
 
@@ -30,5 +31,5 @@ def plot_command(
     with progress.reporting():  # a large trace says how far reading has got
         trace = load(trace_path)
     # replaces an existing picture, as it always has, but whole (temp file + rename)
-    save_figure(plt, trace_figure(plt, trace, trace_path.name), [output], force=True)
+    save_figure(plt, trace_figure(plt, trace_plot(trace, trace_path.name)), [output], force=True)
     typer.echo(f"wrote {output}")

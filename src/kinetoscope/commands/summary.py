@@ -11,7 +11,7 @@ from .. import progress
 from ..analysis.summary import summarize
 from ..errors import UsageError
 from ..formatting.jsontext import dumps
-from ..pipeline.summary_data import summary_data
+from ..pipeline.summary_data import summary_data, summary_document
 from ..report.console import output_width
 from ..report.summary_view import render_summary
 from ..trace import load
@@ -35,4 +35,4 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             typer.echo(dumps(summary_data(result), indent=2, default=str))
             return
-        render_summary(result, Console(width=output_width()))
+        render_summary(summary_document(result), Console(width=output_width()))

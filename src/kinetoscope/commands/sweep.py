@@ -52,6 +52,7 @@ def register(app: typer.Typer) -> None:
             run_point,
             sweep_dict,
         )
+        from ..compare.sweep_doc import sweep_document
         from ..files.outputs import make_folder, write_text
         from ..report.sweep_render import fitted_table, table_rows
 
@@ -73,7 +74,8 @@ def register(app: typer.Typer) -> None:
             errors = "; ".join(f"{format_value(p.value)}: {p.error}" for p in points)
             raise UsageError(f"every run of the sweep failed ({errors})")
         cross = crossover(points)
-        headers, rows = table_rows(param, points)
+        doc = sweep_document(param, points, cross)
+        headers, rows = table_rows(doc)
         title = f"{workload}: sweep over {param}"
         table, note = fitted_table(headers, rows, title, console.width)
         console.print(table)
@@ -86,7 +88,7 @@ def register(app: typer.Typer) -> None:
         stem = out / "sweeps" / f"{workload}_{param}"
         make_folder(stem.parent)
         title = f"{workload}: time per step vs {param}"
-        written = plot_sweep(points, cross, title, param, stem, force)
+        written = plot_sweep(doc, title, stem, force)
         data = dumps(sweep_dict(workload, param, points, cross), indent=2) + "\n"
         data_path = stem.with_suffix(".json")
         written.append((data_path, write_text(data_path, data, force=force)))
@@ -99,7 +101,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1)
 
 
-def plot_sweep(points, cross, title: str, param: str, stem: Path, force: bool = False):
+def plot_sweep(doc, title: str, stem: Path, force: bool = False):
     """Write `stem`.png and `stem`.svg of the sweep's figure (report/sweep_render.py),
     never over an earlier file unless `force`; returns (wanted, written) paths."""
     from ..files.figures import save_figure
@@ -107,5 +109,5 @@ def plot_sweep(points, cross, title: str, param: str, stem: Path, force: bool = 
     from ..report.sweep_render import sweep_figure
 
     plt = pyplot("sweep's plot")
-    fig = sweep_figure(plt, points, cross, title, param)
+    fig = sweep_figure(plt, doc, title)
     return save_figure(plt, fig, [stem.with_suffix(".png"), stem.with_suffix(".svg")], force)

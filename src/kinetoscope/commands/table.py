@@ -11,7 +11,7 @@ from ..analysis.table import SORT_KEYS, KeyAverages, key_averages
 from ..errors import UsageError
 from ..formatting.jsontext import dumps
 from ..formatting.units import table_time
-from ..pipeline.table_data import default_sort, table_data
+from ..pipeline.table_data import default_sort, profiler_table, table_data
 from ..report.table_text import render_table
 from ..trace import load
 
@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(dumps(table_data(trace, sort_by, row_limit, window), indent=2))
             return
         result = key_averages(trace, sort_by=sort_by or default_sort(trace), window=window)
-        typer.echo(render_table(result, row_limit), nl=False)
+        typer.echo(render_table(profiler_table(result, row_limit)), nl=False)
         if not window:
             typer.echo(_window_note(result, key_averages(trace, window=True)))
 

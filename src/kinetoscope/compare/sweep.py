@@ -19,7 +19,7 @@ import math
 import re
 import subprocess
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -29,44 +29,8 @@ from ..analysis.roofline import CLASSES, Roofline, roofline
 from ..api import explain
 from ..errors import KinetoscopeError, UsageError
 from ..files.own_files import signature
+from ..report.sweep_model import SweepPoint
 from ..trace import Trace, load
-
-
-@dataclass
-class SweepPoint:
-    value: float
-    trace: str | None = None
-    error: str | None = None
-    files: list[str] = field(default_factory=list)  # every file its profile run wrote
-    has_device: bool = False
-    step_us: float | None = None
-    host_us: float | None = None  # host busy per step
-    device_us: float | None = None  # device busy per step
-    busy_ratio: float | None = None
-    regime: str | None = None
-    #: explain's host-time parts per step (medians): compute (math-op self time, CPU runs
-    #: only), dispatch (+ launch), Python/other
-    compute_us: float | None = None
-    dispatch_us: float | None = None
-    other_us: float | None = None
-    #: explain's compute share of the window (CPU runs): its verdict's number
-    compute_share: float | None = None
-    flops: float | None = None  # per step, from matmul shapes
-    tflops: float | None = None
-    #: GEMMs' achieved FLOP/s / the device's datasheet peak (analysis.roofline), where known
-    share_of_peak: float | None = None
-    #: per rated op class (gemm, attention, conv): achieved TFLOP/s over the class's own
-    #: kernel time (CPU time on a host-only run) and its share of peak where known
-    classes: dict[str, dict[str, float | None]] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def overhead_us(self) -> float:
-        """A CPU run's time per step outside the math: dispatch plus Python/other."""
-        return (self.dispatch_us or 0.0) + (self.other_us or 0.0)
 
 
 @dataclass

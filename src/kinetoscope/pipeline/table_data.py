@@ -1,11 +1,13 @@
-"""The profiler's statistical table as JSON data: `kinetoscope table --format json` and the
-MCP `table` tool answer with this one builder, so the two cannot drift apart."""
+"""The profiler's statistical table, built once: as JSON data (`kinetoscope table --format
+json` and the MCP `table` tool answer with this one builder, so the two cannot drift
+apart) and as the `ProfilerTable` the text renderer (`report.table_text`) lays out."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..analysis.table import KeyAverages, key_averages
+from ..report.table_model import ProfilerRow, ProfilerTable
 from ..trace import Trace
 
 
@@ -30,3 +32,24 @@ def table_data(
         "rows": [dict(r.__dict__) for r in rows],
         "trimmed": {"rows": len(result.rows) - len(rows)},
     }
+
+
+def profiler_table(result: KeyAverages, row_limit: int = 100) -> ProfilerTable:
+    """The first `row_limit` rows of `result` (-1: all) as the text table shows them."""
+    rows = result.rows if row_limit < 0 else result.rows[:row_limit]
+    shown = [
+        ProfilerRow(
+            r.name,
+            r.calls,
+            r.self_cpu_us,
+            r.cpu_total_us,
+            r.cpu_avg_us,
+            r.self_device_us,
+            r.device_total_us,
+            r.device_avg_us,
+        )  # fmt: skip
+        for r in rows
+    ]
+    return ProfilerTable(
+        shown, result.self_cpu_total_us, result.self_device_total_us, result.has_device
+    )

@@ -3,44 +3,42 @@ it, the largest allocations and per-step churn (tables on `report.tables`), and 
 allocated/reserved timeline with steps marked (`report.plotting` set-up; the
 command writes it).
 
-Renders only: the figures come from `analysis.memory.memory_timeline`.
+Renders only: it lays out a `MemoryDocument` (`report.memory_model`), which the build
+step (`pipeline.memory_data`) fills with op labels and times relative to the trace
+start, so nothing here reads a Trace.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..analysis.memory import DeviceMemory, op_label
 from ..formatting.escaping import inert
 from ..formatting.units import fmt_us
 from ..rules.memory import fmt_bytes
-from ..trace import Trace
-from .plotting import DPI, byte_scale, time_scale
+from .memory_model import MemoryDevice, MemoryDocument
+from .plotting import DPI, byte_scale
 from .tables import table_text, text_table
 
 #: Panels of devices whose bytes stay under this share of the largest device's are left out.
 SMALL_PANEL = 0.01
 
 
-def render(trace: Trace, devices: list[DeviceMemory]) -> str:
-    lines = [f"{inert(trace.path)}: {sum(d.events for d in devices)} [memory] events"]
-    for d in devices:
+def render(doc: MemoryDocument) -> str:
+    lines = [f"{inert(doc.path)}: {doc.events} [memory] events"]
+    for d in doc.devices:
         lines.append("")
         note = " (allocated rebuilt from the byte counts: relative to recording start)"
         lines.append(f"{inert(d.device)}: {d.events} events{note if d.relative else ''}")
         lines.append(
-            f"  peak allocated {fmt_bytes(d.peak_bytes)} at {_ms(trace.rel(d.peak.ts))}"
+            f"  peak allocated {fmt_bytes(d.peak_bytes)} at {_ms(d.peak.at_us)}"
             f"{_step(d.peak.step)}, right after {fmt_bytes(d.peak.nbytes)} for "
-            f"{inert(op_label(trace, d.peak.op))}"
+            f"{inert(d.peak.op)}"
         )
-        if d.reserved is not None:
-            lines.append(f"  peak reserved  {fmt_bytes(float(d.reserved.max()))}")
+        if d.peak_reserved_bytes is not None:
+            lines.append(f"  peak reserved  {fmt_bytes(d.peak_reserved_bytes)}")
         if d.largest:
             lines.append("  largest allocations:")
-            rows = [
-                [op_label(trace, a.op), fmt_bytes(a.nbytes), _ms(trace.rel(a.ts)), _number(a.step)]
-                for a in d.largest
-            ]
+            rows = [[a.op, fmt_bytes(a.nbytes), _ms(a.at_us), _number(a.step)] for a in d.largest]
             lines += _indented(["op", "bytes", "at", "step"], rows)
         if d.churn:
             lines.append("  per-step churn:")
@@ -68,38 +66,38 @@ def _number(step: int | None) -> str:
     return "-" if step is None else f"#{step}"
 
 
-def memory_figure(plt, trace: Trace, devices: list[DeviceMemory]):
+def memory_figure(plt, doc: MemoryDocument):
     """A panel per device holding a visible share of the bytes, one byte unit for all,
     y from 0, one shared time axis (panels line up), steps shaded."""
     # a device holding under 1% of the largest one's bytes (often the CPU: a few hundred
     # bytes next to GiB) is a flat line at 0 in the shared unit: named in the title instead
+    devices = doc.devices
     largest = max(_top(d) for d in devices)
     shown = [d for d in devices if _top(d) >= SMALL_PANEL * largest] or devices
     left_out = [d for d in devices if all(d is not s for s in shown)]
     scale, unit = byte_scale(max(_top(d) for d in shown))
-    per, t_unit = time_scale(trace.end_time - trace.start_time)
     fig, axes = plt.subplots(
         len(shown), 1, figsize=(11, 3.2 * len(shown)), dpi=DPI, squeeze=False, sharex=True
     )
     for ax, d in zip(axes[:, 0], shown, strict=True):
-        t_ms = (d.ts - trace.start_time) / 1e3
+        t_ms = d.t_us / 1e3
         ax.step(t_ms, d.allocated / scale, where="post", label="allocated", lw=1)
         if d.reserved is not None:
             ax.step(t_ms, d.reserved / scale, where="post", label="reserved", lw=1)
-        for k, s in enumerate(trace.steps):
+        for k, s in enumerate(doc.steps):
             ax.axvspan(
-                trace.rel(s.start) / 1e3,
-                trace.rel(s.end) / 1e3,
+                s.start_us / 1e3,
+                s.end_us / 1e3,
                 color="0.9" if k % 2 == 0 else "0.95",
                 zorder=0,
             )
-            x = trace.rel(s.start) / 1e3
+            x = s.start_us / 1e3
             ax.text(x, 1.0, f"#{s.number}", transform=ax.get_xaxis_transform(), fontsize=7)
-        peak_ms = trace.rel(d.peak.ts) / 1e3
+        peak_ms = d.peak.at_us / 1e3
         ax.plot([peak_ms], [d.peak_bytes / scale], "v", color="C3")
         right_half = peak_ms > (float(t_ms.min()) + float(t_ms.max())) / 2
         ax.annotate(
-            f"peak {fmt_bytes(d.peak_bytes)}: {inert(op_label(trace, d.peak.op))}",
+            f"peak {fmt_bytes(d.peak_bytes)}: {inert(d.peak.op)}",
             (peak_ms, d.peak_bytes / scale),
             textcoords="offset points",
             xytext=(-8 if right_half else 8, -4),
@@ -115,12 +113,12 @@ def memory_figure(plt, trace: Trace, devices: list[DeviceMemory]):
         ax.legend(loc="lower right", fontsize=8)
     axes[-1, 0].set_xlabel("time since trace start (ms)")
     note = "; ".join(f"{d.device}: peak {fmt_bytes(d.peak_bytes)}, not drawn" for d in left_out)
-    fig.suptitle(inert(Path(trace.path).name + (f" ({note})" if note else "")), fontsize=9)
+    fig.suptitle(inert(Path(doc.path).name + (f" ({note})" if note else "")), fontsize=9)
     fig.tight_layout()
     return fig
 
 
-def _top(d: DeviceMemory) -> float:
+def _top(d: MemoryDevice) -> float:
     """Highest byte count a panel shows (allocated or reserved)."""
     reserved = float(d.reserved.max()) if d.reserved is not None else 0.0
     return max(float(d.allocated.max()), reserved, 0.0)

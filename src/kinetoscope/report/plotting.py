@@ -10,8 +10,9 @@ rename, never over an input).
 
 `trace_figure` is the picture for READMEs and slides: the timeline (host threads
 and device streams as busy lanes, steps marked) over a per-step bar of where time
-went. The per-step split is the host-time decomposition of `analysis.stats` (see
-`step_breakdown`), the same numbers `explain` prints.
+went. It draws a `TracePlot` (`report.plot_model`) that the build step
+(`pipeline.plot_data`) fills: merged busy intervals per lane, and the per-step split
+of `analysis.stats`, the same numbers `explain` prints; nothing here reads a Trace.
 """
 
 from __future__ import annotations
@@ -20,10 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..analysis.intervals import merge
-from ..analysis.stats import trace_stats
 from ..errors import UsageError
-from ..trace import Trace
+from .plot_model import TracePlot
 
 #: Formats matplotlib writes, by the output file's extension.
 PLOT_FORMATS = ("png", "svg", "pdf")
@@ -50,10 +49,6 @@ def plot_format(output: Path) -> str:
     if fmt not in PLOT_FORMATS:
         raise UsageError(f"{output}: the plot is written as {', '.join(PLOT_FORMATS)}; name it so")
     return fmt
-
-
-#: Busy intervals closer than this share of the window are drawn as one bar.
-RESOLUTION = 1 / 3000
 
 
 #: The stacked parts, bottom to top, with their colours.
@@ -89,78 +84,35 @@ def byte_scale(top_bytes: float) -> tuple[float, str]:
     return 1.0, "B"
 
 
-def step_breakdown(trace: Trace) -> tuple[list[str], dict[str, list[float]]]:
-    """(step labels, {part: us per step}), the parts adding up to each step's duration.
-
-    The step's wall-clock time is split as analysis.hosttime splits it (data wait,
-    sync wait, dispatch + launch, Python/other: disjoint, in that priority), and the
-    dispatch and Python/other time during which device work ran is shown as
-    "device busy": the host was ahead there and the device set the pace. What stays
-    under "dispatch" and "other" is the exposed part, while the device idled."""
-    steps = trace_stats(trace).steps
-    labels = [s.label for s in steps]
-    exposed_dispatch = [s.dispatch_exposed_us for s in steps]
-    exposed_other = [s.other_exposed_us for s in steps]
-    hidden = [
-        (s.dispatch_us - d) + (s.other_us - o)
-        for s, d, o in zip(steps, exposed_dispatch, exposed_other, strict=True)
-    ]
-    parts = {
-        "device busy": hidden,
-        "dispatch": exposed_dispatch,
-        "data wait": [s.data_wait_us for s in steps],
-        "sync wait": [s.sync_wait_us for s in steps],
-        "other": exposed_other,
-    }
-    return labels, parts
-
-
-def _busy(trace: Trace, index: np.ndarray, resolution: float) -> list[tuple[float, float]]:
-    """Merged busy (start us, width us) of the events in `index`, relative to the trace start."""
-    s, e = merge(trace.ts[index] - trace.start_time, trace.end[index] - trace.start_time)
-    if not len(s):
-        return []
-    keep = np.ones(len(s), dtype=bool)
-    keep[1:] = s[1:] - e[:-1] > resolution
-    run = np.cumsum(keep) - 1
-    ends = np.zeros(int(run[-1]) + 1)
-    np.maximum.at(ends, run, e)
-    return [(a, b - a) for a, b in zip(s[keep], ends, strict=True)]
-
-
-def trace_figure(plt, trace: Trace, title: str):
+def trace_figure(plt, plot: TracePlot):
     """Lanes on top (host threads, then device streams), the per-step bars below."""
-    lanes = [ln for ln in trace.lanes if ln.kind in ("host", "device")]
-    lanes.sort(key=lambda ln: ln.kind != "host")
-    resolution = max(trace.end_time - trace.start_time, 1.0) * RESOLUTION
-    keep = ~trace.is_instant & (trace.dur > 0)
+    lanes = plot.lanes
     fig, (top, bottom) = plt.subplots(
         2, 1, figsize=(11, 2.2 + 0.35 * len(lanes) + 2.6), dpi=DPI,
         gridspec_kw={"height_ratios": [0.6 + 0.35 * len(lanes), 2.6]},
     )  # fmt: skip
-    per, unit = time_scale(trace.end_time - trace.start_time)
-    for k, s in enumerate(trace.steps):
-        x0, x1 = trace.rel(s.start) / per, trace.rel(s.end) / per
+    per, unit = time_scale(plot.span_us)
+    for k, s in enumerate(plot.steps):
+        x0, x1 = s.start_us / per, s.end_us / per
         top.axvspan(x0, x1, color="0.93" if k % 2 == 0 else "0.86", zorder=0)
         top.text(x0, len(lanes) - 0.35, f"#{s.number}", fontsize=7, va="bottom")
     drawn = {}
     for row, lane in enumerate(lanes):
-        index = np.flatnonzero(keep & (trace.lane == lane.id))
-        bars = [(a / per, w / per) for a, w in _busy(trace, index, resolution)]
+        bars = [(a / per, w / per) for a, w in lane.bars]
         y = len(lanes) - 1 - row
         drawn[lane.kind] = top.broken_barh(bars, (y - 0.35, 0.7), color=LANE_COLORS[lane.kind])
     top.set_yticks(range(len(lanes)))
     top.set_yticklabels([ln.label[:28] for ln in reversed(lanes)], fontsize=8)
     top.set_ylim(-0.6, len(lanes) + 0.2)
     top.set_xlabel(f"time since trace start ({unit})")
-    top.set_title(title, fontsize=9)
+    top.set_title(plot.title, fontsize=9)
     # the lanes' legend sits above them: never over a bar
     top.legend(
         [drawn[k] for k in LANE_COLORS if k in drawn],
         [LANE_LABELS[k] for k in LANE_COLORS if k in drawn],
         loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2, fontsize=7, frameon=False,
     )  # fmt: skip
-    labels, parts = step_breakdown(trace)
+    labels, parts = plot.step_labels, plot.parts
     x = np.arange(len(labels))
     bottom_of = np.zeros(len(labels))
     step_per, step_unit = time_scale(max(map(sum, zip(*parts.values(), strict=True)), default=0))

@@ -1,4 +1,6 @@
-"""Render a `TraceSummary` as rich text (its JSON form is `pipeline.summary_data`)."""
+"""Render a `SummaryDocument` as rich text. The build step (`pipeline.summary_data`)
+fills it from `analysis.summary`, and writes the JSON form beside it, so this module
+only lays out: names come shortened, step starts relative, the host-time split worded."""
 
 from __future__ import annotations
 
@@ -6,15 +8,10 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.cpp_kernel_names import display_name
-from ..analysis.stats import OUTLIER_FACTOR, decomposition_text
-from ..analysis.summary import TraceSummary
-from ..analysis.table import Ranked
 from ..formatting.units import count, fmt_bytes, fmt_pct, fmt_us
 from .console import inert
 from .run_text import run_line, versions_line
-
-_NAME_WIDTH = 60
+from .summary_model import NAME_WIDTH, RankedLine, SummaryDocument
 
 
 def _device_line(device: dict) -> str:
@@ -31,25 +28,19 @@ def _device_line(device: dict) -> str:
     return " ".join(parts)
 
 
-def _short(name: str) -> str:
-    """A kernel's function name without its return type (`std::enable_if<...>::type`) or
-    parameter list, cut to the column."""
-    return inert(display_name(name, _NAME_WIDTH))
-
-
-def _ranked_table(title: str, rows: list[Ranked], share_label: str) -> Table:
+def _ranked_table(title: str, rows: list[RankedLine], share_label: str) -> Table:
     table = Table(title=title, title_justify="left", expand=False, show_edge=False)
-    table.add_column("name", overflow="fold", max_width=_NAME_WIDTH)
+    table.add_column("name", overflow="fold", max_width=NAME_WIDTH)
     table.add_column("calls", justify="right")
     table.add_column("time", justify="right")
     table.add_column(share_label, justify="right")
     for r in rows:
         share = fmt_pct(r.share)
-        table.add_row(Text(_short(r.name)), str(r.calls), fmt_us(r.total_us), share)
+        table.add_row(Text(inert(r.name)), str(r.calls), fmt_us(r.total_us), share)
     return table
 
 
-def _no_device_line(summary: TraceSummary) -> str:
+def _no_device_line(summary: SummaryDocument) -> str:
     """The device line of a run without device work: a CPU run, with the share of the window
     its math ops compute (`analysis.cpu_compute`) where it has one."""
     share = summary.metrics.get("compute_share", 0.0)
@@ -57,7 +48,7 @@ def _no_device_line(summary: TraceSummary) -> str:
     return f"CPU only: no device lane{compute}"
 
 
-def render_summary(summary: TraceSummary, console: Console) -> None:
+def render_summary(summary: SummaryDocument, console: Console) -> None:
     head = Text()
     head.append("trace    ", style="bold")
     head.append(inert(summary.path) + "\n")
@@ -94,12 +85,11 @@ def render_summary(summary: TraceSummary, console: Console) -> None:
         "of the window"
     )
     head.append("\n")
-    step = summary.stats.spreads["step_time_us"]
     head.append("per step ", style="bold")
     head.append(
-        f"median {fmt_us(step.median)} (mean {fmt_us(step.mean)}, p90 {fmt_us(step.p90)}); "
-        f"host time: {decomposition_text(m)}; "
-        f"{count(int(m['outlier_steps']), 'step')} over {OUTLIER_FACTOR:g}x the median"
+        f"median {fmt_us(summary.step_median_us)} (mean {fmt_us(summary.step_mean_us)}, "
+        f"p90 {fmt_us(summary.step_p90_us)}); host time: {summary.host_time_text}; "
+        f"{count(int(m['outlier_steps']), 'step')} over {summary.outlier_factor:g}x the median"
     )
     steps = Table(title="steps", title_justify="left", show_edge=False)
     for col in (
@@ -116,8 +106,8 @@ def render_summary(summary: TraceSummary, console: Console) -> None:
     for s in summary.steps:
         steps.add_row(
             s.label,
-            fmt_us(s.start - summary.steps[0].start + summary.window_start_us),
-            fmt_us(s.dur),
+            fmt_us(s.start_us),
+            fmt_us(s.dur_us),
             fmt_us(s.host_busy_us),
             fmt_us(s.device_busy_us),
             f"{100 * s.device_ratio:.1f}%",
@@ -125,10 +115,10 @@ def render_summary(summary: TraceSummary, console: Console) -> None:
             str(s.launches),
         )
     parts = [head, Text(), steps]
-    if summary.quality is not None:
-        q = summary.quality
-        line = inert(f"trust: {q.grade}" + (f" ({'; '.join(q.reasons)})" if q.reasons else ""))
-        parts.insert(1, Text(line, style="green" if q.grade == "good" else "yellow"))
+    if summary.trust is not None:
+        grade, reasons = summary.trust
+        line = inert(f"trust: {grade}" + (f" ({'; '.join(reasons)})" if reasons else ""))
+        parts.insert(1, Text(line, style="green" if grade == "good" else "yellow"))
     if summary.top_kernels:
         parts += [
             Text(),

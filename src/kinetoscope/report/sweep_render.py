@@ -1,4 +1,6 @@
-"""A sweep as a table and a plot; the points and the crossover come from `compare.sweep`.
+"""A sweep as a table and a plot, laid out from a `SweepDocument` (`report.sweep_model`)
+that `compare.sweep_doc` builds: the points, their printed values, the curves, the
+crossover and the rate series.
 
 The table: one row per value, columns chosen by what the runs recorded. GPU runs
 show host vs device time per step and the busy ratio; CPU runs show explain's
@@ -10,18 +12,18 @@ parameter, and achieved TFLOP/s below it when the runs recorded shapes: the step
 matmul FLOPs over its busy time, and each rated op class (GEMM, attention,
 convolution) over its own kernel time, with each class's share of the device's
 datasheet peak on that panel's right axis where the device is in the peak table
-(`rate_series` is what the panel draws). The legend sits outside the axes (below
-the time panel) and the crossover label inside at the top of the axes, so the two
-never overlap whatever the data. The panels share the x axis. matplotlib comes
-from the `report.plotting` set-up; the command writes the figure.
+(the document's `rates` and `shares` are what the panel draws). The legend sits
+outside the axes (below the time panel) and the crossover label inside at the top
+of the axes, so the two never overlap whatever the data. The panels share the x
+axis. matplotlib comes from the `report.plotting` set-up; the command writes the
+figure.
 """
 
 from __future__ import annotations
 
-from ..analysis.roofline import CLASSES
-from ..compare.sweep import Crossover, SweepPoint, curves, format_value
 from ..formatting.units import fmt_pct, fmt_us
 from .plotting import DPI
+from .sweep_model import STEP_RATE, SweepDocument, SweepPoint
 from .tables import fit_table
 
 
@@ -33,8 +35,9 @@ def _share(p: SweepPoint, op_class: str) -> float | None:
     return p.classes.get(op_class, {}).get("share_of_peak")
 
 
-def table_rows(param: str, points: list[SweepPoint]) -> tuple[list[str], list[list[str]]]:
-    mode, _ = curves(points)
+def table_rows(doc: SweepDocument) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows) of the sweep's table: a row per value, failed ones marked."""
+    param, points, mode = doc.param, doc.points, doc.mode
     peak = any(p.share_of_peak is not None for p in points)
     if mode == "device":
         headers = [param, "step", "host/step", "device/step", "busy ratio", "regime", "TFLOP/s"]
@@ -48,11 +51,11 @@ def table_rows(param: str, points: list[SweepPoint]) -> tuple[list[str], list[li
     others = [c for c in ("attention", "conv") if any(_share(p, c) is not None for p in points)]
     headers += [f"{c} % of peak" for c in others]
     rows = []
-    for p in points:
+    for p, label in zip(points, doc.labels, strict=True):
         if not p.ok:
-            rows.append([format_value(p.value), "failed"] + [""] * (len(headers) - 2))
+            rows.append([label, "failed"] + [""] * (len(headers) - 2))
             continue
-        row = [format_value(p.value), fmt_us(p.step_us, 1), fmt_us(p.host_us, 1)]
+        row = [label, fmt_us(p.step_us, 1), fmt_us(p.host_us, 1)]
         if mode == "device":
             row += [fmt_us(p.device_us, 1), fmt_pct(p.busy_ratio)]
         else:
@@ -81,16 +84,16 @@ def fitted_table(headers: list[str], rows: list[list[str]], title: str, width: i
     return fit_table(headers, rows, width, DROP_FIRST, title=title)
 
 
-def sweep_figure(plt, points: list[SweepPoint], cross: Crossover, title: str, param: str):
+def sweep_figure(plt, doc: SweepDocument, title: str):
     """The figure: a time panel, plus a TFLOP/s panel where any point measured one."""
-    mode, rows = curves(points)
+    mode, rows, crossing = doc.mode, doc.curve, doc.crossover
     xs = [r[0] for r in rows]
     labels = (
         ("device busy / step", "host busy / step")
         if mode == "device"
         else ("compute (math-op self time) / step", "dispatch + Python/other / step")
     )
-    rates, shares = rate_series(points)
+    rates, shares = doc.rates, doc.shares
     panels = 2 if rates or shares else 1
     fig, axes = plt.subplots(
         panels, 1, figsize=(7, 4.8 + 2.2 * (panels - 1)), dpi=DPI, sharex=True, squeeze=False,
@@ -103,12 +106,12 @@ def sweep_figure(plt, points: list[SweepPoint], cross: Crossover, title: str, pa
     ax.set_yscale("log")
     ax.set_ylabel("time per step (us)")
     ax.set_title(title)
-    if cross.value is not None:
+    if crossing is not None:
         for a in axes[:, 0]:
-            a.axvline(cross.value, color="gray", linestyle="--")
+            a.axvline(crossing, color="gray", linestyle="--")
         ax.annotate(
-            f"crossover ~{cross.value:.3g}",
-            (cross.value, 0.97),
+            f"crossover ~{crossing:.3g}",
+            (crossing, 0.97),
             xycoords=("data", "axes fraction"),
             ha="center",
             va="top",
@@ -129,13 +132,11 @@ def sweep_figure(plt, points: list[SweepPoint], cross: Crossover, title: str, pa
         if rates:
             low.legend(loc="upper left", fontsize=7)
         _plot_share_of_peak(low, shares)
-    axes[-1, 0].set_xlabel(param)
+    axes[-1, 0].set_xlabel(doc.param)
     fig.tight_layout()
     return fig
 
 
-#: the label of the step-level rate: the step's matmul FLOPs over its busy time
-STEP_RATE = "matmul FLOPs / busy time"
 #: one colour per series across both axes of the rate panel
 _COLORS = {
     STEP_RATE: "tab:green",
@@ -143,25 +144,6 @@ _COLORS = {
     "attention": "tab:red",
     "conv": "tab:brown",
 }
-
-
-def rate_series(
-    points: list[SweepPoint],
-) -> tuple[dict[str, list[tuple[float, float]]], dict[str, list[tuple[float, float]]]]:
-    """What the rate panel draws: achieved TFLOP/s per series (the step's matmul rate and
-    each rated op class), and each class's share of peak, as (value, y) lists."""
-    ok = [p for p in points if p.ok]
-    rates = {STEP_RATE: [(p.value, p.tflops) for p in ok if p.tflops]}
-    shares: dict[str, list[tuple[float, float]]] = {}
-    for op_class in CLASSES:
-        got = [(p.value, p.classes[op_class]) for p in ok if op_class in p.classes]
-        rates[op_class] = [(v, c["tflops"]) for v, c in got if c["tflops"]]
-        shares[op_class] = [(v, c["share_of_peak"]) for v, c in got
-                            if c["share_of_peak"] is not None]  # fmt: skip
-    return (
-        {k: v for k, v in rates.items() if v},
-        {k: v for k, v in shares.items() if v},
-    )
 
 
 def _plot_share_of_peak(ax, shares: dict[str, list[tuple[float, float]]]) -> None:

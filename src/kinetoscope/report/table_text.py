@@ -1,14 +1,15 @@
-"""Render `KeyAverages` like `torch.profiler`'s `key_averages().table()`.
+"""Render a `ProfilerTable` like `torch.profiler`'s `key_averages().table()`.
 
 Same columns, units and closing lines, so the output can be read and diffed
-next to the `.txt` a profiling run exported.
+next to the `.txt` a profiling run exported. The build step
+(`pipeline.table_data.profiler_table`) fills the table from `analysis.table`.
 """
 
 from __future__ import annotations
 
-from ..analysis.table import KeyAverages, TableRow
 from ..formatting.units import table_percent, table_time
 from .console import inert
+from .table_model import ProfilerRow, ProfilerTable
 
 _NAME_WIDTH = 55
 
@@ -19,8 +20,8 @@ def _shorten(name: str) -> str:
     return name if len(name) < _NAME_WIDTH - 3 else name[: _NAME_WIDTH - 3] + "..."
 
 
-def render_table(table: KeyAverages, row_limit: int = 100) -> str:
-    rows = table.rows if row_limit < 0 else table.rows[:row_limit]
+def render_table(table: ProfilerTable) -> str:
+    rows = table.rows
     cpu_total = table.self_cpu_total_us
     dev_total = table.self_device_total_us
     headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
@@ -28,7 +29,7 @@ def render_table(table: KeyAverages, row_limit: int = 100) -> str:
         headers += ["Self device", "Self device %", "device total", "device time avg"]
     headers.append("# of Calls")
 
-    def cells(r: TableRow) -> list[str]:
+    def cells(r: ProfilerRow) -> list[str]:
         out = [
             _shorten(r.name),
             table_percent(r.self_cpu_us, cpu_total),
