@@ -99,3 +99,15 @@ def _children_by_loop(trace, names):
 def test_heaviest_children_sum_and_tie_break_as_the_loop(trace):
     names = set(trace.names)
     assert _heaviest_children(trace, names) == _children_by_loop(trace, names)
+
+
+def test_values_at_reads_what_lookups_read(trace):
+    from kinetoscope.trace.sparse import values_at
+
+    rng = np.random.default_rng(3)
+    events = rng.integers(0, len(trace), size=5000).tolist() + trace.copy_bytes.index.tolist()
+    for table in (trace.copy_bytes, trace.flops):
+        expected = [table[i] for i in events if table.get(i) is not None]
+        assert values_at(table, events) == expected
+        assert values_at(dict(table.items()), events) == expected
+    assert values_at(trace.copy_bytes, []) == []
