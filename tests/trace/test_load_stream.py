@@ -7,6 +7,7 @@ cuts (and wrong boundary guesses) on corpus traces and on tiny adversarial ones.
 from __future__ import annotations
 
 import importlib
+import re
 
 import numpy as np
 import pytest
@@ -137,3 +138,28 @@ def test_concatenated_gzip_members(tmp_path, tiny_pieces):
     path.write_bytes(gzip.compress(text[:half]) + gzip.compress(text[half:]))
     trace = kinetoscope.load(path)
     assert len(trace) == 30 and not trace.warnings
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"",
+        b"1" * 18,
+        b"1" * 19,
+        b'{"Bytes": 123456789012345678}',  # 18 digits: fits int64
+        b'{"Bytes": 1180591620717411303424}',  # 2**70
+        b'{"ts": 1234567890.123456789012}',  # 10 + 12 digits, split by the point
+        b"0" * 19,
+        b"x" + b"9" * 19 + b"x",
+        "\u0661".encode() * 19,  # Arabic-Indic digits: not ASCII, not an integer in JSON
+        bytes(range(256)) * 2,
+    ],
+)
+def test_big_int_scan_finds_exactly_runs_of_19_ascii_digits(text):
+    """The gate before `drop_big_ints` answers what the `\\d{19}` search it replaces
+    answered, for bytes and for the bytearray pieces the loader cuts."""
+    from kinetoscope.trace.repair import has_big_int
+
+    expected = re.search(rb"\d{19}", text) is not None
+    assert has_big_int(text) is expected
+    assert has_big_int(bytearray(text)) is expected

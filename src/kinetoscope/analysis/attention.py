@@ -29,7 +29,12 @@ import numpy as np
 
 from ..trace import Cat, Trace
 from .ancestry import ancestor_of_kind
-from .attention_kernels import kernel_family, kernel_family_in, library_op_backend
+from .attention_kernels import (
+    has_kernel_family,
+    kernel_family,
+    kernel_family_in,
+    library_op_backend,
+)
 from .attention_pattern import UnfusedAttention, find_unfused
 from .kernel_types import kernel_type_in
 from .window import device_anchor, in_window, window_device_work
@@ -197,7 +202,9 @@ def attention_use(trace: Trace) -> AttentionUse:
         use.native_mha |= trace.name(call) == NATIVE_MHA_OP
         call_use[call] = use
     _add_chains(trace, chains, kernels, launches, kernel_call, call_use, uses)
-    for k in kernels.tolist():
+    # only kernels of a call or with an attention name count: the rest are skipped below
+    linked = np.isin(kernels, np.fromiter(kernel_call, np.int64, len(kernel_call)))
+    for k in kernels[linked | has_kernel_family(trace, kernels)].tolist():
         name = trace.name(k)
         family = kernel_family_in(trace, name)
         if k in kernel_call:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from ..trace import Trace
 
 #: Kernels with an attention library's name that move the KV cache or build its indices.
@@ -105,6 +107,16 @@ def kernel_family_in(trace: Trace, name: str) -> tuple[str, str] | None:
 
 def _kernel_family_in(trace: Trace, name: str) -> tuple[str, str] | None:
     return kernel_family(name)
+
+
+def has_kernel_family(trace: Trace, kernels: np.ndarray) -> np.ndarray:
+    """Per event of `kernels`, whether its name has an attention `kernel_family`: one
+    test per distinct name, so the callers loop in Python only over the kernels
+    that matter instead of asking every kernel's name."""
+    uniq, inverse = np.unique(trace.name_id[kernels], return_inverse=True)
+    names = trace.names
+    found = [kernel_family_in(trace, names[i]) is not None for i in uniq.tolist()]
+    return np.array(found, dtype=bool)[inverse.reshape(-1)]
 
 
 def kernel_family(name: str) -> tuple[str, str] | None:

@@ -108,17 +108,48 @@ class Gap:
         return self.end - self.start
 
 
-def kernel_gaps(trace: Trace) -> dict[int | None, list[Gap]]:
+@dataclass(frozen=True)
+class StepGaps:
+    """One step's idle gaps, in time order, as arrays: a step of a large trace has
+    thousands of short gaps and the rules test them on the arrays; a `Gap` object
+    is made only for the few a rule keeps (`gap`)."""
+
+    step: int | None
+    start: np.ndarray  # us
+    end: np.ndarray
+    before: np.ndarray  # device event that ends the busy period
+    after: np.ndarray  # device event that starts the next one
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    @property
+    def dur(self) -> np.ndarray:
+        return self.end - self.start
+
+    def gap(self, k: int) -> Gap:
+        return Gap(
+            self.step,
+            float(self.start[k]),
+            float(self.end[k]),
+            int(self.before[k]),
+            int(self.after[k]),
+        )
+
+
+def kernel_gaps(trace: Trace) -> dict[int | None, StepGaps]:
     """Idle gaps of the whole device (all streams merged) between two pieces of work of one step.
 
     Busy time is the union over every stream, so a kernel still running on
     another stream (an NCCL collective launched in the previous step) closes a
     gap. A gap belongs to a step when the work on both sides was launched in it.
+    Every step window has an entry (empty when it has no gap), in window order.
     """
     work = np.flatnonzero(trace.device_work)
-    out: dict[int | None, list[Gap]] = {number: [] for number, *_ in windows(trace)}
+    numbers = [number for number, *_ in windows(trace)]
     if len(work) < 2:
-        return out
+        none, no_event = np.zeros(0), np.zeros(0, np.int64)
+        return {n: StepGaps(n, none, none, no_event, no_event) for n in numbers}
     work = work[np.argsort(trace.ts[work], kind="stable")]
     steps = device_steps(trace, work)
     starts, ends = trace.ts[work], trace.end[work]
@@ -126,24 +157,27 @@ def kernel_gaps(trace: Trace) -> dict[int | None, list[Gap]]:
     # the event holding the running maximum end: what the device was busy with before the gap
     holder = np.maximum.accumulate(np.where(ends >= run_end, np.arange(len(work)), 0))
     gap = starts[1:] - run_end[:-1]
-    # the gaps kept, chosen on the arrays; Python touches only the kept ones
     k = np.flatnonzero(gap > _MIN_GAP_US)
     step = steps[k + 1]
     keep = step == steps[holder[k]]
     if trace.steps:
         keep &= step >= 0
     k, step = k[keep], step[keep]
-    rows = zip(
-        step.tolist(),
-        run_end[k].tolist(),
-        starts[k + 1].tolist(),
-        work[holder[k]].tolist(),
-        work[k + 1].tolist(),
-        strict=True,
-    )
-    for number, start, end, before, after in rows:
-        number = None if number < 0 else number
-        out.setdefault(number, []).append(Gap(number, start, end, before, after))
+    gap_start, gap_end = run_end[k], starts[k + 1]
+    before, after = work[holder[k]], work[k + 1]
+    # each step's gaps: one slice of the gaps grouped by step (stable: time order kept)
+    by_step = np.argsort(step, kind="stable")
+    values, first, counts = np.unique(step[by_step], return_index=True, return_counts=True)
+    where = {int(v): (int(f), int(f + c)) for v, f, c in zip(values, first, counts, strict=True)}
+    # window steps first, then any other step in order of its first gap
+    extra = [int(v) for v in step[np.sort(np.unique(step, return_index=True)[1])]]
+    out: dict[int | None, StepGaps] = {}
+    for number in numbers + [None if v < 0 else v for v in extra]:
+        if number in out:
+            continue
+        lo, hi = where.get(-1 if number is None else number, (0, 0))
+        rows = by_step[lo:hi]
+        out[number] = StepGaps(number, gap_start[rows], gap_end[rows], before[rows], after[rows])
     return out
 
 

@@ -79,6 +79,19 @@ def _caller(trace: Trace, code: int) -> str:
     return trace.names[code]
 
 
+def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(rows, axis=0, return_inverse=True)`: the distinct rows in
+    lexicographic order and each row's place among them; one `lexsort` on the
+    columns instead of a sort of the rows as structured values (3-4x slower)."""
+    order = np.lexsort(rows.T[::-1])
+    ordered = rows[order]
+    new = np.ones(len(rows), dtype=bool)
+    new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    inverse = np.empty(len(rows), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return ordered[new], inverse
+
+
 def same_work_groups(trace: Trace, min_occurrences: int = 3) -> list[SameWork]:
     """Each piece of work seen in at least `min_occurrences` steps (kernels outside steps
     are not compared: their position cannot be matched).
@@ -98,8 +111,7 @@ def same_work_groups(trace: Trace, min_occurrences: int = 3) -> list[SameWork]:
     grid, block = _launch_shapes(trace, events)
     callers = _caller_codes(trace, events)
     columns = np.column_stack((trace.name_id[events].astype(np.int64), grid, block, callers))
-    uniq, key = np.unique(columns, axis=0, return_inverse=True)
-    key = key.reshape(-1)
+    uniq, key = _unique_rows(columns)
     # rank of each launch among its step's launches of the same key
     launch = np.arange(len(order))
     by_step_key = np.lexsort((launch, key, steps[order]))

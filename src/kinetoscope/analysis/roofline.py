@@ -35,7 +35,7 @@ import numpy as np
 from ..trace import Cat, Trace
 from .ancestry import ancestor_of_kind
 from .attention_flops import ATTENTION_OPS, MATH_OPS, OpCost, attention_cost
-from .attention_kernels import kernel_family_in
+from .attention_kernels import has_kernel_family
 from .compute_ops import MATMUL_OPERANDS, matmul_flops
 from .conv_flops import BACKWARD, CONV_OPS, FORWARD, backward_cost, forward_cost
 from .kernel_names import decoded
@@ -270,14 +270,18 @@ def rated_ops(trace: Trace) -> tuple[list[RatedOp], dict[str, Unrated]]:
         safe = np.maximum(launches, 0)
         owner = np.where(call_of[safe] >= 0, call_of[safe], gemm_of[safe])
         owner = np.where(launches >= 0, owner, -1)
-        for k, op in zip(kernels.tolist(), owner.tolist(), strict=True):
-            if op >= 0:
-                owned.setdefault(op, []).append(k)
-            elif kernel_family_in(trace, trace.name(k)) is not None:
-                lost = unrated["attention"]
-                lost.kernels += 1
-                lost.device_us += float(trace.dur[k])
-                lost.reasons["no attention op recorded, attention by kernel name only"] += 1
+        mine = owner >= 0
+        for k, op in zip(kernels[mine].tolist(), owner[mine].tolist(), strict=True):
+            owned.setdefault(op, []).append(k)
+        # kernels of no call: attention by name only (added one by one, in kernel order)
+        orphans = kernels[~mine]
+        orphans = orphans[has_kernel_family(trace, orphans)]
+        if len(orphans):
+            lost = unrated["attention"]
+            lost.kernels += len(orphans)
+            for dur in trace.dur[orphans].tolist():
+                lost.device_us += dur
+            lost.reasons["no attention op recorded, attention by kernel name only"] += len(orphans)
     else:  # host-only: every call and innermost product in the window, timed on the CPU
         inside = in_window(trace, trace.ts)
         outer_calls = np.flatnonzero(is_call & inside & (call_of == np.arange(len(trace))))

@@ -17,7 +17,8 @@ from ..trace import Trace
 
 
 def quality_section(trace: Trace) -> dict[str, Any]:
-    return trace_quality(trace).to_dict()
+    # through the trace's cache: the trace-quality rule asked for the same analysis
+    return trace.memo(trace_quality).to_dict()
 
 
 def kernel_types_section(trace: Trace) -> dict[str, Any]:
@@ -41,7 +42,7 @@ def kernel_types_section(trace: Trace) -> dict[str, Any]:
 
 
 def streams_section(trace: Trace) -> dict[str, Any]:
-    sr = stream_report(trace)
+    sr = trace.memo(stream_report)  # computed once, with the stream rules
     return {
         "streams": [
             {

@@ -234,14 +234,14 @@ def kernel_gap(ctx) -> list[Finding]:
     flagged = []
     compiling = ctx.analysis(compile_events)
     for gaps in per_step.values():
-        if not gaps:
+        if not len(gaps):
             continue
-        durs = np.array([g.dur for g in gaps])
+        durs = gaps.dur
         # a median gap below one timestamp step reads as 0: floor it at the step
         median = max(float(np.median(durs)), resolution)
         # the size tests on the array first: most of a step's gaps are short
         for k in np.flatnonzero((durs > min_gap) & (durs > ratio * median)).tolist():
-            g = gaps[k]
+            g = gaps.gap(k)
             # the device idles while Dynamo/Inductor compile: compilation's cost, reported there
             if during_compilation(trace, compiling, g.start, g.end):
                 continue

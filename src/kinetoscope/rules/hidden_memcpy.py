@@ -17,6 +17,7 @@ from ..analysis.steps import device_anchor
 from ..analysis.window import in_window
 from ..formatting.units import count, fmt_bytes, fmt_us
 from ..trace import Cat, Trace
+from ..trace.sparse import values_at
 from ..trace.steps import STEP_RE
 from .base import Evidence, Finding, rule
 from .requires import need_device
@@ -75,7 +76,7 @@ def hidden_memcpy(ctx) -> list[Finding]:
     ranked = sorted(groups.items(), key=lambda kv: -float(trace.dur[kv[1]].sum()))
     for (owner, kind), idx in ranked[:6]:
         first = idx[0]
-        nbytes = sum(trace.copy_bytes.get(i, 0) for i in idx)
+        nbytes = sum(values_at(trace.copy_bytes, idx))
         size = f" ({fmt_bytes(nbytes)})" if nbytes else ""
         evidence.append(
             Evidence(

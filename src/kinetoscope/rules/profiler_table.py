@@ -9,7 +9,6 @@ the profiler's own, the rows only count what ran inside the steps.
 from __future__ import annotations
 
 import statistics
-from collections import Counter
 
 import numpy as np
 
@@ -327,8 +326,24 @@ def _heaviest_children(trace: Trace, names: set[str]) -> dict[str, tuple[str, fl
     child = child[in_window(trace, trace.ts[parent[child]])]
     wanted = {trace.name_index[n] for n in names if n in trace.name_index}
     keep = np.isin(trace.name_id[parent[child]], list(wanted))
-    sums: dict[str, Counter] = {}
-    for c in child[keep]:
-        owner = trace.name(int(parent[c]))
-        sums.setdefault(owner, Counter())[trace.name(int(c))] += float(trace.dur[c])
-    return {owner: (*counter.most_common(1)[0], len(counter)) for owner, counter in sums.items()}
+    child = child[keep]
+    # one group per (parent name, child name); durations summed in event order, as a
+    # running sum per pair would (`add.at` adds unbuffered, in index order)
+    width = max(len(trace.names), 1)
+    pair = trace.name_id[parent[child]].astype(np.int64) * width + trace.name_id[child]
+    pairs, first, group = np.unique(pair, return_index=True, return_inverse=True)
+    sums = np.zeros(len(pairs))
+    np.add.at(sums, group.reshape(-1), trace.dur[child])
+    out: dict[str, tuple[str, float, int]] = {}
+    # pairs in order of first appearance: the first of equal sums stays the heaviest
+    for g in np.argsort(first, kind="stable").tolist():
+        owner_id, child_id = divmod(int(pairs[g]), width)
+        owner, total = trace.names[owner_id], float(sums[g])
+        best = out.get(owner)
+        if best is None:
+            out[owner] = (trace.names[child_id], total, 1)
+        elif total > best[1]:
+            out[owner] = (trace.names[child_id], total, best[2] + 1)
+        else:
+            out[owner] = (best[0], best[1], best[2] + 1)
+    return out

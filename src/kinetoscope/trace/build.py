@@ -21,6 +21,7 @@ from .columns import (
     float_column,
     id_column,
     in_int64,
+    intern_column,
     intern_keys,
     json_text,
     present_mask,
@@ -186,8 +187,8 @@ class TraceBuilder:
         put("ts", ts)
         put("dur", dur)
         put("instant", instant)
-        put("name", np.array(intern_keys(self.names, name_list), np.int32))
-        cat = np.array(intern_keys(self.cats, list(map(_CAT, timed))), np.int32)
+        put("name", intern_column(self.names, name_list))
+        cat = intern_column(self.cats, list(map(_CAT, timed)))
         put("cat", cat)
         lane = self.lanes(timed)
         put("lane", lane)

@@ -56,6 +56,18 @@ def intern_keys(table: dict[Any, int], keys: list[Any]) -> list[int]:
     return ids
 
 
+def intern_column(table: dict[Any, int], keys: list[Any], dtype: Any = np.int32) -> np.ndarray:
+    """`intern_keys` as a numpy column, filled straight from the lookups: a miss reads
+    as -1 (no id is negative), so no list of ids and no scan for None is built."""
+    n = len(keys)
+    ids = np.fromiter(map(table.get, keys, repeat(-1, n)), dtype, n)
+    if n and (ids < 0).any():
+        for key in dict.fromkeys(compress(keys, (ids < 0).tolist())):
+            table[key] = len(table)
+        ids = np.fromiter(map(table.get, keys), dtype, n)
+    return ids
+
+
 def present_mask(values: list[Any]) -> np.ndarray:
     """Positions of the values that are not None."""
     return np.flatnonzero(np.fromiter(map(is_not, values, repeat(None)), bool, len(values)))
@@ -80,8 +92,8 @@ class LaneIds:
         self.table = np.full((0, 0), -1, np.int32)  # [pid id, tid id] -> lane id
 
     def __call__(self, events: list[Any]) -> np.ndarray:
-        pid = np.array(intern_keys(self.pids, list(map(PID, events))), np.intp)
-        tid = np.array(intern_keys(self.tids, list(map(TID, events))), np.intp)
+        pid = intern_column(self.pids, list(map(PID, events)), np.intp)
+        tid = intern_column(self.tids, list(map(TID, events)), np.intp)
         if len(self.pids) * len(self.tids) > MAX_LANE_TABLE:  # many processes and threads
             keys = [
                 (canonical_key(p), canonical_key(t))

@@ -34,10 +34,10 @@ from .cuts import (
 )
 from .json_strings import last_boundary_outside_strings
 from .repair import (
-    BIG_INT,
     REPAIR_WARNINGS,
     drop_big_ints,
     flatten_deep,
+    has_big_int,
     replace_lone_surrogates,
 )
 from .schema import LENIENT_BATCH, STRICT_BATCH, TOP_DECODER, TopLevel, normalize_lenient
@@ -344,7 +344,7 @@ class EventStream:
             except RecursionError:  # deeper than the decoder can go before level 4
                 raise TraceError(self.path, DEEP_PROBLEM) from None
             self._note("deep", deep)
-        if BIG_INT.search(text):
+        if has_big_int(text):
             self._note("big_ints", drop_big_ints(batch))
         return batch
 

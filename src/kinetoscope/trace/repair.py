@@ -86,8 +86,19 @@ def replace_lone_surrogates(text: bytes | bytearray) -> tuple[bytes, int]:
     return fixed, count
 
 
-#: a run of 19 digits: the only text that can hold an integer outside int64
-BIG_INT = re.compile(rb"\d{19}")
+#: every ASCII digit to "0" (no other byte is "0"): a run of 19 digits becomes _ZEROS
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"0" * 9)
+_ZEROS = b"0" * 19
+
+
+def has_big_int(text: bytes | bytearray) -> bool:
+    """Whether `text` holds a run of 19 ASCII digits: the only text that can hold an
+    integer outside int64. Same answer as searching `\\d{19}`, but `re` tries up to
+    19 digits at every position of digit-heavy JSON (2.1 s CPU per 206 MB, the
+    largest part of decoding); a translate and a substring search take 0.14 s."""
+    return text.translate(_DIGITS_TO_ZERO).find(_ZEROS) >= 0
+
+
 _INT_ARGS = [attr for attr, _, typ, _ in ARG_FIELDS if typ == int | None]
 _DEFAULTS = {attr: default for attr, _, _, default in ARG_FIELDS}
 _LIST_ARGS = ("grid", "block")
@@ -96,7 +107,7 @@ _LIST_ARGS = ("grid", "block")
 def drop_big_ints(batch: list) -> int:
     """Replace each `args` integer outside int64 (an id, a byte count of 2**70) by
     its default (absent); how many were dropped. Only called when the text holds
-    a run of 19 digits, so a normal batch costs one regex scan."""
+    a run of 19 digits (`has_big_int`), so a normal batch costs one scan."""
     dropped = 0
     for ev in batch:
         args = ev.args

@@ -82,3 +82,17 @@ class SparseValues(Mapping):
 
     def items(self):
         return list(zip(self.index.tolist(), self.values.tolist(), strict=True))
+
+
+def values_at(table: Mapping[int, Any], events: Any) -> list[Any]:
+    """The values `table` holds for `events`, in their order, absent ones left out: one
+    binary search over a `SparseValues` index for all of them instead of a lookup per
+    event (a dict, as tests build, is read key by key)."""
+    if not isinstance(table, SparseValues):
+        return [table[i] for i in events if i in table]
+    index = table.index
+    events = np.asarray(events, dtype=np.int64)
+    if not len(index) or not len(events):
+        return []
+    pos = np.minimum(np.searchsorted(index, events), len(index) - 1)
+    return table.values[pos[index[pos] == events]].tolist()
