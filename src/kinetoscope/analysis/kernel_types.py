@@ -169,12 +169,6 @@ def _classify(name: str, k: KernelName, family: tuple[str, str] | None) -> str:
     return "other"
 
 
-def is_communication(name: str) -> bool:
-    """Whether a kernel moves data between GPUs (the one test every caller uses: kernel
-    types, streams, exposed communication, per-rank overlap)."""
-    return kernel_type(name) == "communication"
-
-
 def copy_type(name: str) -> str:
     """Direction of a memcpy event from its name (`Memcpy HtoD (Pinned -> Device)`)."""
     for label, pattern in _DIRECTIONS:
