@@ -233,3 +233,20 @@ def test_text_cuts_long_step_tables_but_keeps_outliers(tmp_path):
     assert rows == [f"#{n}" for n in range(12)] + ["#13"]
     assert "... 2 more steps (see --format json)" in text
     assert "<- 3.0x the median step" in text
+
+
+def test_html_lists_findings_in_the_reading_order_of_every_other_format():
+    """The HTML page re-sorted findings by severity and impact alone, so the verdict
+    (`overhead-bound`, whose estimate is the whole host-device gap) sat above its own
+    causes on 22 corpus traces, against `rules.ranking` and the text, Markdown and
+    JSON order. On alexnet the causes (launch-latency, ...) come first everywhere."""
+    report = kinetoscope.explain(corpus("gpu/alexnet_train.json.gz"))
+    order = [f["id"] for f in report.to_dict()["findings"]]
+    assert order.index("launch-latency") < order.index("overhead-bound")
+    text = render_text(report)
+    assert text.index("launch-latency") < text.index("overhead-bound")
+    page = render_html(report).split("<h2>Findings</h2>", 1)[1]
+    card = r'<div class="finding [^"]*" id="finding-(\d+)"[^>]*>\s*<p><span class="sev [a-z]+">'
+    cards = re.findall(card + r"[a-z]+</span> <code>([^<]+)</code>", page)
+    assert [int(i) for i, _ in cards] == list(range(len(order)))
+    assert [name for _, name in cards] == order

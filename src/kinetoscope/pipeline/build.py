@@ -29,7 +29,6 @@ from ..analysis.steps import host_activity_mask
 from ..analysis.window import in_window, window_device_work
 from ..report.html import notebook_html
 from ..report.model import Report, StepRow, Timeline, TimelineMark, TraceFacts, Verdict
-from ..rules.base import SEVERITY_ORDER, Finding
 from ..rules.engine import load_rules, run_rules
 from ..rules.verdict import classify
 from ..trace import Trace
@@ -106,18 +105,7 @@ def build_report(
         streams=streams_section(trace),
         llm=llm_section(trace),
         interactive=partial(interactive_data, trace, outcome.findings, timeline.steps),
-        reading_order=reading_order(outcome.findings),
         notebook_html=notebook_html,
-    )
-
-
-def reading_order(findings: list[Finding]) -> list[int]:
-    """Indices of `findings` in the order the HTML pages list them: by severity, then by
-    time a fix could save. The index stays the one the timeline payload uses for the
-    finding's evidence, so the page keeps both."""
-    return sorted(
-        range(len(findings)),
-        key=lambda i: (SEVERITY_ORDER.get(findings[i].severity, 9), -findings[i].impact_us),
     )
 
 

@@ -11,7 +11,6 @@ from typing import Any
 
 from ..rules.base import Finding
 from ..trace import Trace
-from .build import reading_order
 from .timeline_data import timeline_events
 
 
@@ -32,7 +31,6 @@ def timeline_side(
         "label": label,
         "timeline": timeline_events(trace, findings, steps),
         "findings": findings,
-        "order": reading_order(findings),
         "per_step": per_step,
     }
 

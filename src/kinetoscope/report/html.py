@@ -115,11 +115,11 @@ def script_json(value: Any):
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
-def ranked(findings: list, order: list[int]) -> list[tuple[int, Any]]:
-    """(report index, finding) in the reading order the build step chose
-    (`pipeline.build.reading_order`); the index stays the one the timeline payload uses
-    for the finding's evidence."""
-    return [(i, findings[i]) for i in order]
+def ranked(findings: list) -> list[tuple[int, Any]]:
+    """(report index, finding), in the order the rules engine ranked them
+    (`rules.ranking.rank`: the order text, Markdown and JSON list them too); the index
+    is the one the timeline payload uses for the finding's evidence."""
+    return list(enumerate(findings))
 
 
 def decomposition(report: Report) -> list[dict[str, Any]]:
@@ -167,7 +167,7 @@ def render_html(report: Report, standalone: bool = True) -> str:
         title=report.trace.path,
         report=report,
         sections=SECTIONS,
-        ranked_findings=ranked(report.findings, report.reading_order),
+        ranked_findings=ranked(report.findings),
         decomposition=decomposition(report),
         interactive=interactive,
         timeline_json=script_json(interactive["timeline"]) if interactive else None,
@@ -213,7 +213,7 @@ def timeline_side(side: dict[str, Any]) -> dict[str, Any]:
         "caption": side["caption"],
         "label": side["label"],
         "timeline_json": script_json(side["timeline"]),
-        "findings": ranked(side["findings"], side["order"]),
+        "findings": ranked(side["findings"]),
         "per_step": side["per_step"],
     }
 

@@ -120,8 +120,6 @@ class Report:
     #: Builds what only the HTML report shows (pipeline.interactive: event timeline, kernel
     #: and op tables) on demand: it costs a pass over every event.
     interactive: Callable[[], dict] | None = field(default=None, compare=False)
-    #: indices of `findings` in the order the HTML page lists them (pipeline.build)
-    reading_order: list[int] = field(default_factory=list)
     #: the words of each part in `verdict.decomposition` (analysis.stats.decomposition_parts)
     decomposition_words: dict[str, str] = field(default_factory=dict)
     #: the HTML renderer Jupyter's display calls (report.html.notebook_html), set by the
