@@ -115,13 +115,6 @@ def script_json(value: Any):
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
-def ranked(findings: list) -> list[tuple[int, Any]]:
-    """(report index, finding), in the order the rules engine ranked them
-    (`rules.ranking.rank`: the order text, Markdown and JSON list them too); the index
-    is the one the timeline payload uses for the finding's evidence."""
-    return list(enumerate(findings))
-
-
 def decomposition(report: Report) -> list[dict[str, Any]]:
     """The verdict's host-time parts in analysis.hosttime's order, each with its share of
     the window and its time per step (None for a trace without steps); empty when the
@@ -167,7 +160,7 @@ def render_html(report: Report, standalone: bool = True) -> str:
         title=report.trace.path,
         report=report,
         sections=SECTIONS,
-        ranked_findings=ranked(report.findings),
+        ranked_findings=list(enumerate(report.findings)),  # engine's order, payload index
         decomposition=decomposition(report),
         interactive=interactive,
         timeline_json=script_json(interactive["timeline"]) if interactive else None,
@@ -213,7 +206,7 @@ def timeline_side(side: dict[str, Any]) -> dict[str, Any]:
         "caption": side["caption"],
         "label": side["label"],
         "timeline_json": script_json(side["timeline"]),
-        "findings": ranked(side["findings"]),
+        "findings": list(enumerate(side["findings"])),
         "per_step": side["per_step"],
     }
 

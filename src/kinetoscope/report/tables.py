@@ -8,6 +8,7 @@ trace goes through `md_cell` here, or `rich.text.Text` (never markup) in text.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Sequence
 
@@ -101,26 +102,16 @@ def natural_width(table) -> int:
     """Columns a rich renderable takes when nothing bounds it."""
     from rich.console import Console
 
-    return Console(width=10_000, file=_Null()).measure(table).maximum
+    return Console(width=10_000, file=io.StringIO()).measure(table).maximum
 
 
 def table_text(table, width: int | None = None) -> str:
     """A rich renderable as plain text `width` columns wide (its natural width when
     None: a file or report that never wraps a cell), no colour, no trailing blanks:
-    what a piped command prints."""
+    what a piped command prints (the console writes into a string it drops and records)."""
     from rich.console import Console
 
     width = natural_width(table) if width is None else width
-    console = Console(width=width, record=True, color_system=None, file=_Null())
+    console = Console(width=width, record=True, color_system=None, file=io.StringIO())
     console.print(table)
     return "\n".join(line.rstrip() for line in console.export_text().splitlines())
-
-
-class _Null:
-    """A file that drops what is written (the console only records)."""
-
-    def write(self, _text: str) -> int:
-        return len(_text)
-
-    def flush(self) -> None:
-        pass
