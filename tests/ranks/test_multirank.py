@@ -187,3 +187,16 @@ def test_copy_of_dir_is_untouched(dlrm, tmp_path):
     before = {p.name: p.stat().st_mtime_ns for p in copy.iterdir()}
     explain_ranks([copy], jobs=2, config={}, fmt="text")
     assert {p.name: p.stat().st_mtime_ns for p in copy.iterdir()} == before
+
+
+def test_merged_findings_read_in_severity_order_in_every_format():
+    """Text and JSON listed merged findings by impact first (exposed-communication, a warn
+    worth 11 ms, above host-sync, critical at 7.5 ms) while the HTML page re-sorted them by
+    severity: now every format reads them as single-trace findings are, severity first."""
+    doc = json.loads(explain_ranks([DLRM], jobs=1, config={}, fmt="json"))
+    order = [(f["severity"], -f["impact_us"]["max"]) for f in doc["findings"]]
+    assert order == sorted(order, key=lambda o: ({"critical": 0, "warn": 1, "info": 2}[o[0]], o[1]))
+    assert doc["findings"][0]["id"] == "host-sync"
+    text = explain_ranks([DLRM], jobs=1, config={}, fmt="text")
+    said = re.findall(r"\[(?:critical|warn|info)\] ([a-z0-9-]+):", text)
+    assert said == [f["id"] for f in doc["findings"]]

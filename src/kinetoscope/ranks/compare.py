@@ -78,5 +78,7 @@ def merged_findings(ranks: dict[int, RankSummary]) -> list[dict[str, Any]]:
                 "suggestion": worst["suggestion"],
             }
         )
-    out.sort(key=lambda f: (-f["impact_us"]["max"], SEVERITY_ORDER[f["severity"]], f["id"]))
+    # read in the order single-trace findings are (`rules.ranking`): severity first, then
+    # the largest time a fix saves on any rank; every format lists them in this order
+    out.sort(key=lambda f: (SEVERITY_ORDER[f["severity"]], -f["impact_us"]["max"], f["id"]))
     return out

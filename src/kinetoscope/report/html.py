@@ -26,7 +26,6 @@ from .._version import __version__
 from ..errors import UsageError
 from ..formatting.escaping import inert
 from ..formatting.units import fmt_pct, fmt_us
-from ..rules.base import SEVERITY_ORDER
 from .evidence import evidence_line, short_name
 from .model import Report
 from .run_text import run_line, version_parts
@@ -217,16 +216,12 @@ def render_ranks_html(report, sides: list[dict[str, Any]] = (), llm: dict | None
     the ranks table, and the LLM passes lined up across ranks (`llm`: notes, head and rows
     of `ranks.llm`'s table)."""
     _environment()
-    findings = sorted(
-        report.findings,
-        key=lambda f: (SEVERITY_ORDER.get(f["severity"], 9), -f["impact_us"]["max"], f["id"]),
-    )
     return render_page(
         "ranks.html.j2",
         title=f"{len(report.ranks)} ranks",
         report=report,
         ranks=list(report.ranks.items()),
-        ranked_findings=findings,
+        ranked_findings=report.findings,  # ranks.compare.merged_findings' order
         folder=_common_folder([s.path for s in report.ranks.values()]),
         sides=[timeline_side(side) for side in sides],
         has_timeline=bool(sides),
