@@ -243,6 +243,7 @@ WHOLE_PRODUCT_TESTS = {
     "test_architecture",
     "test_fuzz",
     "test_gpu_kit",
+    "test_gpu_recordings",  # the GPU kit's recordings, read without a GPU
     "test_progress",
     "test_readme",
     "test_requires",

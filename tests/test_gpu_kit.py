@@ -8,16 +8,20 @@ real run through the CLI (`kinetoscope profile`, `kinetoscope tune`) and asserts
 the mechanism predicts:
 
 - matmul_add at 64 (a 64 x 64 product is a few microseconds of device work behind
-  a launch that costs about as much: overhead-bound) and 4096 (137 GFLOP a step,
-  hundreds of microseconds of tensor-core work per launch: compute-bound), each cold
-  (no warm-up), warm and compiled;
+  a launch that costs about as much: overhead-bound) and 8192 (1.1 TFLOP a step,
+  over a millisecond of tensor-core work per launch even on an H100: compute-bound),
+  each cold (no warm-up), warm and compiled. The first run on an H100 (2026-11-25)
+  used 4096: its bf16 GEMM lasts 171 us there, the cold and compiled host steps
+  300-600 us, and the device idled a quarter of the window: "mixed" was the trace's
+  truth, the size was too small for the claim;
 - attention pinned to each SDPA backend: the attention analysis names the backend
   that was asked for;
 - a transformer `generate()`: the LLM view splits each generate into one prefill and
   decode passes, and the tiny model's decode is launch-bound (llm-decode-overhead);
 - `tune`'s GPU knobs: the pin_memory, CUDA-graph (compile reduce-overhead), bf16 and
   TF32 trials run, and their traces show the knob took effect (pinned copies, graph
-  launches, bf16 params, TF32 GEMM kernels).
+  launches, bf16 params, and fp32-gemm-tf32 firing on the fp32 baseline's FFMA
+  GEMMs but not on the TF32 trial's).
 
 Every run's numbers go to `$KINETOSCOPE_GPU_OUT/results.md` (default: a pytest temp
 folder, printed at the end), for docs/accuracy.md's "On a GPU" section.
@@ -122,7 +126,7 @@ def _profile(out: Path, *args: str) -> Path:
 
 MODES = {"cold": ["--warmup", "0"], "warm": ["--warmup", "5"],
          "compiled": ["--warmup", "5", "--compile"]}  # fmt: skip
-EXPECTED = {64: "overhead-bound", 4096: "compute-bound"}
+EXPECTED = {64: "overhead-bound", 8192: "compute-bound"}
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
@@ -260,14 +264,34 @@ def test_tune_cuda_graph_trial_replays_graphs(gpu, out, results):
 
 
 def test_tune_bf16_and_tf32_trials_run(gpu, out, results):
-    doc = _tune(out, "tune_math", "matmul_add", "--size", "4096",
+    """On an fp32 baseline (--dtype fp32: the workload's GPU default is bf16, and a bf16
+    baseline made both trials reruns of it on the first H100 run), the bf16 trial runs bf16
+    and the TF32 trial moves the GEMMs off FFMA: fp32-gemm-tf32 fires on the baseline's
+    trace and not on the TF32 trial's, whose GEMM kernels are other kernels."""
+    doc = _tune(out, "tune_math", "matmul_add", "--size", "4096", "--dtype", "fp32",
                 "--knob", "dtype=bf16", "--knob", "tf32=true")  # fmt: skip
+    baseline = next(t for t in doc["trials"] if t["stage"] == "baseline")
     bf16 = _trial(doc, {"dtype": "bf16"})
     tf32 = _trial(doc, {"tf32": True})
-    assert bf16["params"].get("dtype") == "bf16"
-    gemms = [n for n in _names(tf32) if "gemm" in n.lower()]
+    assert baseline["params"].get("dtype") == "fp32" and bf16["params"].get("dtype") == "bf16"
+    fired = {
+        name: {f.id for f in run_rules(kinetoscope.load(t["trace"])).findings}
+        for name, t in (("baseline", baseline), ("tf32", tf32))
+    }
+    gemms = {name: _gemm_kernels(t) for name, t in (("baseline", baseline), ("tf32", tf32))}
     results.append({"check": "tune bf16 / TF32", "run": "matmul_add 4096 fp32",
                     "result": f"bf16 speed {_speed(bf16)}, tf32 speed {_speed(tf32)}, "
-                    f"GEMM kernels {sorted(set(gemms))[:3]}"})  # fmt: skip
-    if not gpu["rocm"]:  # cuBLAS names its TF32 tensor-core GEMMs after the input type
-        assert any("tf32" in n.lower() for n in gemms), gemms
+                    f"GEMM kernels fp32 {gemms['baseline']} -> TF32 {gemms['tf32']}, "
+                    f"fp32-gemm-tf32 fired: baseline {'fp32-gemm-tf32' in fired['baseline']}, "
+                    f"TF32 trial {'fp32-gemm-tf32' in fired['tf32']}"})  # fmt: skip
+    if not gpu["rocm"]:  # TF32 tensor cores: NVIDIA Ampere and newer
+        assert "fp32-gemm-tf32" in fired["baseline"], gemms["baseline"]
+        assert "fp32-gemm-tf32" not in fired["tf32"], gemms["tf32"]
+        assert gemms["tf32"] != gemms["baseline"]
+
+
+def _gemm_kernels(trial: dict) -> list[str]:
+    """The GEMM kernels of a trial's trace, as the kernel-name decoder classifies them."""
+    from kinetoscope.analysis.kernel_names import decode
+
+    return sorted(n for n in _names(trial) if decode(n).kind == "gemm")

@@ -260,9 +260,12 @@ def test_without_a_run_after_there_is_no_judgement():
 # ---- the session interleaves: baseline, trial, baseline, trial, baseline ---------------
 
 
-def _fake_session(tmp_path, monkeypatch, seconds_per_step: list[float], queued=0.0):
+def _fake_session(
+    tmp_path, monkeypatch, seconds_per_step: list[float], queued=0.0, knobs=None, params=None
+):
     """A workload session whose runs take the given seconds per step, in run order, their
-    threads waiting `queued` of the timed time for a CPU."""
+    threads waiting `queued` of the timed time for a CPU; each run reports `params` (the
+    workload's settings, as a real run reads them back)."""
     from kinetoscope.tune import session as session_mod
     from kinetoscope.tune.session import Budget, Session, run_session
     from kinetoscope.tune.trials import Target, Timing
@@ -273,13 +276,13 @@ def _fake_session(tmp_path, monkeypatch, seconds_per_step: list[float], queued=0
         step = next(order)
         trial.block_seconds = _samples(step, trial.index, n=8, rel=0.02)
         trial.regime = "host-only" if profile else None
-        trial.params = {"size": 64}
+        trial.params = params or {"size": 64}
         trial.run_queue_share = queued
         return trial
 
     monkeypatch.setattr(session_mod, "run_trial", fake_run)
     s = Session(Target("workload", "matmul_add", {}), Timing(), tmp_path)
-    knobs = [("compile", ["default", "max-autotune"])]
+    knobs = knobs or [("compile", ["default", "max-autotune"])]
     return run_session(s, knobs, Budget(), timeout=10)
 
 
@@ -295,6 +298,25 @@ def test_session_interleaves_and_rejects_a_drifted_150x(tmp_path, monkeypatch):
     assert compiled.accepted is False and compiled.judgement.fault
     assert s.best is None
     assert any(n.startswith("compile=default: measurement fault") for n in s.notes)
+
+
+def test_knob_values_the_baseline_already_runs_are_skipped_and_said(tmp_path, monkeypatch):
+    """Seen on an H100: `tune matmul_add --knob dtype=bf16 --knob tf32=true` ran both trials
+    on a baseline that was already bf16 (the workload's GPU default), two 1.00x "results".
+    Now only dtype=fp16 runs; dtype=bf16 (the baseline's own) and tf32 (fp32 matmuls only)
+    are skipped with their reasons. On an fp32 baseline both run."""
+    knobs = [("dtype", ["bf16", "fp16"]), ("tf32", ["true"])]
+    bf16 = {"size": 64, "dtype": "bf16"}
+    s = _fake_session(tmp_path, monkeypatch, [20e-6] * 3, knobs=knobs, params=bf16)
+    assert [t.label for t in s.trials if t.stage == "single"] == ["dtype=fp16"]
+    assert dict(s.skipped) == {
+        "dtype=bf16": "the baseline already runs dtype=bf16",
+        "tf32=true": "the baseline runs bf16: TF32 changes only fp32 matmuls",
+    }
+    fp32 = {"size": 64, "dtype": "fp32"}
+    s = _fake_session(tmp_path / "fp32", monkeypatch, [20e-6] * 7, knobs=knobs, params=fp32)
+    singles = [t.label for t in s.trials if t.stage == "single"]
+    assert singles == ["dtype=bf16", "dtype=fp16", "tf32=true"] and not s.skipped
 
 
 def test_session_accepts_a_steady_gain(tmp_path, monkeypatch):

@@ -22,11 +22,11 @@ from typing import NamedTuple
 import numpy as np
 
 from ..trace import Cat, Trace
+from ..trace.categories import GRAPH_LAUNCHES
 from .blocking import blocking_calls
 from .intervals import merge, union_length
 from .steps import device_anchor, host_activity_mask
 
-GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "hipGraphLaunch", "cuGraphLaunch"})
 #: Device kernels that write new keys/values into a preallocated (paged) cache.
 KV_WRITE_KERNEL_RE = re.compile(r"reshape_and_cache|store_kvcache|kv_cache", re.IGNORECASE)
 DTYPE_BYTES = {

@@ -33,12 +33,12 @@ from typing import Any
 import numpy as np
 
 from ..trace import Trace
+from ..trace.categories import GRAPH_LAUNCHES
 from ..trace.repair import changes_data
 from .gpu_lane import buffer_requests
 from .resolution import Resolution, timestamp_resolution
 from .steps import step_stats
 
-GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "hipGraphLaunch"})
 EX_LAUNCHES = frozenset({"cuLaunchKernelEx", "cudaLaunchKernelExC"})
 #: Kineto's record counts line: "CPU GPU out-of-order = N" counts device records
 #: that came before their host op; "CUPTI stopped early? = 1" means records were lost.

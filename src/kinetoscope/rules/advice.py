@@ -4,7 +4,9 @@ CUDA graphs (`torch.compile(mode="reduce-overhead")`, `torch.cuda.graphs`) repla
 captured launch sequence with one call: they help only when kernels exist, the
 host's launch path is the bottleneck (an overhead-bound window) and the window is
 a steady state (no compilation inside it, which changes the launch sequence and
-dominates the host time). On a host-only trace they do not exist at all.
+dominates the host time). On a host-only trace they do not exist at all, and a run that
+already replays graphs (`cudaGraphLaunch` / `hipGraphLaunch` in the trace: an H100 run of
+compile mode reduce-overhead was told to "try mode='reduce-overhead'") is not told again.
 """
 
 from __future__ import annotations
@@ -14,22 +16,28 @@ import numpy as np
 from ..analysis.compile import CACHE_LOOKUP, GRAPH_CALL_RE, REGION_RE, compile_events
 from ..analysis.kernel_names import decoded
 from ..trace import Trace
+from ..trace.categories import GRAPH_LAUNCHES
 from .verdict import classify
 
 
 def cuda_graphs_fit(ctx) -> bool:
-    """Whether CUDA-graph advice applies: kernels recorded, no compilation in the window,
-    and the window is overhead-bound. The first two are the trace's (kept by it, `memo`);
-    the regime depends on the configured thresholds, so it is asked each time (its
-    figures are the trace's memoized stats)."""
+    """Whether CUDA-graph advice applies: kernels recorded, no graph replayed, no
+    compilation in the window, and the window is overhead-bound. The first three are the
+    trace's (kept by it, `memo`); the regime depends on the configured thresholds, so it
+    is asked each time (its figures are the trace's memoized stats)."""
     trace = ctx.trace
-    return trace.memo(_kernels_without_compile) and (
+    return trace.memo(_graphs_could_be_added) and (
         classify(trace, ctx.config).regime == "overhead-bound"
     )
 
 
-def _kernels_without_compile(trace: Trace) -> bool:
-    return bool(len(trace.kernels)) and not len(trace.memo(compile_events))
+def _graphs_could_be_added(trace: Trace) -> bool:
+    replays = trace.name_ids_matching(lambda n: n in GRAPH_LAUNCHES)
+    return (
+        bool(len(trace.kernels))
+        and not len(trace.memo(compile_events))
+        and not np.isin(trace.name_id, replays).any()
+    )
 
 
 def compiled_run(ctx) -> bool:

@@ -106,6 +106,12 @@ class RegimeCall:
                 f"{fmt_us(self.compute_us)} = {fmt_pct(self.ratio)} of the "
                 f"{fmt_us(self.window_us)} window, no device" + host
             )
+        if self.ratio > 1:  # the host queued ahead: "640% of host" reads as a fault
+            return (
+                f"{self.regime}: device busy {fmt_us(self.device_busy_us)} = {self.ratio:.2f}x "
+                f"host {fmt_us(self.host_time_us)}{where} (more device work than host "
+                "time: the device sets the pace)" + host
+            )
         return (
             f"{self.regime}: device busy {fmt_us(self.device_busy_us)} = {fmt_pct(self.ratio)} "
             f"of host {fmt_us(self.host_time_us)}{where}" + host

@@ -88,6 +88,7 @@ LAUNCH_NAMES = frozenset(
         "cuLaunchKernel",
         "cuLaunchKernelEx",
         "cudaGraphLaunch",
+        "cuGraphLaunch",
         "hipLaunchKernel",
         "hipExtLaunchKernel",
         "hipModuleLaunchKernel",
@@ -97,6 +98,8 @@ LAUNCH_NAMES = frozenset(
         "hipExtLaunchMultiKernelMultiDevice",
     }
 )
+#: Host calls that replay a captured CUDA/HIP graph: many kernels from one call.
+GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "hipGraphLaunch", "cuGraphLaunch"})
 #: Host calls that block the calling thread until device work completes.
 SYNC_NAMES = frozenset(
     {

@@ -275,9 +275,11 @@ def _user_plans(session: Session, base: Trial, knobs: list[tuple[str, list[str]]
     for name, texts in knobs:
         if session.target.kind == "workload":
             values = tuple(workload_value(name, v, _base(session, base)) for v in texts)
+            values = _values_that_change_something(session, name, values, _base(session, base))
         else:
             values = tuple(literal(v) for v in texts)
-        plans.append(Plan(name, values, "given with --knob"))
+        if values:
+            plans.append(Plan(name, values, "given with --knob"))
     if session.target.kind == "script" and not session.target.pass_as_arg:
         read = {env_name(n) for n in base.knobs_read}
         unread = [p.name for p in plans if env_name(p.name) not in read]
@@ -287,6 +289,24 @@ def _user_plans(session: Session, base: Trial, knobs: list[tuple[str, list[str]]
                 "those trials run the baseline's code (use --pass-as-arg for arguments)"
             )
     return plans
+
+
+def _values_that_change_something(session: Session, name: str, values: tuple, now: dict):
+    """The `--knob` values whose trial would not rerun the baseline. A value the baseline
+    already runs with (dtype=bf16 where the workload's GPU default is bf16), and TF32 on a
+    baseline not in fp32 (TF32 changes only fp32 matmuls), are skipped and said: their
+    trial's "speed-up" would measure noise alone."""
+    kept = []
+    for value in values:
+        label = label_of({name: value})
+        if value == now.get(name):
+            session.skipped.append((label, f"the baseline already runs {label}"))
+        elif name == "tf32" and value and now.get("dtype") != "fp32":
+            why = f"the baseline runs {now.get('dtype')}: TF32 changes only fp32 matmuls"
+            session.skipped.append((label, why))
+        else:
+            kept.append(value)
+    return tuple(kept)
 
 
 def _facts(base: Trial, memory_limit: float) -> Facts:

@@ -1,0 +1,138 @@
+"""The GPU check kit's own recordings, read again on every run without a GPU.
+
+`tests/data/gpu_kit_h100/` holds traces the kit and `kinetoscope profile` recorded on an
+NVIDIA H100 (torch 2.11.0+cu130, 2026-11-25; README there). They are the only traces
+of this project's own workloads on a GPU, and the first with what a current stack
+emits: cuBLAS's nvjet GEMMs, PyTorch's FlashAttention 2 and cuDNN's SM90 attention
+kernels, CUDA-graph replays from compile mode reduce-overhead. Each expectation below was
+read off the trace (`kinetoscope explain`, `table`, the raw events) before it was
+written; the comment beside it says what was read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kinetoscope
+from kinetoscope.analysis.attention import attention_use
+from kinetoscope.analysis.llm import llm_view
+from kinetoscope.trace.categories import GRAPH_LAUNCHES
+
+H100 = Path(__file__).resolve().parent / "data" / "gpu_kit_h100"
+
+
+def recorded(name: str) -> Path:
+    path = H100 / f"{name}.json.gz"
+    if not path.exists():
+        pytest.fail(f"GPU kit recording {path.name} not found under {H100}")
+    return path
+
+
+def fired(report) -> set[str]:
+    return {f.id for f in report.findings}
+
+
+@pytest.mark.parametrize("backend", ["math", "efficient", "flash", "cudnn"])
+def test_each_pinned_sdpa_backend_is_named_from_its_kernels(backend):
+    # flash: pytorch_flash::flash_fwd_kernel; efficient: fmha_cutlassF_bf16_aligned_64x64;
+    # cudnn: cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma; math: bmm, softmax
+    use = attention_use(kinetoscope.load(recorded(f"attention_{backend}")))
+    assert use.backends()[:1] == [backend]
+    assert use.uses[0].kernels > 0
+
+
+@pytest.mark.parametrize(
+    "name, regime",
+    [
+        # 64 x 64: 4.4 us of kernels per step behind 93-225 us of host work
+        ("matmul_add_64_warm", "overhead-bound"),
+        # bf16 4096, warm: a 171 us nvjet GEMM + 44 us add per step, host steps 107-250 us
+        ("matmul_add_4096_bf16_warm", "compute-bound"),
+        # fp32 4096: 8.1 ms of FFMA GEMM against a 683 us host: the device sets the pace
+        ("matmul_add_4096_fp32_warm", "compute-bound"),
+        # bf16 4096, cold: the same 220 us of kernels per step, host steps 249-594 us: the
+        # device idles a quarter of the window (661 us busy of 877 us): neither bound
+        ("matmul_add_4096_bf16_cold", "mixed"),
+    ],
+)
+def test_matmul_add_verdicts_on_an_h100(name, regime):
+    assert kinetoscope.explain(recorded(name)).verdict.regime == regime
+
+
+def test_a_device_busier_than_the_host_is_said_as_a_multiple():
+    """647 us of device work against 368 us of host time: "175.5% of host" read as a fault;
+    the line says 1.76x and why. Under 100% the share stays a percentage."""
+    warm = kinetoscope.explain(recorded("matmul_add_4096_bf16_warm")).verdict.summary
+    assert "device busy 647 us = 1.76x host 368 us" in warm
+    assert "the device sets the pace" in warm and "% of host" not in warm
+    cold = kinetoscope.explain(recorded("matmul_add_4096_bf16_cold")).verdict.summary
+    assert "device busy 661 us = 75.4% of host 877 us" in cold
+
+
+def test_fp32_gemm_tf32_fires_on_ffma_gemms_and_not_on_bf16_nvjet():
+    # fp32: sm80_xmma_gemm_f32f32_..._ffma on compute capability 9.0, 100% of GEMM time.
+    # bf16: nvjet_sm90_tst_256x128_... (cuBLASLt's Hopper GEMM): no fp32 GEMM at all.
+    fp32 = kinetoscope.explain(recorded("matmul_add_4096_fp32_warm"))
+    assert "fp32-gemm-tf32" in fired(fp32)
+    bf16 = kinetoscope.explain(recorded("matmul_add_4096_bf16_warm"))
+    assert "fp32-gemm-tf32" not in fired(bf16)
+
+
+def test_a_run_that_replays_cuda_graphs_is_not_told_to_use_them():
+    """The reduce-overhead trial replays a graph each step (cudaGraphLaunch) and is still
+    overhead-bound (Dynamo's guards and the graph's input copies): advice to "try
+    mode='reduce-overhead'" told it to do what it does. The eager run of the same workload
+    is told (must fire)."""
+    graphs_path = recorded("matmul_add_64_cuda_graphs")
+    trace = kinetoscope.load(graphs_path)
+    replays = trace.name_ids_matching(lambda n: n in GRAPH_LAUNCHES)
+    assert np.isin(trace.name_id, replays).sum() == 3  # one replay per recorded step
+    graphs = kinetoscope.explain(graphs_path)
+    assert graphs.verdict.regime == "overhead-bound"
+    advice = " ".join(f.suggestion or "" for f in graphs.findings)
+    assert "reduce-overhead" not in advice and "CUDA graph" not in advice
+    eager = kinetoscope.explain(recorded("matmul_add_64_warm"))
+    overhead = next(f for f in eager.findings if f.id == "overhead-bound")
+    assert "CUDA graph" in overhead.suggestion
+
+
+@pytest.mark.parametrize("name", ["generate_eager", "generate_compiled"])
+def test_generate_is_one_prefill_then_seven_decodes_per_call(name):
+    # 3 recorded steps, each one generate() of 8 new tokens on a 32-token prompt; eager:
+    # the embedding's input shapes give the tokens; compiled: the compiled frame's calls
+    view = llm_view(kinetoscope.load(recorded(name)))
+    assert view is not None
+    assert [p.phase for p in view.passes] == (["prefill"] + ["decode"] * 7) * 3
+    assert all(p.kernels > 0 for p in view.passes)
+    if name == "generate_eager":
+        assert view.source == "shapes"
+        assert [p.tokens for p in view.passes] == ([32] + [1] * 7) * 3
+
+
+def test_decode_of_a_tiny_model_is_launch_bound():
+    # 2 layers, 128 wide: decode device busy 4.7 ms of 209 ms of decode passes
+    assert "llm-decode-overhead" in fired(kinetoscope.explain(recorded("generate_eager")))
+
+
+def test_pinned_and_pageable_copies_are_told_apart():
+    # the tune pin_memory trial and its baseline: the same dataloader, num_workers 0
+    pinned = kinetoscope.load(recorded("dataloader_pinned")).names
+    pageable = kinetoscope.load(recorded("dataloader_pageable")).names
+    assert "Memcpy HtoD (Pinned -> Device)" in pinned
+    assert "Memcpy HtoD (Pageable -> Device)" in pageable
+    for name in ("dataloader_pinned", "dataloader_pageable", "dataloader_workers0"):
+        # __next__ holds 77-82% of every step in all three: 8 blur passes per image
+        assert kinetoscope.explain(recorded(name)).verdict.regime == "data-bound"
+
+
+def test_a_slow_first_step_after_warmup_names_the_profiler_as_a_cause():
+    """matmul_add 64 after 7 iterations: the first recorded step is 294 us, every op in it
+    2-3x its later time (aten::mm 124 vs 45 us), then 129 and 138 us. torch.profiler
+    starts recording at that step; the advice names it beside a cold code path."""
+    report = kinetoscope.explain(recorded("matmul_add_64_warm"))
+    cold = next(f for f in report.findings if f.id == "cold-start")
+    assert "7 iterations ran before this window" in cold.suggestion
+    assert "torch.profiler starts recording" in cold.suggestion
