@@ -37,7 +37,7 @@ OUTLIER_MIN_STEPS = 3
 
 #: Per-step figures: (key in `metrics`, StepFigures attribute).
 PER_STEP = (
-    ("step_time_us", "dur"),
+    ("step_time_us", "time_us"),
     ("host_time_per_step_us", "host_busy_us"),
     ("device_busy_per_step_us", "device_busy_us"),
     ("device_ratio_per_step", "device_ratio"),
@@ -185,14 +185,15 @@ def _stats(trace: Trace, outlier_factor: float) -> TraceStats:
 
 
 def step_outliers(steps: list[StepStats], factor: float = OUTLIER_FACTOR):
-    """(step number, x median) of the steps lasting over `factor` x the median step
+    """(step number, x median) of the steps lasting over `factor` x the median step, both
+    as step times (`StepStats.time_us`: the device's where it outlasts the host's window)
     (all steps, the first included: it is slow when cold, and cold-start says why)."""
     if len(steps) < OUTLIER_MIN_STEPS:
         return []
-    med = float(np.median([s.dur for s in steps]))
+    med = float(np.median([s.time_us for s in steps]))
     if med <= 0:
         return []
-    return [(s.number, s.dur / med) for s in steps if s.dur > factor * med]
+    return [(s.number, s.time_us / med) for s in steps if s.time_us > factor * med]
 
 
 def trace_metrics(trace: Trace) -> dict[str, float]:

@@ -117,6 +117,13 @@ def _decomposition(d: TraceDiff) -> str:
         "over steps, runs under them)"
     )
     text = f"{lead}: {listed}."
+    device_paced = [name for name, run in (("A", d.a), ("B", d.b)) if run.device_paced]
+    if device_paced:
+        text += (
+            f" In {' and '.join(device_paced)} the device's busy time outlasts the host's "
+            "window: the host parts add up to the window, and the step lasts as long as the "
+            "device's work."
+        )
     fewest = min(d.a.steps, d.b.steps)
     if step.noise_us is None:
         text += " With one step per run there is no step-to-step spread: treat these as unverified."

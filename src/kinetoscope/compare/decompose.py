@@ -33,7 +33,8 @@ from .shift import Shift, median_shift
 
 #: The parts compared, as (key, StepFigures attribute, words). The step itself first.
 PARTS = (
-    ("step_time_us", "dur", "step time"),
+    # a step's time: its host window, or its device busy time where longer (StepStats)
+    ("step_time_us", "time_us", "step time"),
     ("device_busy_per_step_us", "device_busy_us", "device busy"),
     # a CPU run's math-op self time (analysis.cpu_compute), shown only where either run has it
     ("compute_us", "compute_us", "compute"),

@@ -77,6 +77,8 @@ def side(run: Run, stats: list[StepStats]) -> Side:
         device_busy_ratio=m["device_busy_ratio"],
         kernels_per_step=m["kernels_per_step"],
         launches_per_step=m["launches_per_step"],
+        device_paced=bool(stats)
+        and m["step_time_us"] > float(np.median([s.dur for s in stats])) * 1.01,
     )
 
 

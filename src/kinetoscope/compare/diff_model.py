@@ -46,6 +46,8 @@ class Side:
     device_busy_ratio: float
     kernels_per_step: float
     launches_per_step: float
+    #: the median step is the device's busy time, longer than the host's window
+    device_paced: bool = False
 
 
 @dataclass

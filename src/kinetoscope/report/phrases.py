@@ -33,6 +33,11 @@ def steps_line(report: Report) -> str:
         f"median step {fmt_us(m['step_time_us'])}, {m['kernels_per_step']:g} kernels and "
         f"{m['launches_per_step']:g} launches per step"
     )
+    windows = sorted(s.dur_us for s in report.steps)
+    if windows and m["step_time_us"] > windows[len(windows) // 2] * 1.01:
+        line += (
+            " (the device's busy time: it outlasts the host's windows, which queued the work ahead)"
+        )
     if not no_device(report):
         line += f"; device busy {m['device_busy_ratio'] * 100:.1f}% of the window"
     return line

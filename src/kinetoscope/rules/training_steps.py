@@ -58,8 +58,9 @@ def step_outlier(ctx) -> list[Finding]:
         )
     stats = ctx.analysis(step_stats)
     # the one outlier count every command shows (analysis.stats): the median is over all
-    # steps, and a slow first step counts too (cold-start explains its one-time costs)
-    med = median(s.dur for s in stats)
+    # steps, and a slow first step counts too (cold-start explains its one-time costs);
+    # a step's length is its step time (the device's where it outlasts the host's window)
+    med = median(s.time_us for s in stats)
     ratio = ctx.threshold("ratio")
     # a step that compiled is slow because torch.compile ran: compilation-in-window's evidence
     flagged = {number for number, _ in step_outliers(stats, ratio)} - compiling_steps(trace)
@@ -69,28 +70,28 @@ def step_outlier(ctx) -> list[Finding]:
     parts = _step_parts(ctx)
     typical = {k: median(parts[s.number][k] for s in stats) for k in _PART_NAMES}
     evidence = []
-    for s in sorted(slow, key=lambda s: -s.dur):
+    for s in sorted(slow, key=lambda s: -s.time_us):
         diffs = {k: parts[s.number][k] - typical[k] for k in _PART_NAMES}
         cause = max(diffs, key=lambda k: diffs[k])
         what = (
             f"{_PART_NAMES[cause]} +{fmt_us(diffs[cause])} vs the median step"
-            if diffs[cause] > 0.25 * (s.dur - med)
+            if diffs[cause] > 0.25 * (s.time_us - med)
             else "no single cause stands out (host and device both slower)"
         )
         if s is stats[0]:
             what += " (the first profiled step: one-time costs, see cold-start)"
         evidence.append(
             Evidence(
-                f"{fmt_us(s.dur)} = {s.dur / med:.2f}x the median {fmt_us(med)}; {what}",
+                f"{fmt_us(s.time_us)} = {s.time_us / med:.2f}x the median {fmt_us(med)}; {what}",
                 name=f"ProfilerStep#{s.number}",
                 ts_us=trace.rel(s.start),
                 dur_us=s.dur,
                 step=s.number,
-                value=s.dur / med,
+                value=s.time_us / med,
                 unit="x median",
             )
         )
-    worst = max(s.dur for s in slow)
+    worst = max(s.time_us for s in slow)
     return [
         Finding(
             id="step-outlier",
@@ -106,7 +107,7 @@ def step_outlier(ctx) -> list[Finding]:
                 "names the part that grew). Periodic work (logging, checkpoints, evaluation) "
                 "belongs outside the profiled window or behind a flag."
             ),
-            impact_us=sum(s.dur - med for s in slow) / len(stats),
+            impact_us=sum(s.time_us - med for s in slow) / len(stats),
             evidence=evidence,
             # the slow steps themselves: a cold first step alone is cold-start's cause too
             cause=tuple(f"step:{s.number}" for s in sorted(slow, key=lambda s: s.start)),
