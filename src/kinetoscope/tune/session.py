@@ -263,9 +263,10 @@ def _say_drift_and_faults(session: Session) -> None:
         session.notes.append(
             f"the machine was busy: in {len(busy)} of {len(session.trials)} runs the trial's "
             f"threads waited for a CPU for more than {BUSY_SHARE:.0%} of the timed time (up "
-            f"to {worst.run_queue_share:.0%}, {worst.label}; Linux schedstat): other "
-            "processes shared the cores, so timings carry their load; decisions hold only "
-            "against the reference runs around each trial"
+            f"to {worst.run_queue_share:.0%}, {worst.label}; Linux schedstat): more threads "
+            "were runnable than there were cores, from other programs or from the run's own "
+            "DataLoader workers and their threads, so timings carry that load; decisions "
+            "hold only against the reference runs around each trial"
         )
 
 
