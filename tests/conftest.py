@@ -35,6 +35,19 @@ def corpus(relative: str) -> Path:
     return path
 
 
+#: Traces the GPU check kit recorded on an H100 (tests/data/gpu_kit_h100/README.md)
+GPU_KIT_H100 = REPO / "tests" / "data" / "gpu_kit_h100"
+
+
+def gpu_kit_recording(name: str) -> Path:
+    """Path of a GPU kit recording (`attention_math` -> attention_math.json.gz); it ships
+    with the project, so a missing one fails the test."""
+    path = GPU_KIT_H100 / f"{name}.json.gz"
+    if not path.exists():
+        pytest.fail(f"GPU kit recording {path.name} not found under {GPU_KIT_H100}")
+    return path
+
+
 def write_trace(path: Path, events: list[dict], gz: bool = False, **top) -> Path:
     """Write a Kineto-shaped trace file with the given events (tiny traces for unit tests)."""
     body = {"schemaVersion": 1, **top, "traceEvents": events}

@@ -11,8 +11,6 @@ written; the comment beside it says what was read.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -21,14 +19,9 @@ from kinetoscope.analysis.attention import attention_use
 from kinetoscope.analysis.llm import llm_view
 from kinetoscope.trace.categories import GRAPH_LAUNCHES
 
-H100 = Path(__file__).resolve().parent / "data" / "gpu_kit_h100"
+from .conftest import gpu_kit_recording
 
-
-def recorded(name: str) -> Path:
-    path = H100 / f"{name}.json.gz"
-    if not path.exists():
-        pytest.fail(f"GPU kit recording {path.name} not found under {H100}")
-    return path
+recorded = gpu_kit_recording
 
 
 def fired(report) -> set[str]:

@@ -12,7 +12,7 @@ from kinetoscope.analysis.attention import attention_use, kernel_family
 from kinetoscope.rules.engine import run_rules
 from kinetoscope.trace import load
 
-from ..conftest import corpus
+from ..conftest import corpus, gpu_kit_recording
 
 
 def _finding(trace):
@@ -345,6 +345,20 @@ def test_native_mha_with_weights_is_the_unfused_math_path():
     assert finding.measured["backends"] == ["math"]
     reasons = " ".join(finding.measured["math_reasons"])
     assert "need_weights=True" in reasons and "fp32" in reasons
+    # fp32 inputs: "use fp16/bf16" is the first fix, and it is said
+    assert finding.suggestion.startswith("Use fp16/bf16 (autocast)")
+
+
+def test_math_pinned_on_bf16_inputs_is_not_told_to_use_bf16():
+    """The GPU kit's H100 run with SDPA's math backend pinned (sdpa_kernel(MATH)) on bf16
+    inputs (recorded shapes: c10::BFloat16, head dim 64, no mask, no dropout): nothing
+    recorded rules flash out, so the fix names the explicit choice first and does not
+    tell the run to use the dtype it uses."""
+    finding = _finding(load(gpu_kit_recording("attention_math")))
+    assert finding.measured["backends"] == ["math"] and finding.measured["math_reasons"] == []
+    assert finding.suggestion.startswith("The inputs are already bf16")
+    assert "sdpa_kernel(SDPBackend.MATH)" in finding.suggestion
+    assert "Use fp16/bf16" not in finding.suggestion
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,25 @@ _MATH_FIX = (
     "need_weights=False to nn.MultiheadAttention, and check with "
     "sdpa_kernel(SDPBackend.FLASH_ATTENTION), which raises with the reason when flash cannot run."
 )
+#: ... where the recorded inputs are already fp16/bf16 and nothing recorded rules flash out
+_MATH_CHOSEN_FIX = (
+    "The inputs are already {dtypes} and nothing recorded rules flash out: look first for "
+    "the math path chosen in code (sdpa_kernel(SDPBackend.MATH), "
+    "torch.backends.cuda.enable_flash_sdp(False) or enable_mem_efficient_sdp(False)); "
+    "otherwise pass is_causal=True instead of a causal mask, make q/k/v contiguous in the last "
+    "dimension, and check with sdpa_kernel(SDPBackend.FLASH_ATTENTION), which raises with the "
+    "reason when flash cannot run."
+)
+
+
+def _math_fix(math: BackendUse, reasons: list[str]) -> str:
+    """The generic list, unless the recorded dtypes are all fp16/bf16 and no recorded
+    property explains the fallback: then "use fp16/bf16" would tell the run to do what it
+    does (an H100 run with the math backend pinned on bf16 inputs was told so)."""
+    dtypes = sorted({s.dtype for s in math.shapes if s.dtype})
+    if dtypes and set(dtypes) <= {"fp16", "bf16"} and not reasons:
+        return _MATH_CHOSEN_FIX.format(dtypes="/".join(dtypes))
+    return _MATH_FIX
 
 #: What to know or do about each backend once it is named.
 ADVICE = {
@@ -284,7 +303,7 @@ def attention_backend(ctx) -> list[Finding]:
             ),
             suggestion=" ".join(
                 ([ADVICE["unfused"]] if unfused is not None else [])
-                + ([_MATH_FIX] if math is not None else [])
+                + ([_math_fix(math, reasons)] if math is not None else [])
             ),
             impact_us=saved / steps,
             evidence=evidence,
