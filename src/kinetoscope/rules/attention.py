@@ -52,6 +52,7 @@ def _math_fix(math: BackendUse, reasons: list[str]) -> str:
         return _MATH_CHOSEN_FIX.format(dtypes="/".join(dtypes))
     return _MATH_FIX
 
+
 #: What to know or do about each backend once it is named.
 ADVICE = {
     "flash": "SDPA's flash backend (FlashAttention-2 on CUDA, AOTriton on ROCm), its fused "
