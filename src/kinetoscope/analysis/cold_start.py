@@ -173,9 +173,13 @@ def step_walls(trace: Trace) -> list[StepWall]:
     """Per recorded step, its host duration and the span of the device work it launched."""
     work = np.flatnonzero(trace.device_work)
     anchor = device_anchor(trace)[work]
+    # in anchor order a step's work is one slice (a mask per step was steps x events)
+    by_anchor = np.argsort(anchor, kind="stable")
+    work, anchor = work[by_anchor], anchor[by_anchor]
     out = []
     for number, _index, start, end in windows(trace):
-        mine = work[(anchor >= start) & (anchor < end)]
+        first, stop = np.searchsorted(anchor, [start, end], side="left")
+        mine = work[first:stop]
         span = float(trace.end[mine].max() - trace.ts[mine].min()) if len(mine) else 0.0
         out.append(StepWall(number, end - start, span))
     return out

@@ -44,6 +44,15 @@ def clip(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float):
     return s[keep], e[keep]
 
 
+def clip_merged(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float):
+    """`clip` of sorted disjoint intervals (both columns ascending, as `merge` returns
+    them): only the ones that can overlap [lo, hi] are cut, two binary searches instead of
+    a pass over all of them."""
+    first = np.searchsorted(ends, lo, side="right")
+    stop = np.searchsorted(starts, hi, side="left")
+    return clip(starts[first:stop], ends[first:stop], lo, hi)
+
+
 def gaps(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float):
     """The idle intervals inside [lo, hi] not covered by the union of the given ones."""
     s, e = merge(*clip(starts, ends, lo, hi))

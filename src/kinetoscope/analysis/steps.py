@@ -30,7 +30,7 @@ import numpy as np
 
 from ..trace import Cat, Trace
 from ..trace.steps import STEP_RE
-from .intervals import clip, merge, union_length
+from .intervals import clip_merged, merge, union_length
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ def _step_stats(trace: Trace) -> list[StepStats]:
     out = []
     whole = not trace.steps
     for number, index, start, end in windows(trace):
-        hs, he = _clip_merged(host_s, host_e, start, end)
+        hs, he = clip_merged(host_s, host_e, start, end)
         first, stop = (0, len(work)) if whole else np.searchsorted(anchor, [start, end])
         mine = work[first:stop]
         out.append(
@@ -151,11 +151,3 @@ def _step_stats(trace: Trace) -> list[StepStats]:
             )
         )
     return out
-
-
-def _clip_merged(starts: np.ndarray, ends: np.ndarray, lo: float, hi: float):
-    """`clip` of sorted disjoint intervals (both columns ascending): only the ones
-    that can overlap [lo, hi] are cut."""
-    first = np.searchsorted(ends, lo, side="right")
-    stop = np.searchsorted(starts, hi, side="left")
-    return clip(starts[first:stop], ends[first:stop], lo, hi)

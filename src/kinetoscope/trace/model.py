@@ -293,7 +293,7 @@ class Trace:
         if not start < end:  # empty, reversed or NaN bounds hold nothing
             return np.zeros(0, dtype=np.int64)
         order = self._ts_order
-        first, stop = np.searchsorted(self.ts, (start, end), side="left", sorter=order)
+        first, stop = self._first_at_or_after(start), self._first_at_or_after(end)
         inside = np.sort(order[first:stop]).astype(np.int64)
         return inside if mask is None else inside[mask[inside]]
 
@@ -303,6 +303,25 @@ class Trace:
         where the indices fit, half the memory of a 5 GB trace's 18.6 M events."""
         order = np.argsort(self.ts, kind="stable")
         return order.astype(np.int32) if len(order) < 2**31 else order
+
+    @cached_property
+    def _ts_coarse(self) -> np.ndarray:
+        """Every `_COARSE`-th start time in time order: a small index over `_ts_order`.
+        `np.searchsorted(ts, x, sorter=order)` converts an int32 sorter to intp on every
+        call, a copy of the whole order: 19 ms a call at 18.6 M events, 39 s of a 5 GB
+        trace's explain (2,045 optimizer steps, one call each)."""
+        return self.ts[self._ts_order[:: self._COARSE]]
+
+    _COARSE = 64
+
+    def _first_at_or_after(self, t: float) -> int:
+        """Position in `_ts_order` of the first event starting at or after `t` (what
+        `searchsorted(ts, t, side="left", sorter=order)` gives): the coarse index finds
+        the block, one search inside its 65 starts finds the position."""
+        k = int(np.searchsorted(self._ts_coarse, t, side="left"))
+        lo = max(k - 1, 0) * self._COARSE
+        block = self.ts[self._ts_order[lo : lo + self._COARSE + 1]]
+        return lo + int(np.searchsorted(block, t, side="left"))
 
     @cached_property
     def host_tree_mask(self) -> np.ndarray:
