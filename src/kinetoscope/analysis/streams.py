@@ -161,7 +161,7 @@ def stream_report(trace: Trace) -> StreamReport:
     del numbers  # its sorted copy is all the loop reads (5 GB: 10 M device events)
     if len(by_step) < 2**31:
         by_step = by_step.astype(np.int32)
-    compute = _compute_unions(starts, ends, is_comm, device)
+    compute = _compute_unions(starts, ends, is_comm, device) if is_comm.any() else {}
     steps = []
     for st in step_stats(trace):
         if st.number is None:
