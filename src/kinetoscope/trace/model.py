@@ -24,7 +24,7 @@ from .categories import (
     Cat,
 )
 from .steps import Step, find_steps
-from .tree import build_parents, launching_ops, self_times
+from .tree import build_parents, launching_ops, link_dtype, self_times
 
 T = TypeVar("T")
 _MISSING = object()  # `Trace.memo`'s marker for "not computed yet" (None is a result)
@@ -252,7 +252,7 @@ class Trace:
         Linked by correlation id (flow events were folded into `correlation`
         at load time for traces whose device events lack the argument).
         """
-        out = np.full(len(self), -1, dtype=np.int64)
+        out = np.full(len(self), -1, dtype=link_dtype(len(self)))
         host = np.flatnonzero(self.mask(Cat.RUNTIME, Cat.DRIVER) & (self.correlation >= 0))
         dev = np.flatnonzero((self.lane_kind == 2) & (self.correlation >= 0))
         if not len(host) or not len(dev):

@@ -35,6 +35,13 @@ class TreeColumns(Protocol):
 _EPS = 1e-3  # us; absorbs ns rounding where a child ends "after" its parent
 
 
+def link_dtype(events: int) -> type:
+    """The integer type of a per-event link column (parent, launching op, launch call):
+    int32 while event indices fit, half the memory of int64 for columns kept on the
+    Trace (3 x 74 MB on a 5 GB trace's 18.6 M events); -1 means none in either."""
+    return np.int32 if events < 2**31 else np.int64
+
+
 def build_parents(trace: TreeColumns) -> np.ndarray:
     """Parent of each host event: the profiler's open-event stack, computed in numpy.
 
@@ -47,7 +54,7 @@ def build_parents(trace: TreeColumns) -> np.ndarray:
     event's parent among its own ancestors), and an enclosing target is the true
     parent, so each pointer stops there; rounds are bounded by the nesting depth.
     """
-    parent = np.full(len(trace), -1, dtype=np.int64)
+    parent = np.full(len(trace), -1, dtype=link_dtype(len(trace)))
     idx = np.flatnonzero(trace.host_tree_mask)
     if not len(idx):
         return parent
@@ -107,7 +114,7 @@ def minus_children(dur: np.ndarray, parent: np.ndarray, children: np.ndarray) ->
 
 def launching_ops(trace: TreeColumns) -> np.ndarray:
     """For device events: innermost op or annotation enclosing the launch call."""
-    out = np.full(len(trace), -1, dtype=np.int64)
+    out = np.full(len(trace), -1, dtype=link_dtype(len(trace)))
     launch = trace.launch_of
     dev = np.flatnonzero(launch >= 0)
     if not len(dev):
