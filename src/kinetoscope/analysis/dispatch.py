@@ -77,7 +77,9 @@ class Children:
         parent = trace.parent
         has = np.flatnonzero(parent >= 0)
         order = has[np.lexsort((trace.ts[has], parent[has]))]
-        self._keys = parent[order]
+        # int64 keys: searchsorted of a Python int in an int32 array (the link columns are
+        # int32) copied the array per call, 12.5 s for 78 k lookups at 3.8 M events
+        self._keys = parent[order].astype(np.int64)
         self._order = order
 
     def of(self, index: int) -> np.ndarray:
