@@ -163,5 +163,8 @@ def test_explain_and_diff_say_when_the_device_sets_the_step():
     assert "In A and B the device's busy time outlasts the host's window" in d.conclusion
     step = d.decomposition[0]
     assert step.key == "step_time_us" and 2300 < step.delta_us < 2600
+    # the steps side by side carry the same step times (250, 214, 214 us in A)
+    rows = [round(p["a"]["step_time_us"]) for p in d.to_dict()["steps"]]
+    assert rows == [250, 214, 214]
     d = diff_traces(recorded("matmul_add_64_warm"), recorded("matmul_add_64_cuda_graphs"))
     assert "the device's busy time outlasts" not in d.conclusion

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..trace import Trace
 from .kernel_names import decoded
-from .steps import device_anchor, windows
+from .steps import step_stats
 
 CAUSES: dict[str, re.Pattern] = {
     "module-load": re.compile(r"^(cu|hip)(Module|Library)Load"),
@@ -170,19 +170,9 @@ class StepWall:
 
 
 def step_walls(trace: Trace) -> list[StepWall]:
-    """Per recorded step, its host duration and the span of the device work it launched."""
-    work = np.flatnonzero(trace.device_work)
-    anchor = device_anchor(trace)[work]
-    # in anchor order a step's work is one slice (a mask per step was steps x events)
-    by_anchor = np.argsort(anchor, kind="stable")
-    work, anchor = work[by_anchor], anchor[by_anchor]
-    out = []
-    for number, _index, start, end in windows(trace):
-        first, stop = np.searchsorted(anchor, [start, end], side="left")
-        mine = work[first:stop]
-        span = float(trace.end[mine].max() - trace.ts[mine].min()) if len(mine) else 0.0
-        out.append(StepWall(number, end - start, span))
-    return out
+    """Per recorded step, its host duration and the span of the device work it launched
+    (`step_stats` attributes the work once for every analysis)."""
+    return [StepWall(s.number, s.dur, s.device_span_us) for s in step_stats(trace)]
 
 
 #: the run tag kinetoscope profile puts in its file names: ..._<dtype>_cold_<eager|compile>...

@@ -44,6 +44,8 @@ class StepStats:
     kernels: int
     launches: int
     device_events: int
+    #: first start to last end of the device work attributed to the step (0 without any)
+    device_span_us: float = 0.0
 
     @property
     def dur(self) -> float:
@@ -148,6 +150,9 @@ def _step_stats(trace: Trace) -> list[StepStats]:
                 kernels=int(kernels_before[stop] - kernels_before[first]),
                 launches=int(np.diff(np.searchsorted(launch_ts, [start, end]))[0]),
                 device_events=int(stop - first),
+                device_span_us=(
+                    float(trace.end[mine].max() - trace.ts[mine].min()) if len(mine) else 0.0
+                ),
             )
         )
     return out

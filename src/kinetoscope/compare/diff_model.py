@@ -168,7 +168,7 @@ def _step_dict(s: StepStats | None) -> dict[str, Any] | None:
         return None
     return {
         "step": s.number,
-        "step_time_us": s.dur,
+        "step_time_us": s.time_us,
         "host_time_us": s.host_busy_us,
         "device_busy_us": s.device_busy_us,
         "kernels": s.kernels,

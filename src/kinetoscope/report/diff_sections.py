@@ -163,9 +163,8 @@ def _steps(d, limit: int) -> Section:
                 rows.append([str(pair.position), run, "-", "-", "-", "-", "-", "-"])
                 continue
             cells = [str(pair.position), run, s.label]
-            cells += [
-                fmt_us(getattr(s, attr), 1) for attr in ("dur", "host_busy_us", "device_busy_us")
-            ]
+            times = (s.time_us, s.host_busy_us, s.device_busy_us)  # step time as diff's
+            cells += [fmt_us(t, 1) for t in times]
             cells += [str(s.kernels), str(s.launches)]
             rows.append(cells)
     headers = ["#", "run", "step", "time", "host busy", "device busy", "kernels", "launches"]
