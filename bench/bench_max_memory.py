@@ -8,6 +8,12 @@ may drop these under pressure); at the end `wait4` gives the child's CPU time an
 `ru_maxrss` (peak resident set, both kinds together). Throughput is the file's
 bytes over the wall time.
 
+`--cgroup-limit SIZE` runs the command inside a new memory cgroup whose hard limit
+is SIZE (v1 `memory.limit_in_bytes` or v2 `memory.max`; root only): the test of
+whether the run fits, since `ru_maxrss` also counts file pages the kernel would
+drop under that limit. The cgroup's own peak and the exit code are added (an
+out-of-memory kill exits -9).
+
 `--profile` instead runs explain in this process and lists the largest numpy
 arrays the `Trace` holds afterwards (its columns and cached analyses), saying
 which are file-backed: where the memory of the out-of-core path goes.
@@ -44,15 +50,50 @@ def _status_kb(pid: int) -> dict[str, int]:
     return out
 
 
-def measure(path: Path, max_memory: str) -> dict:
-    """One `explain` in a fresh subprocess: wall, CPU, ru_maxrss and sampled peaks."""
+class MemoryCgroup:
+    """A memory cgroup with a hard limit, made for one run and removed after it."""
+
+    def __init__(self, limit_bytes: int) -> None:
+        root = Path("/sys/fs/cgroup")
+        name = f"kinetoscope-bench-{os.getpid()}"
+        if (root / "memory").is_dir():  # v1: one hierarchy per controller
+            self.path, self.limit, self.peak = (
+                root / "memory" / name,
+                "memory.limit_in_bytes",
+                ("memory.max_usage_in_bytes"),
+            )
+        else:
+            self.path, self.limit, self.peak = root / name, "memory.max", "memory.peak"
+        self.path.mkdir()
+        (self.path / self.limit).write_text(str(limit_bytes))
+
+    def enter(self) -> None:
+        """In the child before exec: move this process into the cgroup."""
+        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def peak_bytes(self) -> int | None:
+        try:
+            return int((self.path / self.peak).read_text())
+        except (OSError, ValueError):
+            return None
+
+    def remove(self) -> None:
+        self.path.rmdir()
+
+
+def measure(path: Path, max_memory: str, cgroup_limit: int | None = None) -> dict:
+    """One `explain` in a fresh subprocess: wall, CPU, ru_maxrss and sampled peaks,
+    inside a memory cgroup limited to `cgroup_limit` bytes when given."""
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    cgroup = MemoryCgroup(cgroup_limit) if cgroup_limit else None
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "report.json"
         cmd = [sys.executable, "-m", "kinetoscope", "explain", str(path)]
         cmd += ["--max-memory", max_memory, "--format", "json", "-o", str(out)]
         start = time.perf_counter()
-        child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
+        child = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.DEVNULL, preexec_fn=cgroup.enter if cgroup else None
+        )
         peaks = {"VmRSS": 0, "RssAnon": 0, "RssFile": 0}
         done = threading.Event()
 
@@ -71,6 +112,14 @@ def measure(path: Path, max_memory: str) -> dict:
         child.returncode = os.waitstatus_to_exitcode(status)
         report = json.loads(out.read_text()) if out.exists() else {}
     size = path.stat().st_size
+    limited = {}
+    if cgroup:
+        peak = cgroup.peak_bytes()
+        cgroup.remove()
+        limited = {
+            "cgroup_limit_mib": round(cgroup_limit / 2**20, 1),
+            "cgroup_peak_mib": None if peak is None else round(peak / 2**20, 1),
+        }
     return {
         "file": str(path),
         "file_mb": round(size / 1e6, 1),
@@ -84,6 +133,7 @@ def measure(path: Path, max_memory: str) -> dict:
         "peak_rss_anon_mb": round(peaks["RssAnon"] / 1024, 1),
         "peak_rss_file_mb": round(peaks["RssFile"] / 1024, 1),
         "mb_per_s": round(size / 1e6 / wall, 1),
+        **limited,
     }
 
 
@@ -153,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("trace", type=Path)
     parser.add_argument("--max-memory", default="2GB")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--cgroup-limit", help="run inside a memory cgroup with this hard limit, e.g. 2GB"
+    )
     args = parser.parse_args(argv)
     if args.profile:
         rows = profile(args.trace, args.max_memory)
@@ -161,7 +214,13 @@ def main(argv: list[str] | None = None) -> int:
         anon = sum(mb for _, mb, mapped in rows if not mapped)
         print(f"{'anonymous arrays in all':36} {anon:9.1f} MB")
         return 0
-    print(json.dumps(measure(args.trace, args.max_memory)))
+    limit = None
+    if args.cgroup_limit:
+        sys.path.insert(0, str(REPO / "src"))
+        from kinetoscope.trace.budget import parse_size
+
+        limit = parse_size(args.cgroup_limit)
+    print(json.dumps(measure(args.trace, args.max_memory, limit)))
     return 0
 
 

@@ -58,17 +58,22 @@ def _on_grid(values: np.ndarray, grid: float, tolerance: float) -> bool:
     return bool(np.mean(np.abs(q - np.round(q)) <= tolerance) >= _ON_GRID)
 
 
-def _grid(starts: np.ndarray, durs: np.ndarray) -> float | None:
-    """The coarsest candidate grid that holds the start times and durations.
+def _grid(ts: np.ndarray, dur: np.ndarray, sel: np.ndarray) -> float | None:
+    """The coarsest candidate grid that holds the start times and durations of the
+    events in `sel`.
 
     Durations are small numbers, exact to far below a nanosecond. Start times
     are absolute (~1e15 us), where float64 itself rounds to a fraction of a
     nanosecond: a grid finer than a few of those steps cannot be judged from
-    them, so only the durations decide there."""
-    if not len(starts):
+    them, so only the durations decide there. Only the samples are gathered (the
+    selected starts and durations of a large trace, copied whole, were a peak of
+    `explain`'s memory); the extremes are masked reductions."""
+    if not sel.any():
         return None
-    ulp = float(np.spacing(max(float(np.abs(starts).max()), 1.0)))
-    rel, durs = _sample(starts - starts.min()), _sample(durs[durs > 0])
+    lo = float(ts.min(where=sel, initial=np.inf))
+    ulp = float(np.spacing(max(float(np.maximum(ts.max(where=sel, initial=-np.inf), -lo)), 1.0)))
+    rel = _sample_of(ts, sel) - lo
+    durs = _sample_of(dur, sel & (dur > 0))
     if len(rel) + len(durs) < _MIN_VALUES:
         return _CANDIDATES_US[-1]
     for grid in _CANDIDATES_US:
@@ -80,9 +85,13 @@ def _grid(starts: np.ndarray, durs: np.ndarray) -> float | None:
     return _CANDIDATES_US[-1]
 
 
+def _sample_of(values: np.ndarray, sel: np.ndarray) -> np.ndarray:
+    """`_sample(values[sel])`, gathering only the sampled values."""
+    return values[_sample(np.flatnonzero(sel))]
+
+
 def _lane_resolution(trace: Trace, kind: int) -> float | None:
-    sel = (trace.lane_kind == kind) & ~trace.is_instant
-    return _grid(trace.ts[sel], trace.dur[sel])
+    return _grid(trace.ts, trace.dur, (trace.lane_kind == kind) & ~trace.is_instant)
 
 
 def timestamp_resolution(trace: Trace) -> Resolution:

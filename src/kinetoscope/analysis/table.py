@@ -96,12 +96,13 @@ def key_averages(
     # step annotation is its own row, apart from the host ProfilerStep* row
     labels = [n for n in names for _side in (0, 1)]
     n_groups = len(labels)
-    on_device = (trace.lane_kind == 2).astype(np.int64)
-    group = group_of_name[trace.name_id] * 2 + on_device if len(trace) else np.zeros(0, np.int64)
+    # one int32 per event (two int64 temporaries before: the largest arrays of the table)
+    group = group_of_name.astype(np.int32)[trace.name_id]
+    group *= 2
+    group += trace.lane_kind == 2
 
     kept, parent = _collapse_repeated_names(trace)
-    host = np.flatnonzero(kept)
-    self_time = minus_children(trace.dur, parent, host[parent[host] >= 0])
+    host = np.flatnonzero(kept).astype(parent.dtype)
     device = np.flatnonzero(trace.mask(*DEVICE_CATS) & (trace.lane_kind == 2))
     in_scope = np.ones(len(trace), dtype=bool)
     if window:
@@ -109,6 +110,8 @@ def key_averages(
         in_scope[device] = in_window(trace, device_anchor(trace)[device])
         host, device = host[in_scope[host]], device[in_scope[device]]
     counted_device = device[trace.cat[device] != int(Cat.GPU_ANNOTATION)]
+    # self time of the rows' events only: the per-event array is dropped at once
+    self_time = minus_children(trace.dur, parent, np.flatnonzero(kept & (parent >= 0)))[host]
 
     def per_group(index: np.ndarray, values: np.ndarray) -> np.ndarray:
         return np.bincount(group[index], weights=values, minlength=n_groups).astype(np.float64)
@@ -116,7 +119,7 @@ def key_averages(
     calls = np.bincount(group[host], minlength=n_groups) + np.bincount(
         group[device], minlength=n_groups
     )
-    self_cpu = per_group(host, self_time[host])
+    self_cpu = per_group(host, self_time)
     cpu_total = per_group(host, trace.dur[host])
     self_device = per_group(device, trace.dur[device])
     device_total = self_device.copy()
@@ -152,7 +155,7 @@ def key_averages(
     rows.sort(key=lambda r: (-key(r), r.name))
     return KeyAverages(
         rows=rows,
-        self_cpu_total_us=float(self_time[host].sum()),
+        self_cpu_total_us=float(self_time.sum()),
         self_device_total_us=float(trace.dur[counted_device].sum()),
         has_device=len(device) > 0,
     )

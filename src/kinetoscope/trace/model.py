@@ -297,6 +297,12 @@ class Trace:
         inside = np.sort(order[first:stop]).astype(np.int64)
         return inside if mask is None else inside[mask[inside]]
 
+    def by_start(self, mask: np.ndarray) -> np.ndarray:
+        """Indices of the events in `mask`, in start-time order (ties by index, as a
+        stable sort of their starts gives): interval unions over them need no sort."""
+        order = self._ts_order
+        return order[mask[order]]
+
     @cached_property
     def _ts_order(self) -> np.ndarray:
         """Event indices by start time, NaN starts last (never inside a range); int32

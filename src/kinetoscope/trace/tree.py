@@ -33,6 +33,9 @@ class TreeColumns(Protocol):
 
 
 _EPS = 1e-3  # us; absorbs ns rounding where a child ends "after" its parent
+#: Events per block where one whole-array expression would allocate temporaries the
+#: size of the trace (`minus_children`, `_leaves_target`): 2 MiB of float64 each.
+_BLOCK = 1 << 18
 
 
 def link_dtype(events: int) -> type:
@@ -54,22 +57,20 @@ def build_parents(trace: TreeColumns) -> np.ndarray:
     event's parent among its own ancestors), and an enclosing target is the true
     parent, so each pointer stops there; rounds are bounded by the nesting depth.
     """
-    parent = np.full(len(trace), -1, dtype=link_dtype(len(trace)))
-    idx = np.flatnonzero(trace.host_tree_mask)
-    if not len(idx):
+    links = link_dtype(len(trace))
+    parent = np.full(len(trace), -1, dtype=links)
+    # indices and positions in the link type: this build is a peak of `explain`'s memory
+    order = _nesting_order(trace, links)
+    if not len(order):
         return parent
-    order = idx[_nesting_order(trace.lane[idx], trace.ts[idx], trace.dur[idx])]
     start = trace.ts[order]
     end = start + trace.dur[order]
     lane = trace.lane[order]
-    pointer = np.arange(-1, len(order) - 1)  # positions in `order`
+    pointer = np.arange(-1, len(order) - 1, dtype=links)  # positions in `order`
     pointer[1:][lane[1:] != lane[:-1]] = -1  # the first event of a thread
-    active = np.flatnonzero(pointer >= 0)
+    active = np.flatnonzero(pointer >= 0).astype(links)
     while len(active):
-        target = pointer[active]
-        # the stack's test for leaving an open event (NaN never leaves, as there)
-        leaves = (start[active] >= end[target]) | (end[active] > end[target] + _EPS)
-        moving = active[leaves]
+        moving = active[_leaves_target(start, end, pointer, active)]
         pointer[moving] = pointer[pointer[moving]]
         active = moving[pointer[moving] >= 0]
     found = pointer >= 0
@@ -77,21 +78,42 @@ def build_parents(trace: TreeColumns) -> np.ndarray:
     return parent
 
 
-def _nesting_order(lane: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndarray:
-    """Order by (thread, start, longest first, position): a stable sort by start is
-    fast on the nearly sorted timestamps of a trace; only ties need the rest."""
-    order = np.argsort(start, kind="stable")
-    order = order[np.argsort(lane[order], kind="stable")]
-    same_lane, same_start = lane[order], start[order]
+def _leaves_target(start, end, pointer, active) -> np.ndarray:
+    """Mask over `active`: which events do not nest in the event their pointer names
+    (the stack's test for leaving an open event; NaN never leaves, as there). Tested
+    in blocks: the gathered starts and ends of every event at once were the peak of
+    the build (four float64 temporaries per host event in the first round)."""
+    leaves = np.empty(len(active), dtype=bool)
+    for lo in range(0, len(active), _BLOCK):
+        block = active[lo : lo + _BLOCK]
+        target_end = end[pointer[block]]
+        out = leaves[lo : lo + _BLOCK]
+        np.greater_equal(start[block], target_end, out=out)
+        out |= end[block] > target_end + _EPS
+    return leaves
+
+
+def _nesting_order(trace: TreeColumns, links: type) -> np.ndarray:
+    """Host-tree events ordered by (thread, start, longest first, index): a stable sort
+    by start is fast on the nearly sorted timestamps of a trace; only ties need the
+    rest. Indices in `links`, columns gathered one at a time and ties sorted by their
+    own (thread, start) instead of a per-event group number: the peak of this build
+    was its int64 temporaries."""
+    order = np.flatnonzero(trace.host_tree_mask).astype(links)
+    order = order[np.argsort(trace.ts[order], kind="stable")]
+    order = order[np.argsort(trace.lane[order], kind="stable")]
+    same_lane, same_start = trace.lane[order], trace.ts[order]
     tie = (same_lane[1:] == same_lane[:-1]) & (same_start[1:] == same_start[:-1])
     if tie.any():
         tied = np.zeros(len(order), dtype=bool)
         tied[1:] |= tie
         tied[:-1] |= tie
         at = np.flatnonzero(tied)
-        group = np.cumsum(np.concatenate(([True], ~tie)))[at]
         members = order[at]
-        order[at] = members[np.lexsort((members, -dur[members], group))]
+        # (thread, start) are ascending along `order`, so sorting by them keeps the
+        # groups where they are and orders each one inside
+        keys = (members, -trace.dur[members], same_start[at], same_lane[at])
+        order[at] = members[np.lexsort(keys)]
     return order
 
 
@@ -108,7 +130,11 @@ def minus_children(dur: np.ndarray, parent: np.ndarray, children: np.ndarray) ->
     """`dur` of every event less the durations of the given `children` under their
     `parent`: self time for any version of the tree (the table collapses some nodes)."""
     out = dur.astype(np.float64, copy=True)
-    np.subtract.at(out, parent[children], dur[children])
+    # in blocks, in order (the same sums): the gathered parents and durations of every
+    # child at once were two more per-event temporaries at the table's peak
+    for lo in range(0, len(children), _BLOCK):
+        block = children[lo : lo + _BLOCK]
+        np.subtract.at(out, parent[block], dur[block])
     return out
 
 
