@@ -81,9 +81,12 @@ class MemoryCgroup:
         self.path.rmdir()
 
 
-def measure(path: Path, max_memory: str, cgroup_limit: int | None = None) -> dict:
+def measure(
+    path: Path, max_memory: str, cgroup_limit: int | None = None, keep: Path | None = None
+) -> dict:
     """One `explain` in a fresh subprocess: wall, CPU, ru_maxrss and sampled peaks,
-    inside a memory cgroup limited to `cgroup_limit` bytes when given."""
+    inside a memory cgroup limited to `cgroup_limit` bytes when given; the report
+    is copied to `keep` when given (to compare it with another run's)."""
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     cgroup = MemoryCgroup(cgroup_limit) if cgroup_limit else None
     with tempfile.TemporaryDirectory() as tmp:
@@ -111,6 +114,8 @@ def measure(path: Path, max_memory: str, cgroup_limit: int | None = None) -> dic
         sampler.join()
         child.returncode = os.waitstatus_to_exitcode(status)
         report = json.loads(out.read_text()) if out.exists() else {}
+        if keep and out.exists():
+            keep.write_bytes(out.read_bytes())
     size = path.stat().st_size
     limited = {}
     if cgroup:
@@ -206,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cgroup-limit", help="run inside a memory cgroup with this hard limit, e.g. 2GB"
     )
+    parser.add_argument("--keep-report", type=Path, help="copy the JSON report here")
     args = parser.parse_args(argv)
     if args.profile:
         rows = profile(args.trace, args.max_memory)
@@ -220,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         from kinetoscope.trace.budget import parse_size
 
         limit = parse_size(args.cgroup_limit)
-    print(json.dumps(measure(args.trace, args.max_memory, limit)))
+    print(json.dumps(measure(args.trace, args.max_memory, limit, args.keep_report)))
     return 0
 
 
