@@ -18,9 +18,14 @@ from ..trace import Trace
 
 
 def ancestor_of_kind(trace: Trace, is_kind: np.ndarray, outermost: bool) -> np.ndarray:
-    """Index of each event's innermost (or outermost) ancestor-or-self with `is_kind`, else -1."""
+    """Index of each event's innermost (or outermost) ancestor-or-self with `is_kind`, else
+    -1, in the link type of `trace.parent` (an int64 answer and its int64 `arange` were
+    the peak of `explain`'s memory at 18.6 M events)."""
     parent = trace.parent
-    found = np.where(is_kind, np.arange(len(trace)), -1)
+    found = np.full(len(trace), -1, dtype=parent.dtype)
+    own = np.flatnonzero(is_kind)
+    found[own] = own
+    del own
     order, bounds = trace.memo(_levels)
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
         nodes = order[lo:hi]  # one depth below the last: their parents are filled in

@@ -35,6 +35,26 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return s[first], e[last]
 
 
+def merge_indexed(
+    starts: np.ndarray, ends: np.ndarray, index: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """`merge(starts[index], ends[index])`, gathered and merged a block of `index` at
+    a time: the union of the blocks' unions is the same union (the same runs, the same
+    float ends), and only one block's copies exist at once. Whole, the gathered columns
+    and the merge's copies were 33 bytes per host event: the peak of `explain` at 5 GB."""
+    if len(index) <= _BLOCK:
+        return merge(starts[index], ends[index])
+    parts = [
+        merge(starts[index[lo : lo + _BLOCK]], ends[index[lo : lo + _BLOCK]])
+        for lo in range(0, len(index), _BLOCK)
+    ]
+    return merge(np.concatenate([s for s, _ in parts]), np.concatenate([e for _, e in parts]))
+
+
+#: Intervals gathered per block by `merge_indexed`.
+_BLOCK = 1 << 18
+
+
 def union_length(starts: np.ndarray, ends: np.ndarray) -> float:
     s, e = merge(starts, ends)
     return float((e - s).sum())

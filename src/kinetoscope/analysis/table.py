@@ -106,8 +106,8 @@ def key_averages(
     device = np.flatnonzero(trace.mask(*DEVICE_CATS) & (trace.lane_kind == 2))
     in_scope = np.ones(len(trace), dtype=bool)
     if window:
-        in_scope[host] = in_window(trace, trace.ts[host])
-        in_scope[device] = in_window(trace, device_anchor(trace)[device])
+        in_scope[host] = in_window(trace, trace.ts, host)
+        in_scope[device] = in_window(trace, device_anchor(trace), device)
         host, device = host[in_scope[host]], device[in_scope[device]]
     counted_device = device[trace.cat[device] != int(Cat.GPU_ANNOTATION)]
 

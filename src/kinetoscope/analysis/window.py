@@ -14,20 +14,22 @@ from .intervals import merge
 from .steps import device_anchor, windows
 
 
-def in_window(trace: Trace, times: np.ndarray) -> np.ndarray:
-    """Mask: which of `times` fall inside one of the step windows."""
+def in_window(trace: Trace, times: np.ndarray, index: np.ndarray | None = None) -> np.ndarray:
+    """Mask: which of `times` (or of `times[index]`, gathered a block at a time: no
+    per-event copy of a column) fall inside one of the step windows."""
+    count = len(times) if index is None else len(index)
     if not trace.steps:
-        return np.ones(len(times), dtype=bool)
+        return np.ones(count, dtype=bool)
     # the union of the windows, then one binary search per time: a loop over the
     # steps cost O(steps x events), 0.5 s per call at 415 steps and 3.8 M events
     bounds = np.array([(start, end) for _, _, start, end in windows(trace)], dtype=float)
     bounds = bounds[~np.isnan(bounds).any(axis=1)]  # a NaN window holds no time
     starts, ends = merge(bounds[:, 0], bounds[:, 1])
-    hit = np.empty(len(times), dtype=bool)
+    hit = np.empty(count, dtype=bool)
     # in blocks: the search's int64 slots and gathered ends would otherwise be three
     # temporaries of 8 bytes per time, the largest peak of `explain` on a big trace
-    for lo in range(0, len(times), _BLOCK):
-        block = times[lo : lo + _BLOCK]
+    for lo in range(0, count, _BLOCK):
+        block = times[lo : lo + _BLOCK] if index is None else times[index[lo : lo + _BLOCK]]
         slot = np.searchsorted(starts, block, side="right") - 1  # last window starting <= t
         inside = slot >= 0
         inside[inside] = block[inside] < ends[slot[inside]]
@@ -42,18 +44,18 @@ _BLOCK = 1 << 18
 def window_kernels(trace: Trace) -> np.ndarray:
     """Kernel indices (time order) launched inside the active window."""
     kernels = trace.kernels
-    return kernels[in_window(trace, device_anchor(trace)[kernels])]
+    return kernels[in_window(trace, device_anchor(trace), kernels)]
 
 
 def window_device_work(trace: Trace) -> np.ndarray:
     """Kernels, copies and memsets launched inside the active window."""
     work = np.flatnonzero(trace.device_work)
-    return work[in_window(trace, device_anchor(trace)[work])]
+    return work[in_window(trace, device_anchor(trace), work)]
 
 
 def window_launches(trace: Trace) -> np.ndarray:
     launches = trace.launches
-    return launches[in_window(trace, trace.ts[launches])]
+    return launches[in_window(trace, trace.ts, launches)]
 
 
 def time_by_name(trace: Trace, indices: np.ndarray, weights: np.ndarray) -> list[tuple[str, float]]:

@@ -17,7 +17,7 @@ from functools import partial
 import numpy as np
 
 from .._version import __version__
-from ..analysis.intervals import merge
+from ..analysis.intervals import merge_indexed
 from ..analysis.stats import (
     OUTLIER_FACTOR,
     STATISTIC,
@@ -136,13 +136,14 @@ def _step_rows(trace: Trace, stats: TraceStats) -> list[StepRow]:
     return rows
 
 
-def _lane(trace: Trace, starts: np.ndarray, ends: np.ndarray, resolution: float):
+def _lane(trace: Trace, index: np.ndarray, resolution: float):
     """Merged busy intervals, relative to the trace start, coarsened to `resolution` us.
 
-    Merged before the shift to trace-relative times: shifting first copied both
-    arrays, per host event of the window, at the peak of `explain`'s memory. (A
-    gap the shift rounds to zero is below `resolution` either way.)"""
-    s, e = merge(starts, ends)
+    Merged a block of `index` at a time and before the shift to trace-relative times:
+    gathering and shifting whole copied the columns per host event of the window, the
+    peak of `explain`'s memory. (A gap the shift rounds to zero is below `resolution`
+    either way.)"""
+    s, e = merge_indexed(trace.ts, trace.end, index)
     if not len(s):
         return []
     s -= trace.start_time
@@ -158,7 +159,7 @@ def _lane(trace: Trace, starts: np.ndarray, ends: np.ndarray, resolution: float)
 def _timeline(trace: Trace, stats: TraceStats, window: dict, findings) -> Timeline:
     resolution = max(window["end_us"] - window["start_us"], 1.0) * TIMELINE_RESOLUTION
     host = trace.by_start(host_activity_mask(trace))  # in order: the merge skips its sort
-    host = host[in_window(trace, trace.ts[host])]
+    host = host[in_window(trace, trace.ts, host)]
     work = window_device_work(trace)
     marks = [
         TimelineMark(f.id, f.severity, ev.ts_us, ev.dur_us or 0.0, ev.name or ev.text)
@@ -166,9 +167,7 @@ def _timeline(trace: Trace, stats: TraceStats, window: dict, findings) -> Timeli
         for ev in f.evidence
         if ev.ts_us is not None
     ]
-    host_lane = _lane(trace, trace.ts[host], trace.end[host], resolution)
-    del host  # one index per host event of the window, not needed for the device lane
-    lanes = {"host": host_lane, "device": _lane(trace, trace.ts[work], trace.end[work], resolution)}
+    lanes = {"host": _lane(trace, host, resolution), "device": _lane(trace, work, resolution)}
     # device work launched in the last step may finish after the host window closes
     end = max([window["end_us"]] + [lane[-1][1] for lane in lanes.values() if lane])
     return Timeline(

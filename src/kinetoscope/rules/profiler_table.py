@@ -322,11 +322,15 @@ def _heaviest_children(trace: Trace, names: set[str]) -> dict[str, tuple[str, fl
     """For each parent name: (heaviest direct-child name, its summed duration, child names),
     over parents in the active window (as the table the rule reads)."""
     parent = trace.parent
-    child = np.flatnonzero(parent >= 0)  # Python frames too: self time excludes them as well
+    wanted = np.zeros(max(len(trace.names), 1), dtype=bool)
+    wanted[[trace.name_index[n] for n in names if n in trace.name_index]] = True
+    # children of the wanted parents first (few), then the window: filtering every child
+    # by the window first gathered per-event copies, the peak of `explain` at 5 GB
+    under = parent >= 0  # Python frames too: self time excludes them as well
+    under[under] = wanted[trace.name_id[parent[under]]]
+    child = np.flatnonzero(under)
+    del under
     child = child[in_window(trace, trace.ts[parent[child]])]
-    wanted = {trace.name_index[n] for n in names if n in trace.name_index}
-    keep = np.isin(trace.name_id[parent[child]], list(wanted))
-    child = child[keep]
     # one group per (parent name, child name); durations summed in event order, as a
     # running sum per pair would (`add.at` adds unbuffered, in index order)
     width = max(len(trace.names), 1)

@@ -198,7 +198,12 @@ class Trace:
         return np.array([i for i, n in enumerate(self.names) if predicate(n)], dtype=np.int32)
 
     def mask(self, *cats: Cat) -> np.ndarray:
-        return np.isin(self.cat, np.array([int(c) for c in cats], dtype=np.uint8))
+        """Events in any of `cats`: a lookup by category code, one byte per event
+        (`np.isin` made an intp temporary per event, 142 MiB at 18.6 M events, and
+        took 6x the time)."""
+        table = np.zeros(256, dtype=bool)
+        table[[int(c) for c in cats]] = True
+        return table[self.cat]
 
     @cached_property
     def lane_kind(self) -> np.ndarray:
