@@ -8,7 +8,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from kinetoscope.trace.tree import _EPS, build_parents
+from kinetoscope.trace import tree
+from kinetoscope.trace.tree import _EPS, build_parents, minus_children
 
 
 def stack_parents(trace) -> np.ndarray:
@@ -70,3 +71,18 @@ def test_empty_and_all_roots():
     assert build_parents(trace).tolist() == [-1, -1]
     trace.host_tree_mask = np.zeros(2, bool)
     assert build_parents(trace).tolist() == [-1, -1]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_blocked_nesting_test_matches_the_stack(seed, monkeypatch):
+    """The nesting test and the self-time subtraction run in blocks of events (their
+    temporaries were explain's memory peak): blocks of 7 must give the same tree."""
+    monkeypatch.setattr(tree, "_BLOCK", 7)
+    rng = np.random.default_rng(100 + seed)
+    trace = random_trace(rng, 400, nan=seed % 2 == 0)
+    expected = stack_parents(trace)
+    assert np.array_equal(build_parents(trace), expected)
+    children = np.flatnonzero(expected >= 0)
+    whole = trace.dur.astype(np.float64, copy=True)
+    np.subtract.at(whole, expected[children], trace.dur[children])
+    assert np.array_equal(minus_children(trace.dur, expected, children), whole, equal_nan=True)
