@@ -92,16 +92,6 @@ def _overlap_us(a_s, a_e, b_s, b_e) -> float:
     return float((a_e - a_s).sum() + (b_e - b_s).sum() - both)
 
 
-def _hidden_us(starts, ends, is_comm, device, selected) -> float:
-    """Communication in `selected` that runs while compute runs on the same device."""
-    total = 0.0
-    for dev in np.unique(device[selected]).tolist():
-        comm = selected & (device == dev)
-        comp = ~is_comm & (device == dev)
-        total += _overlap_us(starts[comm], ends[comm], starts[comp], ends[comp])
-    return total
-
-
 def _compute_unions(starts, ends, is_comm, device) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Each device's compute as merged intervals, built once for every step's overlap."""
     out = {}
@@ -112,9 +102,10 @@ def _compute_unions(starts, ends, is_comm, device) -> dict[int, tuple[np.ndarray
 
 
 def _hidden_in(starts, ends, device, comm, compute) -> float:
-    """`_hidden_us` for the communication events `comm` (indices) of one step: its
-    compute is the device's merged compute cut to the span of that communication, so a
-    step costs its own events, not the window's (steps x events on a 2,045-step trace)."""
+    """Communication among the events `comm` (indices: one step's, or the window's) that
+    runs while compute runs on the same device. The device's compute is merged once
+    (`compute`) and cut to the span of that communication, so a step costs its own
+    events, not the window's (steps x events on a 2,045-step trace)."""
     total = 0.0
     for dev in np.unique(device[comm]).tolist():
         mine = comm[device[comm] == dev]
@@ -183,6 +174,6 @@ def stream_report(trace: Trace) -> StreamReport:
     return StreamReport(
         rows,
         union_length(starts[is_comm], ends[is_comm]),
-        _hidden_us(starts, ends, is_comm, device, is_comm),
+        _hidden_in(starts, ends, device, np.flatnonzero(is_comm), compute),
         steps,
     )
