@@ -30,7 +30,7 @@ def _walk(trace, event: int, targets: np.ndarray) -> int:
 
 @pytest.mark.parametrize("block", [7, 1 << 18])
 def test_nearest_ancestor_in_blocks_is_the_walk(trace, block, monkeypatch):
-    monkeypatch.setattr(dispatch, "_BLOCK", block)
+    monkeypatch.setattr(dispatch, "EVENT_BLOCK", block)
     rng = np.random.default_rng(block)
     events = rng.integers(-1, len(trace), 3000)
     targets = rng.random(len(trace)) < 0.05
@@ -41,7 +41,7 @@ def test_nearest_ancestor_in_blocks_is_the_walk(trace, block, monkeypatch):
 
 @pytest.mark.parametrize("seed", range(20))
 def test_merge_indexed_is_the_merge_of_the_gathered(seed, monkeypatch):
-    monkeypatch.setattr(intervals, "_BLOCK", 5)
+    monkeypatch.setattr(intervals, "EVENT_BLOCK", 5)
     rng = np.random.default_rng(seed)
     n = 300
     starts = rng.integers(0, 400, n).astype(float) + rng.random(n) * (seed % 2)
@@ -56,7 +56,7 @@ def test_merge_indexed_is_the_merge_of_the_gathered(seed, monkeypatch):
 
 
 def test_in_window_of_an_index_is_in_window_of_the_gathered(trace, monkeypatch):
-    monkeypatch.setattr(window, "_BLOCK", 11)
+    monkeypatch.setattr(window, "EVENT_BLOCK", 11)
     host = np.flatnonzero(trace.lane_kind == 1)
     device = np.flatnonzero(trace.device_work)
     for column, index in ((trace.ts, host), (device_anchor(trace), device)):

@@ -77,7 +77,7 @@ def test_empty_and_all_roots():
 def test_blocked_nesting_test_matches_the_stack(seed, monkeypatch):
     """The nesting test and the self-time subtraction run in blocks of events (their
     temporaries were explain's memory peak): blocks of 7 must give the same tree."""
-    monkeypatch.setattr(tree, "_BLOCK", 7)
+    monkeypatch.setattr(tree, "EVENT_BLOCK", 7)
     rng = np.random.default_rng(100 + seed)
     trace = random_trace(rng, 400, nan=seed % 2 == 0)
     expected = stack_parents(trace)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace import Cat, Trace
+from ..trace.tree import EVENT_BLOCK
 
 #: aten ops that only rewrite tensor metadata (sizes/strides/offset): CPU cost, no device work.
 METADATA_OPS = frozenset(
@@ -59,8 +60,8 @@ def nearest_ancestor(trace: Trace, events: np.ndarray, targets: np.ndarray) -> n
     int64 or bool arrays per event on a 5 GB trace's 13.5 M real ops)."""
     parent = trace.parent
     out = np.full(len(events), -1, dtype=parent.dtype)
-    for lo in range(0, len(events), _BLOCK):
-        current = np.asarray(events[lo : lo + _BLOCK]).astype(parent.dtype)
+    for lo in range(0, len(events), EVENT_BLOCK):
+        current = np.asarray(events[lo : lo + EVENT_BLOCK]).astype(parent.dtype)
         position = np.arange(lo, lo + len(current))
         for _ in range(_MAX_DEPTH):
             going = current >= 0
@@ -73,9 +74,7 @@ def nearest_ancestor(trace: Trace, events: np.ndarray, targets: np.ndarray) -> n
     return out
 
 
-#: Events walked at once by `nearest_ancestor`, and the longest walk (deeper nesting
-#: than a real call stack has).
-_BLOCK = 1 << 18
+#: The longest walk of `nearest_ancestor` (deeper nesting than a real call stack has).
 _MAX_DEPTH = 512
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..trace.tree import EVENT_BLOCK
+
 
 def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Union of intervals as sorted, disjoint (starts, ends).
@@ -42,17 +44,11 @@ def merge_indexed(
     a time: the union of the blocks' unions is the same union (the same runs, the same
     float ends), and only one block's copies exist at once. Whole, the gathered columns
     and the merge's copies were 33 bytes per host event: the peak of `explain` at 5 GB."""
-    if len(index) <= _BLOCK:
+    if len(index) <= EVENT_BLOCK:
         return merge(starts[index], ends[index])
-    parts = [
-        merge(starts[index[lo : lo + _BLOCK]], ends[index[lo : lo + _BLOCK]])
-        for lo in range(0, len(index), _BLOCK)
-    ]
+    blocks = (index[lo : lo + EVENT_BLOCK] for lo in range(0, len(index), EVENT_BLOCK))
+    parts = [merge(starts[block], ends[block]) for block in blocks]
     return merge(np.concatenate([s for s, _ in parts]), np.concatenate([e for _, e in parts]))
-
-
-#: Intervals gathered per block by `merge_indexed`.
-_BLOCK = 1 << 18
 
 
 def union_length(starts: np.ndarray, ends: np.ndarray) -> float:

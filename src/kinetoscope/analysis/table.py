@@ -123,7 +123,7 @@ def key_averages(
     calls = np.bincount(host_group, minlength=n_groups)
     del host_group
     calls += np.bincount(group[device], minlength=n_groups)
-    self_device = _sum_by_group(group, device, trace.dur[device], n_groups)
+    self_device = _group_sums(group[device], trace.dur[device], n_groups)
     device_total = self_device.copy()
 
     # charge each device event to the op that launched it, and to that op's ancestors
@@ -135,7 +135,7 @@ def key_averages(
     linked[linked] = in_scope[launched_by[linked]]
     dev_linked = device[linked]
     owners = launched_by[linked]
-    self_device += _sum_by_group(group, owners, trace.dur[dev_linked], n_groups)
+    self_device += _group_sums(group[owners], trace.dur[dev_linked], n_groups)
     device_total += _charge_ancestors(
         parent, group, owners, trace.dur[dev_linked], n_groups, in_scope
     )
@@ -166,10 +166,6 @@ def key_averages(
 def _group_sums(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     """Per-group sums, float64 even for no events (bincount then gives int64 zeros)."""
     return np.bincount(groups, weights=values, minlength=n).astype(np.float64)
-
-
-def _sum_by_group(group: np.ndarray, index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    return np.bincount(group[index], weights=values, minlength=n) if len(index) else np.zeros(n)
 
 
 def _collapse_repeated_names(trace: Trace) -> tuple[np.ndarray, np.ndarray]:

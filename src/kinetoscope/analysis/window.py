@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace import Trace
+from ..trace.tree import EVENT_BLOCK
 from .intervals import merge
 from .steps import device_anchor, windows
 
@@ -28,17 +29,14 @@ def in_window(trace: Trace, times: np.ndarray, index: np.ndarray | None = None) 
     hit = np.empty(count, dtype=bool)
     # in blocks: the search's int64 slots and gathered ends would otherwise be three
     # temporaries of 8 bytes per time, the largest peak of `explain` on a big trace
-    for lo in range(0, count, _BLOCK):
-        block = times[lo : lo + _BLOCK] if index is None else times[index[lo : lo + _BLOCK]]
+    for lo in range(0, count, EVENT_BLOCK):
+        stop = lo + EVENT_BLOCK
+        block = times[lo:stop] if index is None else times[index[lo:stop]]
         slot = np.searchsorted(starts, block, side="right") - 1  # last window starting <= t
         inside = slot >= 0
         inside[inside] = block[inside] < ends[slot[inside]]
-        hit[lo : lo + _BLOCK] = inside
+        hit[lo:stop] = inside
     return hit
-
-
-#: Times tested per block by `in_window`: 2 MiB of int64 slots at most.
-_BLOCK = 1 << 18
 
 
 def window_kernels(trace: Trace) -> np.ndarray:

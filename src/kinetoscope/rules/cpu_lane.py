@@ -18,6 +18,7 @@ from ..analysis.stepmap import step_count
 from ..analysis.window import in_window
 from ..formatting.units import count, fmt_pct, fmt_us
 from ..trace import Cat, Trace
+from ..trace.tree import children_of
 from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
 from .cold_start import warmup_advice
@@ -41,9 +42,8 @@ def _first_child_start(trace: Trace, events: np.ndarray) -> dict[int, float]:
     is_event = np.zeros(len(trace), dtype=bool)
     is_event[events] = True
     parent = trace.parent
-    child = (parent >= 0) & (trace.cat != int(Cat.PYTHON))
-    child[child] = is_event[parent[child]]
-    child = np.flatnonzero(child)
+    child = children_of(parent, is_event)
+    child = child[trace.cat[child] != int(Cat.PYTHON)]
     first = np.full(len(events), np.inf)
     np.minimum.at(first, np.searchsorted(events, parent[child]), trace.ts[child])
     return dict(zip(events.tolist(), first.tolist(), strict=True))

@@ -27,6 +27,7 @@ from ..analysis.table import (
 from ..analysis.window import in_window
 from ..formatting.units import fmt_pct, fmt_us
 from ..trace import Cat, Trace
+from ..trace.tree import children_of
 from .advice import compiled_run
 from .base import Evidence, Finding, rule
 from .impact import host_saving_per_step
@@ -325,11 +326,9 @@ def _heaviest_children(trace: Trace, names: set[str]) -> dict[str, tuple[str, fl
     wanted = np.zeros(max(len(trace.names), 1), dtype=bool)
     wanted[[trace.name_index[n] for n in names if n in trace.name_index]] = True
     # children of the wanted parents first (few), then the window: filtering every child
-    # by the window first gathered per-event copies, the peak of `explain` at 5 GB
-    under = parent >= 0  # Python frames too: self time excludes them as well
-    under[under] = wanted[trace.name_id[parent[under]]]
-    child = np.flatnonzero(under)
-    del under
+    # by the window first gathered per-event copies, the peak of `explain` at 5 GB.
+    # Python frames count too: self time excludes them as well
+    child = children_of(parent, wanted[trace.name_id])
     child = child[in_window(trace, trace.ts[parent[child]])]
     # one group per (parent name, child name); durations summed in event order, as a
     # running sum per pair would (`add.at` adds unbuffered, in index order)

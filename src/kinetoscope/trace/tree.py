@@ -33,9 +33,10 @@ class TreeColumns(Protocol):
 
 
 _EPS = 1e-3  # us; absorbs ns rounding where a child ends "after" its parent
-#: Events per block where one whole-array expression would allocate temporaries the
-#: size of the trace (`minus_children`, `_leaves_target`): 2 MiB of float64 each.
-_BLOCK = 1 << 18
+#: Events handled at once where one whole-array expression would allocate temporaries
+#: the size of the trace (the call tree's nesting test, `minus_children`, `in_window`,
+#: `merge_indexed`, `nearest_ancestor`): 2 MiB per float64 or int64 temporary.
+EVENT_BLOCK = 1 << 18
 
 
 def link_dtype(events: int) -> type:
@@ -84,10 +85,10 @@ def _leaves_target(start, end, pointer, active) -> np.ndarray:
     in blocks: the gathered starts and ends of every event at once were the peak of
     the build (four float64 temporaries per host event in the first round)."""
     leaves = np.empty(len(active), dtype=bool)
-    for lo in range(0, len(active), _BLOCK):
-        block = active[lo : lo + _BLOCK]
+    for lo in range(0, len(active), EVENT_BLOCK):
+        block = active[lo : lo + EVENT_BLOCK]
         target_end = end[pointer[block]]
-        out = leaves[lo : lo + _BLOCK]
+        out = leaves[lo : lo + EVENT_BLOCK]
         np.greater_equal(start[block], target_end, out=out)
         out |= end[block] > target_end + _EPS
     return leaves
@@ -117,6 +118,14 @@ def _nesting_order(trace: TreeColumns, links: type) -> np.ndarray:
     return order
 
 
+def children_of(parent: np.ndarray, is_parent: np.ndarray) -> np.ndarray:
+    """Events (ascending) whose parent is marked in `is_parent`: the events with a parent
+    narrowed by one lookup, without an index array of every child first."""
+    under = parent >= 0
+    under[under] = is_parent[parent[under]]
+    return np.flatnonzero(under)
+
+
 def self_times(trace: TreeColumns) -> np.ndarray:
     """Duration minus the durations of direct children: the profiler's Self CPU.
 
@@ -132,8 +141,8 @@ def minus_children(dur: np.ndarray, parent: np.ndarray, children: np.ndarray) ->
     out = dur.astype(np.float64, copy=True)
     # in blocks, in order (the same sums): the gathered parents and durations of every
     # child at once were two more per-event temporaries at the table's peak
-    for lo in range(0, len(children), _BLOCK):
-        block = children[lo : lo + _BLOCK]
+    for lo in range(0, len(children), EVENT_BLOCK):
+        block = children[lo : lo + EVENT_BLOCK]
         np.subtract.at(out, parent[block], dur[block])
     return out
 
