@@ -22,8 +22,11 @@ from .source import is_regular_file
 #: interpreter, numpy and the analysis modules: `explain` of a 1 KB trace peaks at 55 MB
 BASE_BYTES = 64 << 20
 #: peak RSS of `explain` in memory mode per byte of JSON text beyond the base: 0.78
-#: on a 63 MB corpus trace, 0.81 on the 1 GB bench trace (docs/benchmarks.md,
-#: "Bounded memory"); rounded up so that the projection errs towards out of core
+#: on a 63 MB corpus trace and 0.81 on the 1 GB bench trace when it was set
+#: (docs/benchmarks.md, "Bounded memory"); 0.52, 0.60, 0.63 and 0.58 on the 63 MB,
+#: 206 MB, 1 GB and 5 GB traces since the per-event temporaries went ("peak memory").
+#: Kept: it errs towards out of core, and the factor grows with events per byte,
+#: which those few traces do not span
 BYTES_PER_BYTE = 0.85
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
