@@ -28,10 +28,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import msgspec
-import polars as pl
-import pyarrow as pa
-import pyarrow.json as pj
+try:
+    import msgspec
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.json as pj
+except ImportError as missing:  # kinetoscope's own environment has neither reader
+    sys.exit(f"error: {missing.name} is not installed here; run this with the venv above")
 
 
 class _Top(msgspec.Struct):
