@@ -16,10 +16,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from ..analysis.stats import trace_stats
 from ..trace import Trace
 from .base import REGISTRY, Finding, NotChecked, Rule
 from .merge import fit_savings, merge_causes, savings_budget
 from .ranking import rank
+from .two_cores import run_shared, worth_sharing
 
 #: Rule family modules under `kinetoscope.rules`; importing one registers its rules.
 RULE_MODULES: list[str] = [
@@ -115,23 +117,36 @@ def run_rules(
     """All (or `only` the named) rules, findings in reading order (`ranking.rank`): those
     on one cause folded into one, savings bounded by the step (`rules.merge`)."""
     rules = load_rules()
-    wanted = list(only) if only is not None else list(rules)
+    wanted = [rules[rule_id] for rule_id in (only if only is not None else rules)]
     outcome = RuleOutcome()
-    strict = strict_rules()
-    for rule_id in wanted:
-        rule = rules[rule_id]
-        ctx = RuleContext(trace, rule, config or {})
-        try:
-            outcome.findings.extend(rule.check(ctx))
-        except NotChecked as skip:
-            outcome.not_checked.append(Skipped(rule_id, skip.reason, skip.advice))
-        except Exception as exc:  # noqa: BLE001 - a broken rule is reported, not fatal
-            if strict:
-                raise
-            outcome.not_checked.append(
-                Skipped(rule_id, f"rule failed: {type(exc).__name__}: {exc}", "please report this")
-            )
+
+    def check(rule: Rule, strict: bool) -> list[Finding] | Skipped:
+        return _check(rule, RuleContext(trace, rule, config or {}), strict)
+
+    if worth_sharing(trace):  # on two cores, from the statistics the rules share
+        trace_stats(trace)
+        results = run_shared(wanted, check, strict_rules())
+    else:
+        results = {rule.id: check(rule, strict_rules()) for rule in wanted}
+    for rule in wanted:
+        result = results[rule.id]
+        if isinstance(result, Skipped):
+            outcome.not_checked.append(result)
+        else:
+            outcome.findings.extend(result)
     findings = rank(merge_causes(outcome.findings, rules), rules)
     fit_savings(findings, savings_budget(trace))
     outcome.findings = rank(findings, rules)
     return outcome
+
+
+def _check(rule: Rule, ctx: RuleContext, strict: bool) -> list[Finding] | Skipped:
+    """The rule's findings, or why it was not checked; with `strict`, its error raised."""
+    try:
+        return list(rule.check(ctx))
+    except NotChecked as skip:
+        return Skipped(rule.id, skip.reason, skip.advice)
+    except Exception as exc:  # noqa: BLE001 - a broken rule is reported, not fatal
+        if strict:
+            raise
+        return Skipped(rule.id, f"rule failed: {type(exc).__name__}: {exc}", "please report this")

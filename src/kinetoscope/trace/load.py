@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import progress
 from ..errors import TraceError, input_name
-from .budget import plan
+from .budget import parse_size, plan
 from .build import TraceBuilder
 from .categories import DEVICE_CATS, HOST_TREE_CATS
 from .decode import EventStream
@@ -55,6 +55,7 @@ def load(
     finally:
         sink.close()
     trace.out_of_core = reason
+    trace.memory_budget = parse_size(max_memory)
     return trace
 
 

@@ -132,6 +132,9 @@ class Trace:
     #: why the columns live in temporary files rather than memory (`--max-memory`),
     #: None when they are in memory
     out_of_core: str | None = None
+    #: the bytes `--max-memory` gave the load (None: `auto`): a budget the user counts,
+    #: so no work is handed to a second process (`rules/two_cores.py`)
+    memory_budget: int | None = None
     #: results of `memo`, by (function, arguments); see `memo`
     _memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False)
 

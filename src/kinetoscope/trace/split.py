@@ -90,7 +90,7 @@ def build_split(path: Path, new_builder: Callable[[str], Any]):
         return None
     finally:
         if not reaped:  # the parent failed first, or the worker died: stop and reap it
-            _stop(pid)
+            kill_and_reap(pid)
     if second is None:
         return None
     state, top, count, second_warnings = second
@@ -122,7 +122,9 @@ def _worker(
         os._exit(code)
 
 
-def _stop(pid: int) -> None:
+def kill_and_reap(pid: int) -> None:
+    """End a forked worker that has not finished (the other side failed first) and
+    reap it, so no zombie and no orphan outlives the call."""
     with contextlib.suppress(ProcessLookupError):  # already exited
         os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)

@@ -1,0 +1,206 @@
+"""The rules shared between two processes (`rules/two_cores.py`) give exactly what one
+process gives, and every way the child can fail falls back to running its rules here."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import kinetoscope
+from kinetoscope.rules import two_cores
+from kinetoscope.rules.base import Rule
+from kinetoscope.rules.engine import RuleOutcome, run_rules
+
+CORPUS = Path(__file__).resolve().parent.parent / "data" / "traces"
+#: traces with device work, host-only work, compile regions, collectives and LLM passes
+SHARED_TRACES = [
+    "gpu/resnet50_dataloader_workers0.pt.trace.json.gz",
+    "gpu/tracelens_torch_compile_triton__trace.json.gz",
+    "cpu/cpu_only_rank34.pt.trace.json.gz",
+]
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+
+
+def _rules(count: int, per_module: int = 1) -> list[Rule]:
+    """Fake rules in `count // per_module` modules (a rule's module is its check's)."""
+    rules = []
+    for i in range(count):
+
+        def check(ctx):  # never called: `run_shared` calls the check given to it
+            raise AssertionError
+
+        check.__module__ = f"fake_rules_{i // per_module}"
+        rules.append(Rule(f"rule-{i}", "fake", "", {}, check))
+    return rules
+
+
+@pytest.fixture
+def forked(monkeypatch) -> list[int]:
+    """The pids `run_shared` forks, to check each was reaped."""
+    pids: list[int] = []
+    real_fork = os.fork
+
+    def fork() -> int:
+        pid = real_fork()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    return pids
+
+
+def _all_reaped(pids: list[int]) -> bool:
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # reaped already: no zombie, nothing running
+            continue
+        return False
+    return bool(pids)
+
+
+def _outcome_json(outcome: RuleOutcome) -> list:
+    return [f.to_dict() for f in outcome.findings] + [s.to_dict() for s in outcome.not_checked]
+
+
+@pytest.mark.parametrize("name", SHARED_TRACES)
+def test_shared_rules_give_the_one_process_outcome_on_corpus_traces(name, monkeypatch, forked):
+    path = CORPUS / name
+    monkeypatch.setattr(two_cores, "SHARE_MIN_EVENTS", 1 << 62)
+    alone = run_rules(kinetoscope.load(path))
+    assert not two_cores.worth_sharing(kinetoscope.load(path))
+    monkeypatch.setattr(two_cores, "SHARE_MIN_EVENTS", 0)
+    monkeypatch.setattr(two_cores, "cores", lambda: 2)
+    shared_trace = kinetoscope.load(path)
+    assert two_cores.worth_sharing(shared_trace)
+    calls = []
+    real = two_cores.run_shared
+    monkeypatch.setattr(
+        "kinetoscope.rules.engine.run_shared", lambda *a: calls.append(1) or real(*a)
+    )
+    shared = run_rules(shared_trace)
+    assert calls == [1]  # the shared path ran
+    assert _outcome_json(shared) == _outcome_json(alone)
+    assert _all_reaped(forked)
+
+
+def test_each_module_goes_to_one_process_and_both_take_some(forked):
+    parent = os.getpid()
+
+    def check(rule, strict):
+        time.sleep(0.02)  # long enough that the child, started in a few ms, takes some
+        return os.getpid()
+
+    rules = _rules(24, per_module=2)
+    results = two_cores.run_shared(rules, check, strict=True)
+    assert set(results) == {r.id for r in rules}
+    by_module = {}
+    for rule in rules:
+        by_module.setdefault(rule.check.__module__, set()).add(results[rule.id])
+    assert all(len(pids) == 1 for pids in by_module.values())  # a module is not split
+    pids = set(results.values())
+    assert parent in pids and len(pids) == 2  # the child took some
+    assert _all_reaped(forked)
+
+
+def _in_child(parent: int, tmp_path: Path, rule: Rule) -> bool:
+    """Whether this is the child; a file per rule it took, so a test can tell it took some."""
+    child = os.getpid() != parent
+    if child:
+        (tmp_path / rule.id).touch()
+    return child
+
+
+def test_a_rule_that_fails_in_the_child_runs_again_here(forked, tmp_path):
+    parent = os.getpid()
+
+    def check(rule, strict):
+        time.sleep(0.02)
+        if _in_child(parent, tmp_path, rule):
+            raise RuntimeError("only in the child")
+        return "here"
+
+    results = two_cores.run_shared(_rules(12), check, strict=False)
+    assert set(results.values()) == {"here"}
+    assert list(tmp_path.iterdir())  # the child took some, and they were run again
+    assert _all_reaped(forked)
+
+
+def test_a_child_that_dies_leaves_its_rules_to_the_parent(forked, tmp_path):
+    parent = os.getpid()
+
+    def check(rule, strict):
+        time.sleep(0.02)
+        if _in_child(parent, tmp_path, rule):
+            os._exit(3)  # killed mid-way: nothing sent back
+        return "here"
+
+    results = two_cores.run_shared(_rules(12), check, strict=False)
+    assert set(results.values()) == {"here"}
+    assert list(tmp_path.iterdir())
+    assert _all_reaped(forked)
+
+
+def test_findings_that_do_not_pickle_are_run_again_here(forked, tmp_path):
+    parent = os.getpid()
+
+    def check(rule, strict):
+        time.sleep(0.02)
+        return (lambda: None) if _in_child(parent, tmp_path, rule) else "here"
+
+    results = two_cores.run_shared(_rules(12), check, strict=False)
+    assert set(results.values()) == {"here"}
+    assert list(tmp_path.iterdir())
+    assert _all_reaped(forked)
+
+
+def test_a_stuck_child_is_stopped_and_its_rules_run_here(forked, tmp_path, monkeypatch):
+    monkeypatch.setattr(two_cores, "CHILD_GRACE_S", 0.5)
+    parent = os.getpid()
+
+    def check(rule, strict):
+        time.sleep(0.02)
+        if _in_child(parent, tmp_path, rule):
+            time.sleep(20)  # stuck (a lock taken before the fork, say)
+        return "here"
+
+    start = time.monotonic()
+    results = two_cores.run_shared(_rules(12), check, strict=False)
+    assert time.monotonic() - start < 15  # stopped after the grace, not waited for
+    assert set(results.values()) == {"here"}
+    assert list(tmp_path.iterdir())
+    assert _all_reaped(forked)
+
+
+def test_a_strict_error_here_raises_and_leaves_no_child(forked):
+    def check(rule, strict):
+        time.sleep(0.02)
+        raise ValueError("broken rule")
+
+    with pytest.raises(ValueError, match="broken rule"):
+        two_cores.run_shared(_rules(12), check, strict=True)
+    assert _all_reaped(forked)
+
+
+def test_not_shared_when_small_out_of_core_or_one_core(monkeypatch):
+    trace = kinetoscope.load(CORPUS / SHARED_TRACES[0])
+    monkeypatch.setattr(two_cores, "cores", lambda: 2)
+    monkeypatch.setattr(two_cores, "SHARE_MIN_EVENTS", len(trace))
+    assert two_cores.worth_sharing(trace)
+    monkeypatch.setattr(two_cores, "SHARE_MIN_EVENTS", len(trace) + 1)
+    assert not two_cores.worth_sharing(trace)  # smaller than the threshold
+    monkeypatch.setattr(two_cores, "SHARE_MIN_EVENTS", 0)
+    trace.out_of_core = "because --max-memory 1MB is less than ..."
+    assert not two_cores.worth_sharing(trace)  # columns in files: a budget to keep
+    trace.out_of_core = None
+    monkeypatch.setattr(two_cores, "cores", lambda: 1)
+    assert not two_cores.worth_sharing(trace)
+    monkeypatch.setattr(two_cores, "cores", lambda: 2)
+    budgeted = kinetoscope.load(CORPUS / SHARED_TRACES[0], max_memory="64GB")
+    assert budgeted.out_of_core is None and budgeted.memory_budget == 64 << 30
+    assert not two_cores.worth_sharing(budgeted)  # in memory, but a budget to keep
