@@ -204,3 +204,21 @@ def test_not_shared_when_small_out_of_core_or_one_core(monkeypatch):
     budgeted = kinetoscope.load(CORPUS / SHARED_TRACES[0], max_memory="64GB")
     assert budgeted.out_of_core is None and budgeted.memory_budget == 64 << 30
     assert not two_cores.worth_sharing(budgeted)  # in memory, but a budget to keep
+
+
+def test_one_module_is_not_shared(forked):
+    results = two_cores.run_shared(_rules(3, per_module=3), lambda rule, strict: "here", True)
+    assert results == {"rule-0": "here", "rule-1": "here", "rule-2": "here"}
+    assert forked == []  # nothing to hand out: no second process
+
+
+def test_a_rank_worker_keeps_its_rules_in_one_process(monkeypatch, forked):
+    """`ranks` runs a worker per rank: those already use the cores, so none forks again."""
+    from kinetoscope.ranks.summary import summarize_rank
+
+    monkeypatch.setattr(two_cores, "SHARE_MIN_EVENTS", 0)
+    monkeypatch.setattr(two_cores, "cores", lambda: 2)
+    summary = summarize_rank(str(CORPUS / SHARED_TRACES[0]))
+    assert summary.error is None and forked == []
+    run_rules(kinetoscope.load(CORPUS / SHARED_TRACES[0]))  # the same trace, not a worker
+    assert len(forked) == 1

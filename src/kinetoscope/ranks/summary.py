@@ -132,7 +132,7 @@ def summarize_rank(path: str, config: dict | None = None) -> RankSummary:
         return RankSummary(path, None, [], 0.0, 0.0, 0.0, 0.0, 0.0, 0, error=exc.problem)
     stats = trace_stats(trace)
     coll, comp, overlapped, count = collective_overlap(trace)
-    outcome = run_rules(trace, config=config)
+    outcome = run_rules(trace, config=config, share=False)  # one worker per rank already
     return RankSummary(
         path=path,
         rank=trace.meta.rank,

@@ -113,9 +113,13 @@ def run_rules(
     trace: Trace,
     config: dict[str, dict[str, float]] | None = None,
     only: Iterable[str] | None = None,
+    *,
+    share: bool = True,
 ) -> RuleOutcome:
     """All (or `only` the named) rules, findings in reading order (`ranking.rank`): those
-    on one cause folded into one, savings bounded by the step (`rules.merge`)."""
+    on one cause folded into one, savings bounded by the step (`rules.merge`). On a
+    large trace the rules are shared with a second process (`two_cores`) unless `share`
+    is False: a worker of a pool, whose pool already uses the cores."""
     rules = load_rules()
     wanted = [rules[rule_id] for rule_id in (only if only is not None else rules)]
     outcome = RuleOutcome()
@@ -123,7 +127,7 @@ def run_rules(
     def check(rule: Rule, strict: bool) -> list[Finding] | Skipped:
         return _check(rule, RuleContext(trace, rule, config or {}), strict)
 
-    if worth_sharing(trace):  # on two cores, from the statistics the rules share
+    if share and worth_sharing(trace):  # on two cores, from the statistics the rules share
         trace_stats(trace)
         results = run_shared(wanted, check, strict_rules())
     else:
