@@ -7,13 +7,15 @@ nearly every rule reads are computed, the rules are handed out a module at a tim
 (the rules of one module under `rules/` share analyses among themselves) to this
 process and a forked child: whichever is free reads the next group's number from a
 pipe (a one-byte read from a pipe is atomic, so each group goes to exactly one of
-them). The fork shares the trace's columns and every analysis
-computed so far; the child sends back what its rules returned and exits.
+them). The fork shares the trace's columns and every analysis computed so far; the
+child sends back what its rules returned and exits. The analyses the child computes
+stay in the child.
 
 The result is the one-process result: each rule is a pure function of the trace,
 and a rule the child did not deliver (it raised, its findings would not pickle, the
-child died) is run again here, where it fails or not exactly as it would have.
-Used only where it pays and is safe (`worth_sharing`).
+child died, or it was still silent when this side gave up waiting) is run again
+here, where it fails or not exactly as it would have. Used only where it pays and
+is safe (`worth_sharing`).
 """
 
 from __future__ import annotations
@@ -37,8 +39,10 @@ from .base import Rule
 #: 89 ms, 218 k events 246 -> 205 ms), not worth a second process
 SHARE_MIN_EVENTS = 250_000
 
-#: seconds the child may take beyond this side's own share (at least; five times this
-#: side's time if longer) before it is taken for stuck, stopped, and its rules run here
+#: how long this side waits for the child once its own modules are done: this many
+#: seconds, or five times its own time if longer; a child silent that long is taken
+#: for stuck (a lock held by another thread at the fork, say), stopped, and its rules
+#: run here
 CHILD_GRACE_S = 60.0
 
 #: what one rule gives: its findings, or why it was not checked (`engine.Skipped`)
