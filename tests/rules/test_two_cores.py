@@ -167,12 +167,11 @@ def test_a_stuck_child_is_stopped_and_its_rules_run_here(forked, tmp_path, monke
         time.sleep(0.02)
         if _in_child(parent, tmp_path, rule):
             time.sleep(20)  # stuck (a lock taken before the fork, say)
+            return "from the child, had it been waited for"
         return "here"
 
-    start = time.monotonic()
     results = two_cores.run_shared(_rules(12), check, strict=False)
-    assert time.monotonic() - start < 15  # stopped after the grace, not waited for
-    assert set(results.values()) == {"here"}
+    assert set(results.values()) == {"here"}  # stopped after the grace, its rules run here
     assert list(tmp_path.iterdir())
     assert _all_reaped(forked)
 
