@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import kinetoscope
-from kinetoscope.rules import two_cores
+from kinetoscope.rules import engine, two_cores
 from kinetoscope.rules.base import Rule
 from kinetoscope.rules.engine import RuleOutcome, run_rules
 
@@ -69,7 +69,9 @@ def _outcome_json(outcome: RuleOutcome) -> list:
 
 
 @pytest.mark.parametrize("name", SHARED_TRACES)
-def test_shared_rules_give_the_one_process_outcome_on_corpus_traces(name, monkeypatch, forked):
+def test_shared_rules_give_the_one_process_outcome_on_corpus_traces(
+    name, monkeypatch, forked, tmp_path
+):
     path = CORPUS / name
     monkeypatch.setattr(two_cores, "SHARE_MIN_EVENTS", 1 << 62)
     alone = run_rules(kinetoscope.load(path))
@@ -78,14 +80,20 @@ def test_shared_rules_give_the_one_process_outcome_on_corpus_traces(name, monkey
     monkeypatch.setattr(two_cores, "cores", lambda: 2)
     shared_trace = kinetoscope.load(path)
     assert two_cores.worth_sharing(shared_trace)
-    calls = []
-    real = two_cores.run_shared
-    monkeypatch.setattr(
-        "kinetoscope.rules.engine.run_shared", lambda *a: calls.append(1) or real(*a)
-    )
+    real_check = engine._check
+
+    def check(rule, ctx, strict):  # a file per rule run, named by the process that ran it
+        (tmp_path / f"{os.getpid()}-{rule.id}").touch()
+        return real_check(rule, ctx, strict)
+
+    monkeypatch.setattr(engine, "_check", check)
     shared = run_rules(shared_trace)
-    assert calls == [1]  # the shared path ran
     assert _outcome_json(shared) == _outcome_json(alone)
+    runs = [f.name.split("-", 1) for f in tmp_path.iterdir()]
+    by_child = {rule for pid, rule in runs if int(pid) != os.getpid()}
+    ran = [rule for _, rule in runs]
+    assert by_child  # the child took modules, and its real findings came back:
+    assert sorted(ran) == sorted(set(ran)) == sorted(engine.load_rules())  # none run twice
     assert _all_reaped(forked)
 
 
@@ -186,7 +194,7 @@ def test_a_strict_error_here_raises_and_leaves_no_child(forked):
     assert _all_reaped(forked)
 
 
-def test_not_shared_when_small_out_of_core_or_one_core(monkeypatch):
+def test_not_shared_when_small_out_of_core_on_one_core_or_under_a_budget(monkeypatch):
     trace = kinetoscope.load(CORPUS / SHARED_TRACES[0])
     monkeypatch.setattr(two_cores, "cores", lambda: 2)
     monkeypatch.setattr(two_cores, "SHARE_MIN_EVENTS", len(trace))

@@ -45,7 +45,8 @@ SHARE_MIN_EVENTS = 250_000
 #: run here
 CHILD_GRACE_S = 60.0
 
-#: what one rule gives: its findings, or why it was not checked (`engine.Skipped`)
+#: `check(rule, strict)`: the rule's findings, or why it was not checked
+#: (`engine.Skipped`); with `strict`, its error raised
 Check = Callable[[Rule, bool], Any]
 
 

@@ -125,9 +125,9 @@ def out_of_core_reason(text: int | None, budget: int | None, available: int | No
     return None
 
 
-def plan(path: Path, max_memory: str | int | None) -> str | None:
-    """The out-of-core reason for loading `path` under `max_memory`, or None."""
-    budget = parse_size(max_memory)
+def plan(path: Path, budget: int | None) -> str | None:
+    """The out-of-core reason for loading `path` under `budget` (`parse_size` of
+    `--max-memory`; None: auto), or None."""
     return out_of_core_reason(text_bytes(path), budget, available_ram())
 
 

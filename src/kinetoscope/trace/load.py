@@ -48,14 +48,15 @@ def load(
     removed before this returns or raises, Ctrl-C included.
     """
     path = Path(path)
-    reason = plan(path, max_memory)
+    budget = parse_size(max_memory)
+    reason = plan(path, budget)
     sink = SpillParts(spill_dir) if reason is not None else MemoryParts()
     try:
         trace = _load(path, split_min_bytes, sink)
     finally:
         sink.close()
     trace.out_of_core = reason
-    trace.memory_budget = parse_size(max_memory)
+    trace.memory_budget = budget
     return trace
 
 
