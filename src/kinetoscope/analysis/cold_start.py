@@ -63,13 +63,13 @@ def cold_causes(trace: Trace) -> list[ColdCause]:
         idx = np.flatnonzero(np.isin(trace.name_id, ids) & host) if len(ids) else []
         if len(idx):
             out.append(ColdCause(kind, idx[np.argsort(trace.ts[idx], kind="stable")]))
-    slow = _slow_first_launches(trace)
+    slow = slow_first_launches(trace)
     if len(slow):
         out.append(ColdCause("first-launch", slow))
     return out
 
 
-def _slow_first_launches(trace: Trace) -> np.ndarray:
+def slow_first_launches(trace: Trace) -> np.ndarray:
     """Launch calls >= FIRST_LAUNCH_US that are the first launch of their kernel's name."""
     launch = trace.launch_of
     kernels = trace.kernels

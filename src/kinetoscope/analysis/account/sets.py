@@ -1,0 +1,86 @@
+"""Sets of time as sorted, disjoint intervals: what the window account paints with.
+
+A set is a pair `(starts, ends)` of float arrays, ascending, with no two intervals
+overlapping or touching (`analysis.intervals.merge` makes one). The account gives
+each instant of the window to one class by precedence: a class gets its own time
+minus every class before it, so the operations here are the ones that painting
+needs (difference, intersection, length inside a range), each a few vectorised
+passes over the boundaries, never a loop over intervals.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..intervals import merge
+
+Set = tuple[np.ndarray, np.ndarray]
+
+EMPTY: Set = (np.zeros(0), np.zeros(0))
+
+
+def of(starts: np.ndarray, ends: np.ndarray) -> Set:
+    """The union of any intervals (NaN and empty ones dropped) as a set."""
+    starts = np.asarray(starts, dtype=np.float64)
+    ends = np.asarray(ends, dtype=np.float64)
+    keep = (ends > starts) & ~np.isnan(starts) & ~np.isnan(ends)
+    return merge(starts[keep], ends[keep])
+
+
+def union(*sets: Set) -> Set:
+    return of(np.concatenate([s for s, _ in sets]), np.concatenate([e for _, e in sets]))
+
+
+def length(a: Set) -> float:
+    return float((a[1] - a[0]).sum())
+
+
+def inside(a: Set, points: np.ndarray) -> np.ndarray:
+    """Which `points` lie inside an interval of `a` (start inclusive, end exclusive)."""
+    if not len(a[0]):
+        return np.zeros(len(points), dtype=bool)
+    slot = np.searchsorted(a[0], points, side="right") - 1
+    hit = slot >= 0
+    hit[hit] = points[hit] < a[1][slot[hit]]
+    return hit
+
+
+def _pieces(a: Set, b: Set, keep_in_b: bool) -> Set:
+    """The parts of `a` inside `b` (`keep_in_b`) or outside it: cut `a` at every boundary
+    of `b`, test each piece, join the pieces that touch again."""
+    if not len(a[0]):
+        return EMPTY
+    if not len(b[0]):
+        return a if not keep_in_b else EMPTY
+    cuts = np.concatenate((b[0], b[1]))
+    cuts = cuts[inside(a, cuts)]  # only boundaries of b that fall inside a cut a
+    points = np.unique(np.concatenate((a[0], a[1], cuts)))
+    lo, hi = points[:-1], points[1:]
+    # every instant of [lo, hi) is on the same side of each boundary, so testing lo
+    # (half-open intervals) tests the piece; a midpoint can round onto hi
+    keep = inside(a, lo) & (inside(b, lo) == keep_in_b)
+    return merge(lo[keep], hi[keep])
+
+
+def minus(a: Set, b: Set) -> Set:
+    """The time in `a` and not in `b`."""
+    return _pieces(a, b, keep_in_b=False)
+
+
+def meet(a: Set, b: Set) -> Set:
+    """The time in both `a` and `b`."""
+    return _pieces(a, b, keep_in_b=True)
+
+
+def within(a: Set, lo: float, hi: float) -> Set:
+    """`a` cut to [lo, hi]."""
+    first = np.searchsorted(a[1], lo, side="right")
+    stop = np.searchsorted(a[0], hi, side="left")
+    s = np.maximum(a[0][first:stop], lo)
+    e = np.minimum(a[1][first:stop], hi)
+    keep = e > s
+    return s[keep], e[keep]
+
+
+def length_within(a: Set, lo: float, hi: float) -> float:
+    return length(within(a, lo, hi))

@@ -1,0 +1,178 @@
+"""The time each class of the window account can claim, read from the trace's events.
+
+Each function returns a set (`sets.Set`) of the instants at which one thing was
+happening, whatever else was: the account (`account.py`) then gives each instant to
+the first class, in precedence order, whose set holds it. The mechanism behind each
+set is in its docstring and in docs/accuracy.md ("The window account").
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ...trace import Cat, Trace
+from ...trace.categories import LAUNCH_NAMES
+from ..blocking import blocking_calls, named_blocking
+from ..cold_start import CAUSES, slow_first_launches
+from ..compile import compile_events
+from ..cpu_compute import compute_intervals, math_ops
+from ..dataloader import next_events
+from ..gpu_lane import buffer_requests
+from ..steps import host_activity_mask
+from ..syncs import DEVICE_SYNC_NAMES
+from . import sets
+from .sets import Set
+
+#: A first call of a runtime function this long (us) while the device idles is start-up:
+#: the first CUDA/HIP call of a process creates the context (hundreds of ms to seconds,
+#: whatever the call is named: cudaFree(0), cudaGetDevice, cudaDeviceGetStreamPriorityRange),
+#: and a first launch of a kernel loads its module (CUDA 11.7+ lazy loading). A steady
+#: runtime call that is not a wait returns in microseconds; 1 ms is the same bound the
+#: cold-start rule uses for a slow first launch (`cold_start.FIRST_LAUNCH_US`).
+FIRST_CALL_US = 1000.0
+#: A gap with nothing recorded on any host thread and an idle device, shorter than this
+#: (us), is the interpreter between two ops (Python the profiler does not record without
+#: with_stack); longer, nothing says what ran: untraced. Python's own cost between two
+#: eager ops is microseconds to a few hundred; a millisecond of it is a loop body.
+UNTRACED_MIN_US = 1000.0
+#: The profiler's own Python frames (with_stack): stopping and starting the trace flushes
+#: the device (cudaDeviceSynchronize) and the activity buffers.
+_PROFILER_FRAME = re.compile(r"torch/profiler/profiler\.py\(\d+\): (stop_trace|start_trace)$")
+
+
+def events_set(trace: Trace, idx: np.ndarray) -> Set:
+    idx = np.asarray(idx, dtype=np.int64)
+    return sets.of(trace.ts[idx], trace.end[idx])
+
+
+def device(trace: Trace) -> Set:
+    """A device stream runs kernels, copies or memsets; on a trace without device work,
+    some thread runs the arithmetic inside a math op (`cpu_compute`): the CPU's device."""
+    work = np.flatnonzero(trace.device_work)
+    if len(work):
+        return events_set(trace, work)
+    return compute_intervals(trace)
+
+
+def _host(trace: Trace, mask: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(mask & (trace.lane_kind == 1) & ~trace.is_instant)
+
+
+def profiler(trace: Trace, window: Set) -> dict[str, Set]:
+    """The profiler's own time, by cause: its buffer refills (Activity Buffer Request), its
+    start/stop frames (with_stack shows `stop_trace`, whose cudaDeviceSynchronize drains
+    the device), the final flush (a device synchronize after the last op of its thread,
+    on a trace without steps), and the head and tail of a window without steps where
+    nothing of the program is recorded (from the profiler's start to the first event,
+    from the last event to `Record Window End`)."""
+    out = {"buffer flush": events_set(trace, buffer_requests(trace))}
+    frames = trace.name_ids_matching(lambda n: bool(_PROFILER_FRAME.search(n)))
+    out["start/stop"] = events_set(trace, _host(trace, np.isin(trace.name_id, frames)))
+    if trace.steps:
+        return out
+    out["final flush"] = events_set(trace, _final_flush(trace))
+    recorded = recorded_program(trace, out)
+    if len(recorded[0]) and len(window[0]):
+        lo, hi = float(window[0][0]), float(window[1][-1])
+        first, last = float(recorded[0][0]), float(recorded[1][-1])
+        out["outside the program"] = sets.of(np.array([lo, last]), np.array([first, hi]))
+    return out
+
+
+def _final_flush(trace: Trace) -> np.ndarray:
+    """Device synchronize calls that start after the last op of their thread."""
+    syncs = _host(
+        trace, np.isin(trace.name_id, trace.name_ids_matching(DEVICE_SYNC_NAMES.__contains__))
+    )
+    if not len(syncs):
+        return syncs
+    ops = _host(trace, trace.mask(Cat.CPU_OP))
+    last = {}
+    for lane in np.unique(trace.lane[syncs]).tolist():
+        mine = ops[trace.lane[ops] == lane]
+        last[lane] = float(np.nanmax(trace.ts[mine])) if len(mine) else -np.inf
+    return syncs[[float(trace.ts[s]) >= last[int(trace.lane[s])] for s in syncs.tolist()]]
+
+
+def recorded_program(trace: Trace, profiler_sets: dict[str, Set]) -> Set:
+    """Everything the program recorded: host events of the call tree and device work,
+    without the profiler's own."""
+    host = events_set(trace, np.flatnonzero(trace.host_tree_mask))
+    own = sets.union(*profiler_sets.values()) if profiler_sets else sets.EMPTY
+    return sets.union(sets.minus(host, own), events_set(trace, np.flatnonzero(trace.device_work)))
+
+
+def one_time(trace: Trace) -> dict[str, Set]:
+    """Work a steady loop does not repeat, by cause: compilation (Dynamo/Inductor), library
+    set-up and module loading (`cold_start.CAUSES`), a first launch of a kernel that took
+    >= 1 ms (lazy module loading), and the first call of any other runtime function that
+    took >= `FIRST_CALL_US` (context creation), synchronizes and blocking copies excepted
+    (a first wait can be a real one)."""
+    out = {"compilation": events_set(trace, compile_events(trace))}
+    for kind in ("module-load", "library-setup"):
+        ids = trace.name_ids_matching(lambda n, p=CAUSES[kind]: bool(p.match(n)))
+        out[kind] = events_set(trace, _host(trace, np.isin(trace.name_id, ids)))
+    out["first launch"] = events_set(trace, slow_first_launches(trace))
+    out["context start-up"] = events_set(trace, _first_long_calls(trace))
+    return out
+
+
+def _first_long_calls(trace: Trace) -> np.ndarray:
+    calls = _host(trace, trace.mask(Cat.RUNTIME, Cat.DRIVER))
+    if not len(calls):
+        return calls
+    calls = calls[np.argsort(trace.ts[calls], kind="stable")]
+    _, first = np.unique(trace.name_id[calls], return_index=True)
+    calls = calls[np.sort(first)]
+    calls = calls[trace.dur[calls] >= FIRST_CALL_US]
+    keep = [
+        not (n in LAUNCH_NAMES or "Graph" in n or named_blocking(n))
+        for n in (trace.name(int(c)) for c in calls)
+    ]
+    return calls[np.array(keep, dtype=bool)] if len(calls) else calls
+
+
+def data_events(trace: Trace) -> np.ndarray:
+    """The DataLoader `__next__` ranges: the host waits for the next batch."""
+    return next_events(trace)
+
+
+def wait_events(trace: Trace) -> np.ndarray:
+    """Runtime calls that wait for the device (`analysis.blocking`), launch calls left
+    out: a launch that outlasts its peers loads a module or waits for a slot in a full
+    queue while the device runs (the device's time or one-time work, not a sync)."""
+    calls = blocking_calls(trace)
+    if not len(calls):
+        return calls
+    names = [trace.name(int(c)) for c in calls]
+    return calls[np.array([n not in LAUNCH_NAMES or named_blocking(n) for n in names], bool)]
+
+
+def math_events(trace: Trace) -> np.ndarray:
+    """The ops doing arithmetic on a trace without device work (`cpu_compute`)."""
+    return np.zeros(0, dtype=np.int64) if trace.device_work.any() else math_ops(trace)
+
+
+def dispatch(trace: Trace) -> Set:
+    """The host runs an op (the dispatcher, a composite op, its launch calls) or a runtime
+    or driver call."""
+    busy = host_activity_mask(trace) & trace.mask(Cat.CPU_OP, Cat.RUNTIME, Cat.DRIVER)
+    return events_set(trace, _host(trace, busy))
+
+
+def python(trace: Trace, window: Set, profiler_sets: dict[str, Set]) -> Set:
+    """The host is in Python or framework code: inside a `python_function` or a user
+    annotation, inside a `ProfilerStep` (the loop body runs between the ops it records),
+    or in a gap shorter than `UNTRACED_MIN_US` between two recorded events."""
+    ranges = _host(trace, trace.mask(Cat.PYTHON, Cat.USER_ANNOTATION))
+    out = events_set(trace, ranges)
+    if trace.steps:
+        out = sets.union(out, window)
+    recorded = recorded_program(trace, profiler_sets)
+    if len(recorded[0]) > 1:
+        gap_s, gap_e = recorded[1][:-1], recorded[0][1:]
+        short = (gap_e - gap_s) < UNTRACED_MIN_US
+        out = sets.union(out, sets.of(gap_s[short], gap_e[short]))
+    return out
