@@ -21,7 +21,10 @@ fails, from the mechanism:
   writes host events before the device records it drains from CUPTI at the
   end, so a cut removes device work first: every figure can be wrong;
 - overlapping or incomplete steps: per-step figures double count or cut work;
-- the profiler's own artifacts (Activity Buffer Request, the final flush).
+- the profiler's own artifacts (Activity Buffer Request, the final flush);
+- a capture that cannot be judged at all (`account.capture`: device records lost, a
+  window mostly empty or dead, too few events, a contended CPU, steps that wrap
+  several iterations): poor, and the verdict is withheld or qualified.
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ import numpy as np
 from ..trace import Trace
 from ..trace.categories import GRAPH_LAUNCHES
 from ..trace.repair import changes_data
+from .account.capture import capture_issues
 from .gpu_lane import buffer_requests
+from .quality_issue import GRADES, QualityIssue
 from .resolution import Resolution, timestamp_resolution
 from .steps import step_stats
 
@@ -51,24 +56,11 @@ _DROPPED = re.compile(r"drop|buffer.*full|overflow", re.I)
 _LOST_EVENTS = re.compile(r"truncated|gzip data is corrupt")
 #: ... and for damage that lost the keys after the events (device properties, versions).
 _LOST_KEYS = re.compile(r"keys after 'traceEvents' are not valid JSON")
-#: Grades, worst last.
-GRADES = ("good", "caution", "poor")
 #: Above this share of launches without device events, device figures are unreliable.
 POOR_DROPPED_SHARE = 0.05
 #: Above this share of kernels starting before their launch (or this skew), poor.
 POOR_SKEW_SHARE = 0.10
 POOR_SKEW_US = 100.0
-
-
-@dataclass(frozen=True)
-class QualityIssue:
-    """One reason to doubt some numbers; `level` is the grade it implies."""
-
-    id: str
-    level: str  # "poor", "caution" or "note" (does not lower the grade)
-    text: str
-    count: int = 0
-    value_us: float | None = None
 
 
 @dataclass(frozen=True)
@@ -314,5 +306,6 @@ def trace_quality(trace: Trace) -> TraceQuality:
     issues += _steps(trace, tolerance)
     issues += _artifacts(trace)
     issues += _input_repaired(trace)
+    issues += capture_issues(trace)
     levels = [GRADES.index(i.level) for i in issues if i.level in GRADES]
     return TraceQuality(GRADES[max(levels, default=0)], resolution, issues)

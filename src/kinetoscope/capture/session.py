@@ -24,6 +24,7 @@ from ..files.outputs import make_folder, publish, remove_empty_folders, staged
 from .artifacts import write_table, write_trace
 from .deps import require_torch
 from .device import DeviceChoice, activities, resolve_device
+from .machine import LoadMeter
 from .quiet import NoiseFilter
 from .schedule import Schedule
 
@@ -84,6 +85,9 @@ class TraceHandler:
         #: them): capture itself never reads a trace back, so whatever reads it comes from
         #: outside
         self.after_cycle = after_cycle
+        #: the machine's load over each cycle (read at each export): a contended CPU
+        #: makes every op slow, and the capture grade must know it
+        self.load = LoadMeter()
 
     def __call__(self, prof) -> None:
         if self.closed:
@@ -97,6 +101,8 @@ class TraceHandler:
             trace_name += ".gz"
         progress.stage(f"exporting the trace of cycle {cycle}: {self.dir / trace_name}")
         meta = {**self._profiler_meta(torch, prof), **self.meta, "cycle": cycle}
+        if (load := self.load.reading()) is not None:
+            meta["machine_load"] = load
         with staged(self.dir, ".txt") as table_tmp, staged(self.dir, ".json") as trace_tmp:
             # the table first: in torch 2.13 key_averages() after an export can read freed names
             write_table(prof, table_tmp, on_device, meta)

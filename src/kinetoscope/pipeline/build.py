@@ -4,7 +4,9 @@ The build step of `explain`: everything the renderers in `report/` lay out is co
 here (or in `sections` and `interactive`), including the order the HTML page reads the
 findings in and the words of the host-time split; renderers compute nothing. The
 verdict comes from `rules.verdict.classify`, the same call the regime rules make, so
-the verdict line and the regime finding always agree; every figure (metrics, step
+the verdict line and the regime finding always agree; it reads the window account
+(`analysis.account`), which the JSON carries as `verdict.account` beside the critical
+path (`critical_path`); every figure (metrics, step
 rows, outliers) comes from `analysis.stats`, the one statistics module summary, diff
 and check read too.
 """
@@ -17,14 +19,9 @@ from functools import partial
 import numpy as np
 
 from .._version import __version__
+from ..analysis.account.account import WindowAccount
 from ..analysis.intervals import merge_indexed
-from ..analysis.stats import (
-    OUTLIER_FACTOR,
-    STATISTIC,
-    TraceStats,
-    decomposition_parts,
-    trace_stats,
-)
+from ..analysis.stats import OUTLIER_FACTOR, STATISTIC, TraceStats, trace_stats
 from ..analysis.steps import host_activity_mask
 from ..analysis.window import in_window, window_device_work
 from ..report.html import notebook_html
@@ -34,6 +31,7 @@ from ..rules.verdict import classify
 from ..trace import Trace
 from ..trace.top_meta import recorded_versions, run_metadata
 from .interactive import interactive_data
+from .path_section import path_section
 from .sections import kernel_types_section, llm_section, quality_section, streams_section
 
 #: Timeline intervals closer than this share of the window are drawn as one.
@@ -90,9 +88,13 @@ def build_report(
             device_busy_us=call.device_busy_us,
             ratio=call.ratio,
             device=call.device,
-            decomposition={k: call.shares[k] for k, _ in decomposition_parts(call.shares)},
+            decomposition=call.steady,
+            account=call.shares,
+            account_us=_account_us(call.account),
+            reasons=list(call.reasons),
         ),
-        decomposition_words=dict(decomposition_parts(call.shares)),
+        decomposition_words=dict(call.account.words()),
+        critical_path=path_section(trace),
         steps=steps,
         metrics=metrics,
         statistics={"labels": STATISTIC, "per_step": stats.spread_dict()},
@@ -107,6 +109,19 @@ def build_report(
         interactive=partial(interactive_data, trace, outcome.findings, timeline.steps),
         notebook_html=notebook_html,
     )
+
+
+def _account_us(account: WindowAccount) -> dict:
+    """The account in microseconds: each class, the steady part, the window, and the
+    one-time and profiler time by cause."""
+    detail = account.to_dict()
+    return {
+        "window_us": account.window_us,
+        "steady_us": detail["steady_us"],
+        **detail["us"],
+        "causes": detail["causes"],
+        "device_is_cpu": account.on_cpu,
+    }
 
 
 def _step_rows(trace: Trace, stats: TraceStats) -> list[StepRow]:

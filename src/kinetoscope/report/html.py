@@ -46,15 +46,17 @@ SECTIONS = [
     "not_checked",
 ]
 
-#: The verdict's host-time split: (share key in Verdict.decomposition, per-step
-#: figure in Report.statistics, CSS class); the words come from the build step
-#: (`Report.decomposition_words`, analysis.stats.decomposition_parts).
+#: The account's classes and their CSS class, in the order the verdict lists them.
 DECOMPOSITION = (
-    ("data_share", "data_wait_us", "data"),
-    ("sync_share", "sync_wait_us", "sync"),
-    ("compute_share", "compute_us", "compute"),
-    ("dispatch_share", "dispatch_us", "dispatch"),
-    ("other_share", "other_us", "other"),
+    ("device", "device"),
+    ("python", "other"),
+    ("dispatch", "dispatch"),
+    ("data", "data"),
+    ("sync_stall", "sync"),
+    ("external", "external"),
+    ("one_time", "once"),
+    ("untraced", "untraced"),
+    ("profiler", "profiler"),
 )
 
 
@@ -115,29 +117,25 @@ def script_json(value: Any):
 
 
 def decomposition(report: Report) -> list[dict[str, Any]]:
-    """The verdict's host-time parts in analysis.hosttime's order, each with its share of
-    the window and its time per step (None for a trace without steps); empty when the
-    report carries no decomposition.
-
-    Both figures are one statistic over one base: the share is the part's total over the
-    window's total, the per-step time the part's total over the step count (the mean of
-    the steps), so the larger share always has the larger time per step. A per-step
-    median beside a window share broke that (92.2% with 18.6 us/step beside 7.83% with
-    31.2 us/step: the median of a part skewed by one step is not its share)."""
-    shares = report.verdict.decomposition
+    """The window account, class by class: each class's share of the whole window and
+    its time per step (the class's total over the step count, None without steps), so
+    the larger share always has the larger time per step; empty when the report carries
+    no account."""
+    shares = report.verdict.account
     if not shares:
         return []
-    per_step = report.statistics.get("per_step", {}) if report.trace.window.get("steps") else {}
+    us = report.verdict.account_us
+    steps = report.trace.window.get("steps") or 0
     words = report.decomposition_words
     return [
         {
-            "words": words[key],
+            "words": words.get(key, key),
             "share": shares.get(key, 0.0),
-            "per_step_us": per_step.get(figure, {}).get("mean"),
+            "per_step_us": us.get(key, 0.0) / steps if steps else None,
             "css": css,
         }
-        for key, figure, css in DECOMPOSITION
-        if key in words
+        for key, css in DECOMPOSITION
+        if shares.get(key, 0.0) > 0
     ]
 
 

@@ -47,12 +47,18 @@ class Verdict:
     summary: str
     host_time_us: float
     device_busy_us: float
-    #: device busy time / host time, the number compared to the regime thresholds
+    #: the device's share of the steady part, the number compared to the thresholds
     ratio: float
     device: str | None
-    #: host time split into window shares: data_share, sync_share, (compute_share on a
-    #: trace without device work), dispatch_share, other_share
+    #: the steady part split by what held it (analysis.account: device, python, dispatch,
+    #: data, sync_stall, external), each class's share of the steady part
     decomposition: dict[str, float] = field(default_factory=dict)
+    #: the window account: every class's share of the whole window (they add up to 1)
+    account: dict[str, float] = field(default_factory=dict)
+    #: the account in microseconds, the steady part, one-time and profiler time by cause
+    account_us: dict[str, Any] = field(default_factory=dict)
+    #: why the verdict is withheld (not-judged) or qualified: the capture's poor checks
+    reasons: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -120,8 +126,11 @@ class Report:
     #: Builds what only the HTML report shows (pipeline.interactive: event timeline, kernel
     #: and op tables) on demand: it costs a pass over every event.
     interactive: Callable[[], dict] | None = field(default=None, compare=False)
-    #: the words of each part in `verdict.decomposition` (analysis.stats.decomposition_parts)
+    #: the words of each class in `verdict.decomposition` and `verdict.account`
     decomposition_words: dict[str, str] = field(default_factory=dict)
+    #: the critical path (pipeline/path_section.py): segments adding up to the window,
+    #: and its time by (class, name) with what shortening each could save at most
+    critical_path: dict[str, Any] = field(default_factory=dict)
     #: the HTML renderer Jupyter's display calls (report.html.notebook_html), set by the
     #: build step so that this model never imports a renderer; None: plain repr only
     notebook_html: Callable[[Report], str | None] | None = field(default=None, compare=False)
@@ -144,6 +153,7 @@ class Report:
                 "kernel_types": self.kernel_types,
                 "streams": self.streams,
                 "llm": self.llm,
+                "critical_path": self.critical_path,
             }
         )
 

@@ -7,10 +7,10 @@ from .model import Report, StepRow
 
 
 def no_device(report: Report) -> bool:
-    """No device work was recorded: a host-only trace, or a CPU run judged on its compute
-    share (the only traces with a compute part in the decomposition)."""
+    """No device work was recorded: a host-only trace, or a CPU run whose math ops play
+    the device in the account."""
     verdict = report.verdict
-    return verdict.regime == "host-only" or verdict.decomposition.get("compute_share", 0) > 0
+    return verdict.regime == "host-only" or bool(verdict.account_us.get("device_is_cpu"))
 
 
 def device_cell(report: Report, row: StepRow) -> str:

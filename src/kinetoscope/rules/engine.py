@@ -25,6 +25,7 @@ from .two_cores import run_shared, worth_sharing
 
 #: Rule family modules under `kinetoscope.rules`; importing one registers its rules.
 RULE_MODULES: list[str] = [
+    "regime_window",
     "regime",
     "regime_waits",
     "profiler_table",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.steps import host_activity_mask, step_stats
-from ..analysis.table import window_key_averages
 from ..analysis.window import (
     in_window,
     time_by_name,
@@ -29,15 +28,22 @@ __all__ = ["REGIMES", "classify"]
 
 
 def _numbers(call: RegimeCall) -> list[Evidence]:
+    """The account's numbers behind every regime: the steady part, the device's share of
+    it against the thresholds, and how the rest splits."""
     return [
-        Evidence("host time in the active window", value=call.host_time_us, unit="us"),
-        Evidence("device busy time in the active window", value=call.device_busy_us, unit="us"),
         Evidence(
-            f"device busy / host time = {fmt_pct(call.ratio)} (overhead-bound below "
-            f"{fmt_pct(call.overhead_max_ratio, 0)}, compute-bound from "
-            f"{fmt_pct(call.compute_min_ratio, 0)})",
+            f"steady part of the window: {fmt_us(call.steady_us)} of {fmt_us(call.window_us)} "
+            "(one-time, profiler and untraced time set apart)",
+            value=call.steady_us,
+            unit="us",
+        ),
+        Evidence(
+            f"device busy {fmt_us(call.device_busy_us)} = {fmt_pct(call.ratio)} of the steady "
+            f"part (overhead-bound below {fmt_pct(call.overhead_max_ratio, 0)}, compute-bound "
+            f"from {fmt_pct(call.compute_min_ratio, 0)})",
             value=call.ratio,
         ),
+        Evidence(f"the steady part: {call.decomposition}", value=call.host_time_us, unit="us"),
     ]
 
 
@@ -65,11 +71,17 @@ def _step_anchor(trace: Trace, lowest: bool = True) -> list[Evidence]:
 
 def _measured(call: RegimeCall, **extra) -> dict:
     return {
+        "steady_us": round(call.steady_us, 3),
         "host_time_us": round(call.host_time_us, 3),
         "device_busy_us": round(call.device_busy_us, 3),
-        "device_to_host_ratio": round(call.ratio, 5),
+        "device_share_of_steady": round(call.ratio, 5),
         **extra,
     }
+
+
+def _host_overhead_us(call: RegimeCall) -> float:
+    """Dispatch and Python while the device idled: what less host work could save."""
+    return call.account.us("dispatch") + call.account.us("python")
 
 
 def _mean_kernel_vs_launch(trace: Trace) -> Evidence | None:
@@ -116,18 +128,6 @@ def overhead_bound(ctx) -> list[Finding]:
     if call.on_cpu:
         return [cpu_overhead_bound(ctx, call)]
     evidence = _numbers(call)
-    table = ctx.analysis(window_key_averages)
-    evidence.append(
-        Evidence(
-            f"Self CPU total {fmt_us(table.self_cpu_total_us)} vs Self device total "
-            f"{fmt_us(table.self_device_total_us)}: the last two lines of "
-            "key_averages().table(), counting the active window only (self CPU adds up over "
-            "threads)",
-            value=table.self_device_total_us / table.self_cpu_total_us
-            if table.self_cpu_total_us > 0
-            else None,
-        )
-    )
     if (launch := _mean_kernel_vs_launch(ctx.trace)) is not None:
         evidence.append(launch)
     evidence.extend(_step_anchor(ctx.trace))
@@ -136,9 +136,9 @@ def overhead_bound(ctx) -> list[Finding]:
             id="overhead-bound",
             severity="warn",
             title=(
-                f"Overhead-bound: the device works {fmt_us(call.device_busy_us)} while the host "
-                f"spends {fmt_us(call.host_time_us)} ({fmt_pct(call.ratio)} < "
-                f"{fmt_pct(call.overhead_max_ratio, 0)})"
+                f"Overhead-bound: the device works {fmt_pct(call.ratio)} of the steady part "
+                f"(< {fmt_pct(call.overhead_max_ratio, 0)}); dispatch and Python hold "
+                f"{fmt_us(_host_overhead_us(call))} while it idles"
             ),
             explanation=(
                 "The CPU spends far longer deciding what to run (Python, the dispatcher, "
@@ -154,7 +154,7 @@ def overhead_bound(ctx) -> list[Finding]:
                     else "."
                 )
             ),
-            impact_us=max(call.host_time_us - call.device_busy_us, 0.0) / call.step_count,
+            impact_us=_host_overhead_us(call) / call.step_count,
             evidence=evidence,
             measured=_measured(call, threshold=call.overhead_max_ratio),
         )
@@ -178,9 +178,8 @@ def compute_bound(ctx) -> list[Finding]:
             id="compute-bound",
             severity="info",
             title=(
-                f"Compute-bound: the device is busy {fmt_us(call.device_busy_us)} against "
-                f"{fmt_us(call.host_time_us)} of host time ({fmt_pct(call.ratio)} >= "
-                f"{fmt_pct(call.compute_min_ratio, 0)})"
+                f"Compute-bound: the device is busy {fmt_pct(call.ratio)} of the steady part "
+                f"({fmt_us(call.device_busy_us)}, >= {fmt_pct(call.compute_min_ratio, 0)})"
             ),
             explanation=(
                 "The device is kept busy: the host issues work faster than the device "
@@ -208,19 +207,19 @@ def mixed(ctx) -> list[Finding]:
         return []
     if call.on_cpu:
         return [cpu_mixed(ctx, call)]
-    idle = max(call.window_us - call.device_busy_us, 0.0)
+    idle = call.host_time_us
     return [
         Finding(
             id="mixed",
             severity="info",
             title=(
-                f"Mixed: the device is busy {fmt_us(call.device_busy_us)} against "
-                f"{fmt_us(call.host_time_us)} of host time ({fmt_pct(call.ratio)})"
+                f"Mixed: the device is busy {fmt_pct(call.ratio)} of the steady part "
+                f"({fmt_us(call.device_busy_us)} of {fmt_us(call.steady_us)})"
             ),
             explanation=(
-                "Neither side dominates: the device works for a good part of the window but "
-                f"also sits idle ({fmt_us(idle)} of the {fmt_us(call.window_us)} window). "
-                "Part of the step waits on the host, part on the device."
+                "Neither side dominates: the device works for a good part of the steady "
+                f"window but also sits idle ({fmt_us(idle)}: {call.decomposition}). Part of "
+                "the step waits on the host, part on the device."
             ),
             suggestion=(
                 "Look at where the device idles: gaps between kernels, host syncs, data "
@@ -228,7 +227,7 @@ def mixed(ctx) -> list[Finding]:
             ),
             impact_us=idle / call.step_count,
             evidence=_numbers(call)
-            + [Evidence("device idle time in the window", value=idle, unit="us")]
+            + [Evidence("device idle time in the steady part", value=idle, unit="us")]
             + _step_anchor(ctx.trace),
             measured=_measured(
                 call,
@@ -269,7 +268,9 @@ def host_only(ctx) -> list[Finding]:
         Finding(
             id="host-only",
             severity="info",
-            title=f"Host-only: no device activity ({fmt_us(call.host_time_us)} of host time)",
+            title=(
+                f"Host-only: no device activity ({fmt_us(call.host_time_us)} of steady host time)"
+            ),
             explanation=(
                 "The trace has no GPU lane and none of its ops ran arithmetic of their own "
                 "(only annotations, Python or framework calls were recorded), so neither a "
@@ -282,6 +283,6 @@ def host_only(ctx) -> list[Finding]:
             ),
             impact_us=0.0,
             evidence=evidence + peak_evidence(ctx),
-            measured={"host_time_us": round(call.host_time_us, 3), "device_busy_us": 0.0},
+            measured=_measured(call),
         )
     ]

@@ -1,56 +1,44 @@
-"""Regimes named by where host time goes: data-bound, sync-bound, compile-window.
+"""Regimes named by a wait that holds the steady window: data-bound, sync-bound,
+external-wait.
 
-`rules.verdict.classify` decides (so exactly one regime fires and it matches
-the verdict line); these rules show the evidence: the host-time decomposition
-(`analysis.hosttime`) and the events behind the dominant part.
+`rules.verdict.classify` decides from the window account (so exactly one regime fires
+and it matches the verdict line); these rules show the evidence: the account's steady
+part and the events behind the dominant wait. A wait counts only while every device
+stream idles: a host blocked on a busy device is the device's time.
 """
 
 from __future__ import annotations
 
-from ..analysis.compile import compile_events
+from ..analysis.account import sets
+from ..analysis.account.sources import wait_events
 from ..analysis.dataloader import data_waits
 from ..analysis.stepmap import step_of
 from ..analysis.syncs import sync_sites
-from ..formatting.units import count, fmt_pct, fmt_us
+from ..formatting.units import fmt_pct, fmt_us
 from .base import Evidence, Finding, event_evidence, rule
 from .training import DATA_WAIT, SYNC_WAIT, loader_advice
-from .verdict import DEFAULTS, RegimeCall, classify
+from .verdict import DEFAULTS, WAITS, RegimeCall, classify
 
 
 def _decomposition(call: RegimeCall) -> list[Evidence]:
-    """The four parts of host time, and the device's share of the window."""
+    """The steady part's classes, and what the window set apart."""
     out = [
         Evidence(
-            f"host time per step: {call.decomposition} (shares of the {fmt_us(call.window_us)} "
-            "window)",
-            value=call.shares["data_share"] + call.shares["sync_share"],
-            unit="share waiting",
+            f"the steady {fmt_us(call.steady_us)} of the {fmt_us(call.window_us)} window: "
+            f"{call.decomposition}",
+            value=call.steady_us,
+            unit="us",
         )
     ]
-    if call.device_busy_us <= 0:
-        return out  # no device: nothing idled, the parts above are the whole story
-    out += [
-        Evidence(
-            "dispatch + launch while the device idled: "
-            f"{fmt_pct(call.shares['dispatch_exposed_share'])} of the window; Python/other "
-            f"while it idled: {fmt_pct(call.shares['other_exposed_share'])}",
-            value=call.shares["dispatch_exposed_share"],
-            unit="share",
-        ),
-        Evidence(
-            f"device busy {fmt_pct(call.device_window_ratio)} of the window",
-            value=call.device_window_ratio,
-            unit="share",
-        ),
-    ]
+    if call.set_apart:
+        out.append(Evidence(f"set apart: {call.set_apart}"))
     return out
 
 
 def _measured(call: RegimeCall, rule_id: str) -> dict:
-    keys = ("data_share", "sync_share", "dispatch_share", "other_share", "compile_share")
     return {
-        **{k: round(call.shares[k], 4) for k in keys},
-        "device_busy_ratio": round(call.device_window_ratio, 4),
+        **{f"{c}_share_of_steady": round(v, 4) for c, v in call.steady.items()},
+        "steady_us": round(call.steady_us, 3),
         "min_share": call.min_shares[rule_id],
     }
 
@@ -82,8 +70,7 @@ def data_bound(ctx) -> list[Finding]:
     (found,) = _wait_verdict(
         call,
         "data-bound",
-        "data_share",
-        "Data-bound: waiting for the next batch takes {share} of the step",
+        "Data-bound: waiting for the next batch takes {share} of the steady part",
         explanation=(
             "Most of each step is spent inside DataLoader.__next__: the model waits for "
             "its input. Until that wait is gone, the compute and dispatch numbers describe "
@@ -100,11 +87,13 @@ def data_bound(ctx) -> list[Finding]:
 
 
 def _wait_verdict(
-    call, regime: str, share_key: str, headline: str, explanation: str, suggestion: str, evidence
+    call, regime: str, headline: str, explanation: str, suggestion: str, evidence
 ) -> list[Finding]:
-    """The critical finding of a wait regime: one shape for data-bound and sync-bound, so
-    their titles, impact and measured values cannot drift apart."""
-    share = call.shares[share_key]
+    """The critical finding of a wait regime: one shape for every wait, so their titles,
+    impact and measured values cannot drift apart. The saving is the wait's own account
+    time: removing the wait gives back at most the time the device idled in it."""
+    cls = WAITS[regime]
+    share = call.steady[cls]
     return [
         Finding(
             id=regime,
@@ -115,7 +104,7 @@ def _wait_verdict(
             ),
             explanation=explanation,
             suggestion=suggestion,
-            impact_us=share * call.window_us / call.step_count,
+            impact_us=call.account.us(cls) / call.step_count,
             evidence=evidence,
             measured=_measured(call, regime),
         )
@@ -149,12 +138,12 @@ def sync_bound(ctx) -> list[Finding]:
     (found,) = _wait_verdict(
         call,
         "sync-bound",
-        "sync_share",
-        "Sync-bound: the host is blocked in device syncs for {share} of the step",
+        "Sync-bound: the host is blocked in device syncs with the device idle for {share} "
+        "of the steady part",
         explanation=(
-            "The host stops at each sync until the device has drained its queue, then the "
-            "device idles while the host prepares the next work: host and device take turns "
-            "instead of overlapping."
+            "The host stops at each sync and the device idles inside the wait itself: the "
+            "wait's own cost (waking the thread, a launch reaching an idle device), paid at "
+            "every sync. Host and device take turns instead of overlapping."
         ),
         suggestion=(
             "Remove .item(), .cpu(), .tolist() and print(tensor) from the loop (accumulate "
@@ -168,48 +157,53 @@ def sync_bound(ctx) -> list[Finding]:
 
 
 @rule(
-    "compile-window",
+    "external-wait",
     "regime",
-    "torch.compile compiled during at least min_share of the window: no steady-state verdict",
-    **DEFAULTS["compile-window"],
+    "the host waits with every device stream idle and nothing of this trace to wait for, "
+    ">= min_share of the steady part and more than any other part",
+    **DEFAULTS["external-wait"],
 )
-def compile_window(ctx) -> list[Finding]:
+def external_wait(ctx) -> list[Finding]:
     call = classify(ctx.trace, ctx.config)
-    if call.regime != "compile-window":
+    if call.regime != "external-wait":
         return []
     trace = ctx.trace
-    events = ctx.analysis(compile_events)
-    evidence = [
-        event_evidence(
-            trace,
-            i,
-            f"{trace.name(i)}: {fmt_us(float(trace.dur[i]))}",
-            step=step_of(trace, float(trace.ts[i])),
-            value=float(trace.dur[i]),
-            unit="us",
-        )
-        for i in sorted(events.tolist(), key=lambda i: -trace.dur[i])[:3]
+    evidence = _decomposition(call)
+    waits = wait_events(trace)
+    part = call.account.parts["external"]
+    held = [
+        (sets.length(sets.within(part, float(trace.ts[i]), float(trace.end[i]))), int(i))
+        for i in waits.tolist()
     ]
-    share = call.shares["compile_share"]
-    return [
-        Finding(
-            id="compile-window",
-            severity="critical",
-            title=(
-                f"Compile window: torch.compile compiled for {fmt_pct(share)} of the window "
-                f"({count(len(events), 'compilation')}); no steady-state verdict"
-            ),
-            explanation=(
-                "Dynamo and Inductor were tracing and generating code during most of the "
-                "profiled window. Step times, host/device balance and kernel gaps describe "
-                "compilation, not the program's steady state."
-            ),
-            suggestion=(
-                "Profile after warmup: run the compiled function a few times before the "
-                "profiler records (schedule(wait=1, warmup=2, active=3), or loop first)."
-            ),
-            impact_us=0.0,
-            evidence=_decomposition(call) + evidence,
-            measured=_measured(call, "compile-window"),
-        )
-    ]
+    for us, i in sorted(held, reverse=True)[:3]:
+        if us > 0:
+            evidence.append(
+                event_evidence(
+                    trace,
+                    i,
+                    f"{trace.name(i)} waited {fmt_us(us)} with every device stream idle",
+                    step=step_of(trace, float(trace.ts[i])),
+                    value=us,
+                    unit="us",
+                )
+            )
+    (found,) = _wait_verdict(
+        call,
+        "external-wait",
+        "External wait: the host waits on something outside this trace for {share} of the "
+        "steady part",
+        explanation=(
+            "The host is blocked in a runtime wait while every device stream of this trace "
+            "idles: the work it waits for is not here. It is an event or copy of another "
+            "process (a scheduler, a tokenizer, a peer rank), I/O, or a device this trace "
+            "did not record. The device is not the bottleneck; neither is this process's "
+            "Python."
+        ),
+        suggestion=(
+            "Profile the process the wait depends on (the scheduler or the other ranks) "
+            "in the same window, or record every device; the waiting call and its stack "
+            "below say where this process stops."
+        ),
+        evidence=evidence,
+    )
+    return [found]

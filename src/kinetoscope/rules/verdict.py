@@ -1,121 +1,182 @@
-"""Regime: one verdict per trace.
+"""Regime: one verdict per trace, read from the window account.
 
-All regime rules read the same `classify` call, and so does the report's
-verdict, so exactly one of them fires and it always agrees with the verdict
-line. They are tried in this order:
+All regime rules read the same `classify` call, and so does the report's verdict,
+so exactly one of them fires and it always agrees with the verdict line. The call
+reads the window account (`analysis.account`): every instant of the window given to
+what held it. One-time, profiler and untraced time are set apart; the verdict judges
+the steady part, the rest. The regimes are tried in this order:
 
-1. `compile-window`: torch.compile compiled for at least `min_share` of the
-   window; no steady-state verdict can be given.
-2. `data-bound` / `sync-bound`: the host-time decomposition
-   (`analysis.hosttime`) says the step mostly waits for the next batch, or
-   blocks in real device syncs: that wait is at least `min_share` of the
-   window and larger than every other part, where dispatch and Python/other
-   count only while the device idles (host work hidden under device work sets
-   no pace). Neither fires when the device is busy for at least
-   `compute-bound.min_device_ratio` of the window: then the device is the
-   bottleneck and the host merely waits for it.
-3. `overhead-bound`, `compute-bound`, `mixed`, `host-only`: device busy
-   time over host time in the active window (the series compares Self device
-   total to Self CPU total). On a trace without device work the CPU is the
-   device: the share of the window spent in the math ops' self time
-   (`analysis.cpu_compute`: the GEMM inside `aten::mm`, the loop inside
-   `aten::add`) plays device busy / host time, against the same thresholds;
-   everything else in the step (Python, the dispatcher, composite ops) is the
-   overhead that keeps the math units idle. `host-only` is left for a trace
-   without device work whose ops do no measurable math.
+1. `not-judged`: the capture cannot be judged (`analysis.account.capture`: device
+   records lost, a window mostly empty or dead, too few events, a contended CPU).
+2. `compile-window`: compilation holds at least `min_share` of the window.
+3. `cold-window`: one-time work (compilation, context start-up, module loading,
+   library set-up) holds at least `min_share` of the window, or nothing steady is
+   left: the window is a first call; profile after warm-up.
+4. `data-bound`, `sync-bound`, `external-wait`: a wait (the next batch, a device sync
+   while the device idles, a wait on something outside the trace) holds at least
+   `min_share` of the steady part and more than every other host-side class. None
+   fires when the device is busy for at least `compute-bound.min_device_ratio` of
+   the steady part: then the device is the bottleneck, and a host waiting on a busy
+   device is the device's time in the account, not a wait.
+5. `overhead-bound`, `compute-bound`, `mixed`, `host-only`: the device's share of the
+   steady part (on a trace without device work, the math ops' arithmetic: the CPU's
+   device) against the thresholds. `host-only` is left for a trace with neither.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..analysis.stats import decomposition_text, trace_stats
+from ..analysis.account.account import STEADY, WindowAccount, window_account
+from ..analysis.account.capture import WITHHOLD, capture_issues
 from ..analysis.stepmap import step_count
 from ..formatting.units import fmt_pct, fmt_us
 from ..trace import Trace
 
 REGIMES = (
+    "not-judged",
     "compile-window",
+    "cold-window",
     "data-bound",
     "sync-bound",
+    "external-wait",
     "overhead-bound",
     "compute-bound",
     "mixed",
     "host-only",
 )
+#: The wait regimes and the account class each one reads.
+WAITS = {"data-bound": "data", "sync-bound": "sync_stall", "external-wait": "external"}
+#: Host-side classes of the steady part: a wait regime's class must beat every other.
+HOST_SIDE = tuple(c for c in STEADY if c != "device")
 
 
 @dataclass(frozen=True)
 class RegimeCall:
     regime: str
-    host_time_us: float
-    device_busy_us: float
-    #: device busy / host time (device busy / window where no host time was recorded)
-    ratio: float
-    window_us: float
+    account: WindowAccount
     step_count: int
     overhead_max_ratio: float
     compute_min_ratio: float
     device: str | None
-    #: window shares of the host-time parts and of compilation (`TraceStats.shares`)
-    shares: dict[str, float]
-    #: device busy / window time
-    device_window_ratio: float
-    #: the wait share a wait regime needs, and compile-window's share (for evidence)
+    #: the share of the window (compile-window, cold-window) or of the steady part (the
+    #: waits) a regime needs
     min_shares: dict[str, float]
-    #: math-op self time in the window on a trace without device work (0 with a device)
-    compute_us: float = 0.0
+    #: why the verdict is withheld (not-judged) or qualified: the capture's poor checks
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def window_us(self) -> float:
+        return self.account.window_us
+
+    @property
+    def steady_us(self) -> float:
+        return self.account.steady_us
+
+    @property
+    def device_busy_us(self) -> float:
+        return self.account.us("device")
+
+    @property
+    def host_time_us(self) -> float:
+        """The steady time the host held the path (every steady class but the device)."""
+        return max(self.steady_us - self.device_busy_us, 0.0)
+
+    @property
+    def ratio(self) -> float:
+        """The device's share of the steady part: the number the thresholds judge."""
+        return self.account.steady_shares()["device"]
 
     @property
     def on_cpu(self) -> bool:
         """The CPU's arithmetic plays the device (no device work, some math measured)."""
-        return self.device_busy_us <= 0 and self.compute_us > 0
+        return self.account.on_cpu
+
+    @property
+    def compute_us(self) -> float:
+        return self.device_busy_us if self.on_cpu else 0.0
+
+    @property
+    def shares(self) -> dict[str, float]:
+        """Each class's share of the window."""
+        return self.account.shares()
+
+    @property
+    def steady(self) -> dict[str, float]:
+        """Each steady class's share of the steady part."""
+        return self.account.steady_shares()
+
+    @property
+    def set_apart(self) -> str:
+        """`the first 473 ms ...`-style words for the window's one-time, profiler and
+        untraced time when it is large enough to name (>= 10% of the window), else ''."""
+        acc, parts = self.account, []
+        for cls, words in (
+            ("one_time", "one-time work"),
+            ("profiler", "the profiler's own"),
+            ("untraced", "nothing recorded"),
+        ):
+            us = acc.us(cls)
+            if self.window_us > 0 and us >= 0.1 * self.window_us:
+                cause = _largest(acc.causes.get(cls, {}))
+                parts.append(
+                    f"{words} {fmt_us(us)} ({fmt_pct(us / self.window_us)}"
+                    + (f", mostly {cause}" if cause else "")
+                    + ")"
+                )
+        return "; ".join(parts)
 
     @property
     def decomposition(self) -> str:
-        return decomposition_text(self.shares)
+        """The steady part's classes as shares of it, as every renderer words them (those
+        of at least 0.05%: a share printed as 0.0% says nothing)."""
+        words = self.account.words()
+        return ", ".join(f"{words[c]} {fmt_pct(v)}" for c, v in self.steady.items() if v >= 0.0005)
+
+    @property
+    def host_side(self) -> str:
+        """The steady part's host-side classes (what held the path while the device idled)."""
+        words = self.account.words()
+        return ", ".join(
+            f"{words[c]} {fmt_pct(self.steady[c])}" for c in HOST_SIDE if self.steady[c] >= 0.0005
+        )
 
     @property
     def summary(self) -> str:
-        """The verdict line: the regime, the numbers behind it, the host-time decomposition."""
-        where = f" on {self.device}" if self.device else ""
-        host = f"; host time: {self.decomposition}"
-        if self.regime == "compile-window":
+        """The verdict line: the regime, the numbers behind it, what was set apart."""
+        apart = self.set_apart
+        tail = f"; set apart: {apart}" if apart else ""
+        if self.regime == "not-judged":
+            return "not-judged: " + "; ".join(self.reasons)
+        if self.regime in ("compile-window", "cold-window"):
+            once = self.account.causes.get("one_time", {})
+            share = self.account.us("one_time") / self.window_us if self.window_us else 0.0
+            what = "compilation" if self.regime == "compile-window" else "one-time work"
+            cause = _largest(once)
             return (
-                "compile-window: torch.compile compiled for "
-                f"{fmt_pct(self.shares['compile_share'])} of the window, no steady-state "
-                "verdict (profile after warmup)" + host
+                f"{self.regime}: {what} holds {fmt_pct(share)} of the {fmt_us(self.window_us)} "
+                f"window"
+                + (f" (mostly {cause})" if cause else "")
+                + ", no steady-state verdict (profile after warm-up)"
+                + (f"; the steady rest: {self.decomposition}" if self.steady_us > 0 else "")
             )
-        if self.regime in ("data-bound", "sync-bound"):
-            device = (
-                f"device busy {fmt_pct(self.device_window_ratio)} of the window{where}"
-                if self.device_busy_us > 0
-                else "no device activity"
-            )
-            if self.on_cpu:
-                device = f"CPU compute {fmt_pct(self.ratio)} of the window"
-            return f"{self.regime}: {self.decomposition}; {device}"
+        qualified = f" (qualified: {'; '.join(self.reasons)})" if self.reasons else ""
+        where = f" on {self.device}" if self.device else ""
+        device = "CPU compute" if self.on_cpu else f"device busy{where}"
         if self.regime == "host-only":
             return (
-                f"host-only: {fmt_us(self.host_time_us)} of host time and no device activity "
-                "recorded" + host
+                f"host-only: no device activity and no op arithmetic; steady part: "
+                f"{self.decomposition}" + tail + qualified
             )
-        if self.on_cpu:
-            return (
-                f"{self.regime}: CPU compute (self time of the ops doing the math) "
-                f"{fmt_us(self.compute_us)} = {fmt_pct(self.ratio)} of the "
-                f"{fmt_us(self.window_us)} window, no device" + host
-            )
-        if self.ratio > 1:  # the host queued ahead: "640% of host" reads as a fault
-            return (
-                f"{self.regime}: device busy {fmt_us(self.device_busy_us)} = {self.ratio:.2f}x "
-                f"host {fmt_us(self.host_time_us)}{where} (more device work than host "
-                "time: the device sets the pace)" + host
-            )
+        rest = f"; while it idled: {self.host_side}" if self.host_side else ""
         return (
-            f"{self.regime}: device busy {fmt_us(self.device_busy_us)} = {fmt_pct(self.ratio)} "
-            f"of host {fmt_us(self.host_time_us)}{where}" + host
+            f"{self.regime}: {device} {fmt_pct(self.ratio)} of the steady "
+            f"{fmt_us(self.steady_us)}" + rest + tail + qualified
         )
+
+
+def _largest(causes: dict[str, float]) -> str:
+    return max(causes, key=causes.get) if causes and max(causes.values()) > 0 else ""
 
 
 #: Default thresholds of the regime rules (the rules register these same values), so
@@ -124,8 +185,10 @@ DEFAULTS = {
     "overhead-bound": {"max_device_ratio": 0.25},
     "compute-bound": {"min_device_ratio": 0.8},
     "compile-window": {"min_share": 0.5},
+    "cold-window": {"min_share": 0.5},
     "data-bound": {"min_share": 0.3},
     "sync-bound": {"min_share": 0.3},
+    "external-wait": {"min_share": 0.3},
 }
 
 
@@ -148,62 +211,43 @@ def device_label(trace: Trace) -> str | None:
 def classify(trace: Trace, config: dict | None = None) -> RegimeCall:
     """The regime of the active window under the configured thresholds."""
     config = config or {}
-    stats = trace_stats(trace)
-    m = stats.metrics()
-    host, device, window = m["host_time_us"], m["device_busy_us"], m["window_us"]
-    ratio, busy = m["device_to_host_ratio"], m["device_busy_ratio"]
-    compute = m["compute_share"] * window
-    if device <= 0 and compute > 0:
-        # a CPU run: the math units are the device, the rest of the window the overhead
-        ratio = busy = m["compute_share"]
+    account = window_account(trace)
     low = _threshold(config, "overhead-bound", "max_device_ratio")
     high = _threshold(config, "compute-bound", "min_device_ratio")
-    shares = stats.shares()
     min_shares = {
-        "compile-window": _threshold(config, "compile-window", "min_share"),
-        "data-bound": _threshold(config, "data-bound", "min_share"),
-        "sync-bound": _threshold(config, "sync-bound", "min_share"),
+        r: _threshold(config, r, "min_share") for r in ("compile-window", "cold-window", *WAITS)
     }
-    device_saturated = busy >= high
-    if shares["compile_share"] >= min_shares["compile-window"]:
-        regime = "compile-window"
-    elif not device_saturated and _dominant_wait(shares, "data_share", min_shares["data-bound"]):
-        regime = "data-bound"
-    elif not device_saturated and _dominant_wait(shares, "sync_share", min_shares["sync-bound"]):
-        regime = "sync-bound"
-    elif (not trace.has_device or device <= 0) and compute <= 0:
-        regime = "host-only"
-    elif ratio < low:
-        regime = "overhead-bound"
-    elif ratio >= high:
-        regime = "compute-bound"
-    else:
-        regime = "mixed"
+    poor = [i for i in capture_issues(trace) if i.level == "poor"]
+    withheld = [i.text for i in poor if i.id in WITHHOLD]
+    regime = "not-judged" if withheld else _regime(trace, account, low, high, min_shares)
+    reasons = withheld or [i.text for i in poor]
     return RegimeCall(
-        regime,
-        host,
-        device,
-        ratio,
-        window,
-        step_count(trace),
-        low,
-        high,
-        device_label(trace),
-        shares,
-        m["device_busy_ratio"],
-        min_shares,
-        compute,
+        regime, account, step_count(trace), low, high, device_label(trace), min_shares, reasons
     )
 
 
-def _dominant_wait(shares: dict[str, float], key: str, min_share: float) -> bool:
-    """The wait `key` is at least `min_share` of the window and larger than every other
-    part, dispatch and Python/other counted only while the device idled."""
-    rivals = (
-        "data_share",
-        "sync_share",
-        "compute_share",
-        "dispatch_exposed_share",
-        "other_exposed_share",
-    )
-    return shares[key] >= min_share and all(shares[key] > shares[r] for r in rivals if r != key)
+def _regime(
+    trace: Trace, account: WindowAccount, low: float, high: float, min_shares: dict[str, float]
+) -> str:
+    window = account.window_us
+    compiling = account.causes.get("one_time", {}).get("compilation", 0.0)
+    if window > 0 and compiling >= min_shares["compile-window"] * window:
+        return "compile-window"
+    once = account.us("one_time")
+    if window > 0 and once >= min_shares["cold-window"] * window:
+        return "cold-window"
+    if account.steady_us <= 0:
+        return "cold-window" if once > 0 else "host-only"
+    steady = account.steady_shares()
+    if steady["device"] < high:
+        for regime, cls in WAITS.items():
+            rivals = (steady[c] for c in HOST_SIDE if c != cls)
+            if steady[cls] >= min_shares[regime] and all(steady[cls] > r for r in rivals):
+                return regime
+    if account.us("device") <= 0:
+        return "host-only"
+    if steady["device"] < low:
+        return "overhead-bound"
+    if steady["device"] >= high:
+        return "compute-bound"
+    return "mixed"

@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
+
+from ..capture.machine import run_queue_seconds
 
 #: the shortest timed block: about four of the longest CFS time slices (24 ms), so a
 #: block shares the machine's load in proportion instead of all or nothing
@@ -46,19 +47,6 @@ class TrialDone(BaseException):
     """Raised out of a script's step once everything is measured: the rest of its run
     would cost time and tell nothing. A BaseException, so `except Exception` in the
     script does not swallow it."""
-
-
-def run_queue_seconds() -> float | None:
-    """Seconds this process's threads have spent runnable but waiting for a CPU (Linux
-    schedstat; None where the kernel does not provide it)."""
-    total, seen = 0, False
-    for stat in Path("/proc/self/task").glob("*/schedstat"):
-        try:
-            total += int(stat.read_text().split()[1])
-            seen = True
-        except (OSError, IndexError, ValueError):  # a thread that ended meanwhile
-            continue
-    return total / 1e9 if seen else None
 
 
 class StepClock:

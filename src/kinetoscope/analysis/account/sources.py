@@ -15,7 +15,12 @@ import numpy as np
 from ...trace import Cat, Trace
 from ...trace.categories import LAUNCH_NAMES
 from ..blocking import blocking_calls, named_blocking
-from ..cold_start import CAUSES, slow_first_launches
+from ..cold_start import (
+    CAUSES,
+    FIRST_RUN_FACTOR,
+    iterations_before_window,
+    slow_first_launches,
+)
 from ..compile import compile_events
 from ..cpu_compute import compute_intervals, math_ops
 from ..dataloader import next_events
@@ -104,34 +109,63 @@ def recorded_program(trace: Trace, profiler_sets: dict[str, Set]) -> Set:
     return sets.union(sets.minus(host, own), events_set(trace, np.flatnonzero(trace.device_work)))
 
 
+#: The causes of one-time work, in the order an instant two share is given.
+ONE_TIME_CAUSES = (
+    "compilation",
+    "module-load",
+    "library-setup",
+    "first launch",
+    "context start-up",
+)
+
+
 def one_time(trace: Trace) -> dict[str, Set]:
-    """Work a steady loop does not repeat, by cause: compilation (Dynamo/Inductor), library
+    """Work a steady loop does not repeat, by cause (`one_time_events`)."""
+    return {c: events_set(trace, one_time_events(trace, c)) for c in ONE_TIME_CAUSES}
+
+
+def one_time_events(trace: Trace, cause: str) -> np.ndarray:
+    """The events of one cause of one-time work: compilation (Dynamo/Inductor), library
     set-up and module loading (`cold_start.CAUSES`), a first launch of a kernel that took
     >= 1 ms (lazy module loading), and the first call of any other runtime function that
-    took >= `FIRST_CALL_US` (context creation), synchronizes and blocking copies excepted
-    (a first wait can be a real one)."""
-    out = {"compilation": events_set(trace, compile_events(trace))}
-    for kind in ("module-load", "library-setup"):
-        ids = trace.name_ids_matching(lambda n, p=CAUSES[kind]: bool(p.match(n)))
-        out[kind] = events_set(trace, _host(trace, np.isin(trace.name_id, ids)))
-    out["first launch"] = events_set(trace, slow_first_launches(trace))
-    out["context start-up"] = events_set(trace, _first_long_calls(trace))
-    return out
+    took >= `FIRST_CALL_US` (context creation) in a window no iteration ran before,
+    synchronizes and blocking copies excepted (a first wait can be a real one)."""
+    if cause == "compilation":
+        return compile_events(trace)
+    if cause == "first launch":
+        return slow_first_launches(trace)
+    if cause == "context start-up":
+        # a context is created once per process: after recorded iterations it exists
+        if iterations_before_window(trace) > 0:
+            return np.zeros(0, dtype=np.int64)
+        return _first_long_calls(trace)
+    ids = trace.name_ids_matching(lambda n: bool(CAUSES[cause].match(n)))
+    return _host(trace, np.isin(trace.name_id, ids))
 
 
 def _first_long_calls(trace: Trace) -> np.ndarray:
+    """First calls of a runtime function that took >= `FIRST_CALL_US` and at least twice
+    the median of its later calls (a first call as slow as the later ones is the
+    function's own cost, a pageable copy say, not start-up); no launches, graph
+    launches or waits."""
     calls = _host(trace, trace.mask(Cat.RUNTIME, Cat.DRIVER))
     if not len(calls):
         return calls
-    calls = calls[np.argsort(trace.ts[calls], kind="stable")]
-    _, first = np.unique(trace.name_id[calls], return_index=True)
-    calls = calls[np.sort(first)]
-    calls = calls[trace.dur[calls] >= FIRST_CALL_US]
-    keep = [
-        not (n in LAUNCH_NAMES or "Graph" in n or named_blocking(n))
-        for n in (trace.name(int(c)) for c in calls)
-    ]
-    return calls[np.array(keep, dtype=bool)] if len(calls) else calls
+    calls = calls[np.lexsort((trace.ts[calls], trace.name_id[calls]))]
+    names = trace.name_id[calls]
+    first = np.flatnonzero(np.concatenate(([True], names[1:] != names[:-1])))
+    stop = np.append(first[1:], len(calls))
+    out = []
+    for a, b in zip(first.tolist(), stop.tolist(), strict=True):
+        call, dur = int(calls[a]), float(trace.dur[calls[a]])
+        name = trace.name(call)
+        if dur < FIRST_CALL_US or name in LAUNCH_NAMES or "Graph" in name or named_blocking(name):
+            continue
+        later = trace.dur[calls[a + 1 : b]]
+        if len(later) and dur < FIRST_RUN_FACTOR * float(np.median(later)):
+            continue
+        out.append(call)
+    return np.sort(np.array(out, dtype=np.int64))
 
 
 def data_events(trace: Trace) -> np.ndarray:
