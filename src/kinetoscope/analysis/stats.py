@@ -9,10 +9,11 @@ window figures are totals or ratios of totals over the window (the steps
 summed; the whole trace when it has no `ProfilerStep#N`).
 
 Ratios are defined once: `device_busy_ratio` = device busy / window time (the
-device work *attributed* to the steps, see `analysis.steps`; above 100% when
-the device lags behind the host), `host_busy_ratio` = host busy / window time,
-`device_to_host_ratio` = device busy / host busy time (the regime's number;
-over the window time when no host time was recorded). On a trace without
+window account's device class: the time a stream ran inside the window; the
+per-step figures count the work each step launched, `analysis.steps`),
+`host_busy_ratio` = host busy / window time, `device_to_host_ratio` = device busy
+/ host busy time (over the window time when no host time was recorded); the
+verdict reads the account's own shares. On a trace without
 device work the regime's number is `compute_share` instead: the share of the
 window spent inside the math ops' self time (`analysis.cpu_compute`), the CPU
 run's analog of a busy device.
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace import Trace
+from .account.account import window_account
 from .hosttime import PARTS, StepHostTime, host_time
 from .steps import StepStats, step_stats
 from .syncs import sync_sites
@@ -177,11 +179,19 @@ def _stats(trace: Trace, outlier_factor: float) -> TraceStats:
         spreads=spreads,
         window_us=sum(s.dur for s in steps),
         host_time_us=sum(s.host_busy_us for s in steps),
-        device_busy_us=sum(s.device_busy_us for s in steps),
+        device_busy_us=_device_busy(trace),
         compile_us=sum(s.compile_us for s in steps),
         outliers=step_outliers(activity, outlier_factor),
         has_steps=bool(trace.steps),
     )
+
+
+def _device_busy(trace: Trace) -> float:
+    """Device busy time in the window: the window account's device class (real time a
+    stream ran inside the window, whoever launched it), 0 on a trace without device
+    work (there the account's device is the CPU's math)."""
+    account = window_account(trace)
+    return 0.0 if account.on_cpu else account.us("device")
 
 
 def step_outliers(steps: list[StepStats], factor: float = OUTLIER_FACTOR):

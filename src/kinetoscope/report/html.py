@@ -28,6 +28,7 @@ from ..formatting.escaping import inert
 from ..formatting.units import fmt_pct, fmt_us
 from .evidence import evidence_line, short_name
 from .model import Report
+from .phrases import ACCOUNT_CSS, account_line, path_rows
 from .run_text import run_line, version_parts
 
 #: The explain page, top to bottom: templates/sections/<name>.html.j2 each.
@@ -35,6 +36,7 @@ SECTIONS = [
     "header",
     "verdict",
     "quality",
+    "path",
     "timeline",
     "steps",
     "llm",
@@ -45,19 +47,6 @@ SECTIONS = [
     "ops",
     "not_checked",
 ]
-
-#: The account's classes and their CSS class, in the order the verdict lists them.
-DECOMPOSITION = (
-    ("device", "device"),
-    ("python", "other"),
-    ("dispatch", "dispatch"),
-    ("data", "data"),
-    ("sync_stall", "sync"),
-    ("external", "external"),
-    ("one_time", "once"),
-    ("untraced", "untraced"),
-    ("profiler", "profiler"),
-)
 
 
 def _shown(value: Any) -> Any:
@@ -134,7 +123,7 @@ def decomposition(report: Report) -> list[dict[str, Any]]:
             "per_step_us": us.get(key, 0.0) / steps if steps else None,
             "css": css,
         }
-        for key, css in DECOMPOSITION
+        for key, css in ACCOUNT_CSS.items()
         if shares.get(key, 0.0) > 0
     ]
 
@@ -159,9 +148,39 @@ def render_html(report: Report, standalone: bool = True) -> str:
         sections=SECTIONS,
         ranked_findings=list(enumerate(report.findings)),  # engine's order, payload index
         decomposition=decomposition(report),
+        path=path_view(report),
         interactive=interactive,
         timeline_json=script_json(interactive["timeline"]) if interactive else None,
     )
+
+
+def path_view(report: Report) -> dict[str, Any]:
+    """The critical path for the page: its largest parts, the account in one line, and a
+    band of its segments placed by time across the window (left and width in %)."""
+    segments = report.critical_path.get("segments", [])
+    if not segments:
+        return {}
+    lo = segments[0]["start_us"]
+    span = max(segments[-1]["start_us"] + segments[-1]["dur_us"] - lo, 1e-9)
+    words = report.decomposition_words
+    band = [
+        {
+            "left": 100 * (s["start_us"] - lo) / span,
+            "width": 100 * s["dur_us"] / span,
+            "css": ACCOUNT_CSS.get(s["class"], ""),
+            "title": f"{words.get(s['class'], s['class'])}: {s['name']} "
+            f"{fmt_us(s['dur_us'])} at +{fmt_us(s['start_us'])}",
+        }
+        for s in segments
+        if s["dur_us"] >= span / 4000  # below a pixel of a wide page
+    ]
+    return {
+        "account": account_line(report),
+        "rows": path_rows(report),
+        "band": band,
+        "per_step": bool(report.trace.window.get("steps")),
+        "resolution_us": report.critical_path.get("resolution_us", 0.0),
+    }
 
 
 def notebook_html(report: Report) -> str | None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from ..formatting.units import fmt_pct, fmt_us
 from ..rules.base import Evidence
 from . import llm_render
-from .evidence import evidence_line
+from .evidence import evidence_line, short_name
 from .model import Report
-from .phrases import device_cell, step_counts, steps_line
+from .phrases import account_line, device_cell, path_rows, step_counts, steps_line
 from .run_text import run_line, versions_line
 from .tables import markdown_table, md_cell, md_code
 
@@ -35,6 +35,7 @@ def render_markdown(report: Report) -> str:
         "",
     ]
     out += _quality(report)
+    out += _path(report)
     out += [
         "## Steps",
         "",
@@ -95,6 +96,31 @@ def _quality(report: Report) -> list[str]:
     lines.append("")
     lines += [f"- {md_cell(reason)}" for reason in q.get("reasons", [])]
     return lines + ([""] if q.get("reasons") else [])
+
+
+def _path(report: Report) -> list[str]:
+    """The window account, then the critical path's largest parts (a table)."""
+    rows = path_rows(report)
+    if not rows:
+        return []
+    per = "per step" if report.trace.window.get("steps") else "over the window"
+    out = ["## Critical path", "", f"Window account: {md_cell(account_line(report))}.", ""]
+    return out + _table(
+        ("share", "class", "held by", "time", "pieces", "first at", f"saves at most {per}"),
+        [
+            [
+                f"{r['share'] * 100:.1f}%",
+                md_cell(r["words"]),
+                md_code(short_name(r["name"])),
+                fmt_us(r["us"]),
+                str(r["segments"]),
+                "+" + fmt_us(r["first_us"]),
+                fmt_us(r["saving_per_step_us"]),
+            ]
+            for r in rows
+        ],
+        left=3,
+    )
 
 
 def _kernel_types(report: Report) -> list[str]:

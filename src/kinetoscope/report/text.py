@@ -21,7 +21,14 @@ from . import llm_render
 from .console import inert
 from .evidence import evidence_line
 from .model import Report
-from .phrases import device_cell, step_counts, steps_line
+from .phrases import (
+    account_line,
+    device_cell,
+    path_line,
+    path_rows,
+    step_counts,
+    steps_line,
+)
 from .run_text import run_line, version_parts
 
 #: Steps listed before the table is cut (outliers are always listed).
@@ -32,6 +39,9 @@ REGIME_STYLE = {
     "compute-bound": "bold green",
     "mixed": "bold cyan",
     "host-only": "bold magenta",
+    "cold-window": "bold blue",
+    "compile-window": "bold blue",
+    "not-judged": "bold red",
 }
 
 
@@ -54,6 +64,9 @@ def print_report(report: Report, console: Console) -> None:
     console.print()
     console.print(_verdict(report))
     console.print(_quality(report))
+    if report.critical_path.get("parts"):
+        console.print()
+        console.print(_path(report))
     console.print()
     console.print(_steps(report))
     if report.kernel_types.get("types"):
@@ -105,6 +118,14 @@ def _verdict(report: Report) -> Table:
     line = Text(v.regime.upper(), style=REGIME_STYLE.get(v.regime, "bold"))
     line.append("  " + inert(v.summary.split(": ", 1)[-1]), style="")
     return _hanging(Text("Verdict", style="bold"), line)
+
+
+def _path(report: Report) -> Table:
+    """The window account in one line, then the critical path's largest parts."""
+    per_step = bool(report.trace.window.get("steps"))
+    lines = [Text(inert(account_line(report)), style="dim")]
+    lines += [Text(inert(path_line(row, per_step))) for row in path_rows(report)]
+    return _hanging(Text("Path", style="bold"), *lines)
 
 
 def _quality(report: Report) -> Table:

@@ -30,6 +30,7 @@ from ..analysis.stepmap import step_count, step_of
 from ..formatting.units import count, fmt_us
 from ..trace import Trace
 from .base import Evidence, Finding, NotChecked, event_evidence, rule
+from .verdict import ONE_TIME, ONE_TIME_VERDICTS, classify
 
 _WHAT = {
     "module-load": (
@@ -258,6 +259,15 @@ def _first_step(ctx) -> list[Finding]:
     min_first_run_us=100.0,
 )
 def cold_start(ctx) -> list[Finding]:
+    found = _cold_start(ctx)
+    if classify(ctx.trace, ctx.config).regime in ONE_TIME_VERDICTS:
+        # the verdict is this cause: one finding (rules.merge folds these into it)
+        for f in found:
+            f.cause = (ONE_TIME,)
+    return found
+
+
+def _cold_start(ctx) -> list[Finding]:
     trace = ctx.trace
     cold = cold_causes(trace)
     causes = [_cause_finding(trace, c) for c in cold]

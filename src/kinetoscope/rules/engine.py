@@ -139,9 +139,9 @@ def run_rules(
             outcome.not_checked.append(result)
         else:
             outcome.findings.extend(result)
-    findings = rank(merge_causes(outcome.findings, rules), rules)
+    findings = rank(merge_causes(outcome.findings, rules))
     fit_savings(findings, savings_budget(trace))
-    outcome.findings = rank(findings, rules)
+    outcome.findings = rank(findings)
     return outcome
 
 

@@ -6,6 +6,8 @@ from collections import Counter
 
 import numpy as np
 
+from ..analysis.account import sets
+from ..analysis.account.account import window_account
 from ..analysis.compile import compile_events, during_compilation
 from ..analysis.gpu_lane import (
     Gap,
@@ -19,10 +21,12 @@ from ..analysis.kernel_names import decoded
 from ..analysis.resolution import timestamp_resolution
 from ..analysis.stepmap import device_steps, mean_step_us, step_count, step_or_none
 from ..formatting.units import count, fmt_us
+from ..trace import Trace
 from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
 from .quality import above_resolution
 from .requires import NO_LINKS, need_device
+from .verdict import HOST_SIDE
 
 
 @rule(
@@ -218,6 +222,22 @@ def launch_latency_rule(ctx) -> list[Finding]:
     ]
 
 
+def queued_before(trace: Trace, kernel: int, t: float) -> bool:
+    """The launch call of `kernel` had returned by `t`: it was queued before then."""
+    launch = int(trace.launch_of[kernel])
+    return launch >= 0 and float(trace.end[launch]) <= t
+
+
+def host_held_us(trace: Trace, gaps: list[Gap]) -> float:
+    """The time inside `gaps` that the window account gives the host's steady classes."""
+    if not gaps:
+        return 0.0
+    account = window_account(trace)
+    host = sets.union(*(account.parts[c] for c in HOST_SIDE))
+    inside = sets.of(np.array([g.start for g in gaps]), np.array([g.end for g in gaps]))
+    return sets.length(sets.meet(inside, host))
+
+
 @rule(
     "kernel-gap",
     "gpu-lane",
@@ -244,6 +264,10 @@ def kernel_gap(ctx) -> list[Finding]:
             g = gaps.gap(k)
             # the device idles while Dynamo/Inductor compile: compilation's cost, reported there
             if during_compilation(trace, compiling, g.start, g.end):
+                continue
+            # the kernel after the gap was enqueued before the gap began: the host was
+            # ahead, so the device waited on something else (a dependency), not the host
+            if queued_before(trace, g.after, g.start):
                 continue
             if above_resolution(ctx, g.dur, "device"):
                 flagged.append((g, median))
@@ -309,8 +333,9 @@ def kernel_gap(ctx) -> list[Finding]:
             title=f"{count(len(flagged), 'long idle gap')} between kernels ({fmt_us(total, 0)})",
             explanation=explanation,
             suggestion=suggestion,
-            # only the recurring gaps are a per-step cost; one-time gaps rank below them
-            impact_us=sum(g.dur for g in steady) / step_count(trace),
+            # only the recurring gaps are a per-step cost, and only their time the account
+            # gives the host's steady classes (not one-time, profiler or untraced time)
+            impact_us=host_held_us(trace, steady) / step_count(trace),
             evidence=evidence,
             measured={
                 "gaps": len(flagged),

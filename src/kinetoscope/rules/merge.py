@@ -21,11 +21,10 @@ only the busy part. (On a trace without device work the whole step is host.)
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 
-from ..analysis.idle import device_idle
-from ..analysis.steps import step_stats
+from ..analysis.account.account import window_account
+from ..analysis.stepmap import step_count
 from ..trace import Trace
 from .base import SEVERITY_ORDER, Evidence, Finding, Rule
 
@@ -34,6 +33,9 @@ from .base import SEVERITY_ORDER, Evidence, Finding, Rule
 SYMPTOMS = frozenset({"step-outlier", "call-count", "gpu-idle-breakdown", "launch-latency"})
 #: the verdict's own findings sum up causes: a named cause survives them too
 VERDICT_FAMILY = "regime"
+#: ... except the verdicts that the window is one-time work: they are the cause, named
+#: call by call, and what restates it (cold-start) folds into them
+WINDOW_STATE = frozenset({"cold-window", "compile-window"})
 #: savings that shorten the device's own work (fewer, faster kernels and copies, hidden
 #: communication): at most the part of the step the device is busy
 DEVICE_SIDE = frozenset(
@@ -90,9 +92,12 @@ def merge_causes(findings: list[Finding], rules: dict[str, Rule]) -> list[Findin
 
 
 def _specificity(f: Finding, rules: dict[str, Rule]) -> tuple:
-    """Lower is more specific: a named mechanism, then a verdict, then a symptom."""
+    """Lower is more specific: a verdict that the window is one-time work (it names every
+    one-time call), a named mechanism, then another verdict, then a symptom."""
     rule = rules.get(f.id)
     kind = 2 if f.id in SYMPTOMS else 1 if rule and rule.family == VERDICT_FAMILY else 0
+    if f.id in WINDOW_STATE:
+        kind = -1
     return (kind, SEVERITY_ORDER[f.severity], -f.impact_us, f.id)
 
 
@@ -108,15 +113,18 @@ def _fold(keep: Finding, other: Finding) -> None:
 
 
 def savings_budget(trace: Trace) -> dict[str, float]:
-    """The time one step takes (the median step; the whole window without steps), and its
-    parts in which the device idles ("host") and works ("device")."""
-    step = statistics.median(s.end - s.start for s in step_stats(trace))
-    devices = device_idle(trace)
-    span = sum(d.window.busy + d.window.idle for d in devices)
-    if span <= 0:  # no device: every saving is host time (addmm-epilogue's add runs on the CPU)
+    """What a fix can save per step, from the window account: the steady part of a step
+    ("step"), the part of it the host holds while the device idles ("host") and the part
+    the device works ("device"). One-time, profiler and untraced time are no steady
+    step's, so no steady fix saves them."""
+    account = window_account(trace)
+    steps = max(step_count(trace), 1)
+    step = account.steady_us / steps
+    if account.on_cpu or not trace.device_work.any():
+        # no device: every saving is host time (addmm-epilogue's add runs on the CPU)
         return {"step": step, "host": step, "device": step}
-    idle = sum(d.window.idle for d in devices) / span
-    return {"step": step, "host": step * idle, "device": step * (1.0 - idle)}
+    device = account.us("device") / steps
+    return {"step": step, "host": max(step - device, 0.0), "device": device}
 
 
 def fit_savings(findings: list[Finding], budget: dict[str, float]) -> None:

@@ -14,7 +14,7 @@ from ..analysis.stepmap import step_of
 from ..formatting.units import fmt_pct, fmt_us
 from ..trace import Trace
 from .base import Evidence, Finding, event_evidence, rule
-from .verdict import DEFAULTS, RegimeCall, classify
+from .verdict import DEFAULTS, ONE_TIME, RegimeCall, classify
 
 _WARM_UP = (
     "Profile after warm-up: run the step a few times before the profiler records "
@@ -98,6 +98,7 @@ def compile_window(ctx) -> list[Finding]:
             impact_us=0.0,
             evidence=_one_time_events(trace),
             measured=_measured(call, "compile-window"),
+            cause=(ONE_TIME,),
         )
     ]
 
@@ -139,6 +140,7 @@ def cold_window(ctx) -> list[Finding]:
             impact_us=0.0,
             evidence=_one_time_events(trace),
             measured=_measured(call, "cold-window"),
+            cause=(ONE_TIME,),
         )
     ]
 

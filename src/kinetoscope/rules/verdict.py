@@ -47,6 +47,10 @@ REGIMES = (
 )
 #: The wait regimes and the account class each one reads.
 WAITS = {"data-bound": "data", "sync-bound": "sync_stall", "external-wait": "external"}
+#: Verdicts that say the window is one-time work, and the cause key their findings and
+#: cold-start's share (`rules.merge` folds them into one finding).
+ONE_TIME_VERDICTS = frozenset({"cold-window", "compile-window"})
+ONE_TIME = "one-time"
 #: Host-side classes of the steady part: a wait regime's class must beat every other.
 HOST_SIDE = tuple(c for c in STEADY if c != "device")
 

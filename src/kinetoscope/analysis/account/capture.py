@@ -10,8 +10,9 @@ each names its mechanism:
   roctracer not collecting, buffers dropped), so nothing can be said of the device;
 - a mostly empty window: most of the window is the profiler's own time or holds no
   recorded event, so the account has little to judge;
-- too few events: a verdict about where a loop's time goes needs a loop's worth of
-  ops; a handful of events says what ran, not where the time goes;
+- too few events: a window without a ProfilerStep holding a handful of events is not a
+  loop's step; it says what ran, not where a loop's time goes (a recorded step, however
+  short, is one iteration of the loop, and is judged);
 - a dead window: one stretch of over half the window with no op and an idle device.
   The trace cannot say what ran there (Python the profiler does not record, a JIT's
   first call, a wait outside every recorded call);
@@ -110,6 +111,8 @@ def program_events(trace: Trace) -> int:
 
 
 def _too_few(trace: Trace) -> list[QualityIssue]:
+    if trace.steps:
+        return []
     n = program_events(trace)
     if n >= MIN_EVENTS:
         return []
@@ -117,8 +120,8 @@ def _too_few(trace: Trace) -> list[QualityIssue]:
         QualityIssue(
             "too-few-events",
             "poor",
-            f"the window holds {n} events of the program (fewer than {MIN_EVENTS}): enough "
-            "to say what ran, not where a loop's time goes",
+            f"the window holds {n} events of the program (fewer than {MIN_EVENTS}) and no "
+            "ProfilerStep: enough to say what ran, not where a loop's time goes",
             n,
         )
     ]
