@@ -51,7 +51,9 @@ def test_a_gpu_run_without_a_device_lane_has_no_cpu_compute():
     # a CUPTI counter run: launches, no kernels recorded; its ops' self time is launches
     report = kinetoscope.explain(corpus("gpu/cupti_counters.json.gz"))
     assert report.metrics["compute_share"] == 0
-    assert report.verdict.regime == "host-only"
+    # 77 launches and not one device record: the device activity was lost, no verdict
+    assert report.verdict.regime == "not-judged"
+    assert "77 kernel launches and not one device record" in report.verdict.summary
 
 
 @pytest.mark.parametrize("name", ["matmul_1024", "matmul_16", "dataloader_slow"])

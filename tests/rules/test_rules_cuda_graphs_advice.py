@@ -31,8 +31,9 @@ def _advice(relative: str, **overrides) -> dict[str, str]:
 
 
 def test_overhead_bound_window_gets_graph_advice():
-    # simple_add_a100: 41.6 s of host events over 50 ms of device busy, no compile events
-    advice = _advice("gpu/simple_add_a100.json.gz")
+    # tiny_transformer_block_h100: 3 steps, the device busy 13% of the window, 16 small
+    # kernels a step, no compile events
+    advice = _advice("gpu/tiny_transformer_block_h100.pt.trace.json.gz")
     assert advice["regime"] == "overhead-bound"
     for rule_id in ("overhead-bound", "heavyweight-launch", "gpu-idle-breakdown"):
         assert GRAPH_ADVICE in advice[rule_id], rule_id
@@ -48,19 +49,19 @@ def test_mixed_window_with_host_wait_gets_no_graph_advice():
 
 
 def test_mixed_window_heavyweight_launch_without_graph_advice():
-    # cuda_event_sync_multi_stream: occupancy queries before GEMM launches, window mixed
-    advice = _advice("gpu/cuda_event_sync_multi_stream.json.gz")
+    # DLRM rank 0: occupancy queries before GEMM launches, the device busy 46% of the step
+    advice = _advice("multirank/dlrm_8ranks/worker0_step_12.1694128201545.pt.trace.json.gz")
     assert advice["regime"] == "mixed"
     assert GRAPH_ADVICE not in advice["heavyweight-launch"]
 
 
 def test_sync_flush_advice_follows_the_regime():
-    # compare_base: the final cudaDeviceSynchronize covers no device work; compute-bound
-    # by default (device busy 10.7x host time), overhead-bound once the thresholds call
-    # that ratio low
+    # compare_base: the final cudaDeviceSynchronize covers no device work; overhead-bound
+    # by default (the device busy 1% of two 100 ms steps), compute-bound once the
+    # thresholds call that share high
     default = _advice("gpu/compare_base.json.gz")
-    assert default["regime"] == "compute-bound"
-    assert GRAPH_ADVICE not in default["sync-flush"]
-    lowered = _advice("gpu/compare_base.json.gz", ratio=20.0)
-    assert lowered["regime"] == "overhead-bound"
-    assert GRAPH_ADVICE in lowered["sync-flush"]
+    assert default["regime"] == "overhead-bound"
+    assert GRAPH_ADVICE in default["sync-flush"]
+    lowered = _advice("gpu/compare_base.json.gz", ratio=0.001)
+    assert lowered["regime"] == "compute-bound"
+    assert GRAPH_ADVICE not in lowered["sync-flush"]

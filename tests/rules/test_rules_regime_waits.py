@@ -85,7 +85,7 @@ def test_compile_in_window_is_compile_window(tmp_path):
     assert trace_stats(trace).metrics()["compile_share"] == pytest.approx(0.8)
     report = kinetoscope.explain(trace)
     assert report.verdict.regime == "compile-window"
-    assert "profile after warmup" in report.verdict.summary
+    assert "profile after warm-up" in report.verdict.summary
 
 
 def test_warm_compiled_corpus_trace_is_not_compile_window():

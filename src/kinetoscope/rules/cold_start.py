@@ -260,9 +260,12 @@ def _first_step(ctx) -> list[Finding]:
 )
 def cold_start(ctx) -> list[Finding]:
     found = _cold_start(ctx)
-    if classify(ctx.trace, ctx.config).regime in ONE_TIME_VERDICTS:
-        # the verdict is this cause: one finding (rules.merge folds these into it)
-        for f in found:
+    window_is_cold = classify(ctx.trace, ctx.config).regime in ONE_TIME_VERDICTS
+    for f in found:
+        # one-time work is one cause: one finding (rules.merge folds the others into it,
+        # or into the verdict where the window is cold); a first step's one-time calls
+        # stay with that step's cost
+        if window_is_cold or not f.cause or f.cause == ("first-use",):
             f.cause = (ONE_TIME,)
     return found
 

@@ -26,7 +26,6 @@ from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
 from .quality import above_resolution
 from .requires import NO_LINKS, need_device
-from .verdict import HOST_SIDE
 
 
 @rule(
@@ -228,12 +227,18 @@ def queued_before(trace: Trace, kernel: int, t: float) -> bool:
     return launch >= 0 and float(trace.end[launch]) <= t
 
 
+#: What holds the host in a gap a host-side fix can close: the data wait and the waits
+#: on other processes have findings of their own (dataloader-bound, external-wait).
+GAP_CLASSES = ("python", "dispatch", "sync_stall")
+
+
 def host_held_us(trace: Trace, gaps: list[Gap]) -> float:
-    """The time inside `gaps` that the window account gives the host's steady classes."""
+    """The time inside `gaps` that the window account gives the host's Python, dispatch
+    and sync stalls: what a fix on the host could give back."""
     if not gaps:
         return 0.0
     account = window_account(trace)
-    host = sets.union(*(account.parts[c] for c in HOST_SIDE))
+    host = sets.union(*(account.parts[c] for c in GAP_CLASSES))
     inside = sets.of(np.array([g.start for g in gaps]), np.array([g.end for g in gaps]))
     return sets.length(sets.meet(inside, host))
 

@@ -17,9 +17,7 @@ from collections.abc import Iterable
 from .base import SEVERITY_ORDER, Finding
 
 #: findings that say the window is not a steady state: read before anything else
-WINDOW_CAVEATS = frozenset(
-    {"compilation-in-window", "not-judged", "cold-window", "compile-window"}
-)
+WINDOW_CAVEATS = frozenset({"compilation-in-window", "not-judged", "cold-window", "compile-window"})
 
 
 def rank(findings: Iterable[Finding]) -> list[Finding]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.steps import host_activity_mask, step_stats
+from ..analysis.table import window_key_averages
 from ..analysis.window import (
     in_window,
     time_by_name,
@@ -128,6 +129,18 @@ def overhead_bound(ctx) -> list[Finding]:
     if call.on_cpu:
         return [cpu_overhead_bound(ctx, call)]
     evidence = _numbers(call)
+    table = ctx.analysis(window_key_averages)
+    evidence.append(
+        Evidence(
+            f"Self CPU total {fmt_us(table.self_cpu_total_us)} vs Self device total "
+            f"{fmt_us(table.self_device_total_us)}: the last two lines of "
+            "key_averages().table(), counting the active window only (self CPU adds up over "
+            "threads)",
+            value=table.self_device_total_us / table.self_cpu_total_us
+            if table.self_cpu_total_us > 0
+            else None,
+        )
+    )
     if (launch := _mean_kernel_vs_launch(ctx.trace)) is not None:
         evidence.append(launch)
     evidence.extend(_step_anchor(ctx.trace))

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+import numpy as np
+
+from ..analysis.account import sets, sources
+from ..analysis.account.account import window_account
 from ..analysis.compile import compile_events, during_compilation
 from ..analysis.dataloader import data_waits, next_events
 from ..analysis.steps import step_stats
@@ -103,6 +107,16 @@ def dataloader_bound(ctx) -> list[Finding]:
 WORKER_ITER = "_MultiProcessingDataLoaderIter"
 
 
+def _stall_us(trace, sites) -> float:
+    """The time inside the sites' blocking calls that the window account gives the syncs
+    themselves (`sync_stall`): every device stream idle, the wait's own cost. A wait on a
+    busy device is the device's time, and a wait on something outside the trace is
+    `external`: removing the sync saves neither."""
+    calls = np.array([c for s in sites for c in s.calls], dtype=np.int64)
+    held = sources.events_set(trace, calls)
+    return sets.length(sets.meet(held, window_account(trace).parts["sync_stall"]))
+
+
 def loader_advice(trace) -> str:
     """Advice for a starved loop that fits what the trace shows: workers only where the
     DataLoader has none, pinned memory and GPU-side preprocessing only where there is a GPU."""
@@ -161,7 +175,8 @@ def host_sync(ctx) -> list[Finding]:
     n_steps = len(stats)
     window = sum(s.dur for s in stats)
     waited = sum(s.wait_us for s in sites)
-    share = waited / window if window > 0 else 0.0
+    stall = _stall_us(trace, sites)
+    share = stall / window if window > 0 else 0.0
     warn_share = ctx.threshold("warn_share")
     groups: dict[tuple[str, str, str, str], list] = defaultdict(list)
     for s in sites:
@@ -202,7 +217,10 @@ def host_sync(ctx) -> list[Finding]:
                 "The host stops and waits for the device to finish queued work "
                 f"({', '.join(count(n, k) for k, n in kinds.most_common())}). While it waits it "
                 "cannot enqueue the next kernels, so the device drains and idles after each "
-                f"sync. Blocked time is {share:.1%} of the profiled steps."
+                f"sync. Of the {fmt_us(waited)} blocked, {fmt_us(stall)} ({share:.1%} of the "
+                "profiled steps) passed with every device stream idle: the syncs' own cost, "
+                "and all that removing them can save; the rest waited on a busy device, "
+                "which is the device's time."
             ),
             suggestion=(
                 "Avoid .item(), .cpu(), .tolist(), printing tensors or Python control flow on "
@@ -210,13 +228,14 @@ def host_sync(ctx) -> list[Finding]:
                 "copy with .to(device, non_blocking=True) from pinned memory; drop explicit "
                 "torch.cuda.synchronize() calls outside timing code."
             ),
-            impact_us=waited / n_steps if n_steps else waited,
+            impact_us=stall / n_steps if n_steps else stall,
             evidence=evidence,
             cause=(SYNC_WAIT,),
             measured={
                 "syncs": len(sites),
                 "syncs_per_step": round(per_step, 3),
                 "blocked_us": round(waited, 1),
+                "stall_us": round(stall, 1),
                 "share_of_steps": round(share, 4),
                 "warn_share": warn_share,
             },

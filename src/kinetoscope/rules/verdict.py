@@ -174,8 +174,8 @@ class RegimeCall:
             )
         rest = f"; while it idled: {self.host_side}" if self.host_side else ""
         return (
-            f"{self.regime}: {device} {fmt_pct(self.ratio)} of the steady "
-            f"{fmt_us(self.steady_us)}" + rest + tail + qualified
+            f"{self.regime}: {device} {fmt_us(self.device_busy_us)} = {fmt_pct(self.ratio)} of "
+            f"the steady {fmt_us(self.steady_us)}" + rest + tail + qualified
         )
 
 

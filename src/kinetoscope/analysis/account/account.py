@@ -25,9 +25,11 @@ whose events cover it (`sources.py` says which events each class reads):
 7. `python`: the host is in Python or framework code with no op running, device idle.
 8. `untraced`: nothing recorded on either side for at least `UNTRACED_MIN_US`.
 
-The classes are disjoint and cover the window, so their shares add up to 1. The
-steady part is the window less `one_time`, `profiler` and `untraced`: what a loop
-would repeat, and what the verdict judges.
+The window is the profiled steps (the whole trace without them), until the last device
+work the steps launched ends: a lagging device's tail is the window's time too. The
+classes are disjoint and cover it, so their shares add up to 1. The steady part is
+the window less `one_time`, `profiler` and `untraced`: what a loop would repeat, and
+what the verdict judges.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import numpy as np
 from ...trace import Trace
 from ..blocking import WAKE_US
 from ..steps import windows
+from ..window import window_device_work
 from . import sets, sources
 from .sets import Set
 
@@ -134,9 +137,17 @@ def window_account(trace: Trace) -> WindowAccount:
 
 
 def window_set(trace: Trace) -> Set:
-    """The active window: the profiled steps, or the whole trace without them."""
+    """The active window: the profiled steps and, when the device runs behind, the tail
+    until the last device work they launched ends (the window lasts until its work is
+    done); the whole trace without steps."""
     bounds = np.array([(s, e) for _, _, s, e in windows(trace)], dtype=float).reshape(-1, 2)
-    return sets.of(bounds[:, 0], bounds[:, 1])
+    window = sets.of(bounds[:, 0], bounds[:, 1])
+    if trace.steps and len(window[0]):
+        work = window_device_work(trace)
+        last = float(np.nanmax(trace.end[work])) if len(work) else -np.inf
+        if last > window[1][-1]:
+            window = sets.union(window, (np.array([window[1][-1]]), np.array([last])))
+    return window
 
 
 def _account(trace: Trace) -> WindowAccount:

@@ -13,9 +13,9 @@ each names its mechanism:
 - too few events: a window without a ProfilerStep holding a handful of events is not a
   loop's step; it says what ran, not where a loop's time goes (a recorded step, however
   short, is one iteration of the loop, and is judged);
-- a dead window: one stretch of over half the window with no op and an idle device.
-  The trace cannot say what ran there (Python the profiler does not record, a JIT's
-  first call, a wait outside every recorded call);
+- a dead window: one stretch of over half the window with no op, no Python frame or
+  annotation, and an idle device. The trace cannot say what ran there (Python the
+  profiler does not record, a JIT's first call, a wait outside every recorded call);
 - a contended CPU: kinetoscope's capture stores how long the process's threads were
   runnable but waiting for a CPU (`capture.machine`); waiting half the wall time or
   more makes every op's duration the other processes' share, not the program's;
@@ -35,7 +35,7 @@ from ..dataloader import next_events
 from ..optimizer import optimizer_steps
 from ..quality_issue import QualityIssue
 from ..steps import windows
-from . import sets
+from . import sets, sources
 from .account import window_account
 
 #: Fewer program events than this in the window (host ops and device work) and no
@@ -129,7 +129,9 @@ def _too_few(trace: Trace) -> list[QualityIssue]:
 
 def _dead(trace: Trace) -> list[QualityIssue]:
     acc = window_account(trace)
-    quiet = sets.union(acc.parts["python"], acc.parts["untraced"])
+    # Python inside a recorded frame or annotation says what ran: only the rest is dead
+    said = sources.events_set(trace, sources.frame_events(trace))
+    quiet = sets.union(sets.minus(acc.parts["python"], said), acc.parts["untraced"])
     if not len(quiet[0]) or acc.window_us <= 0:
         return []
     k = int(np.argmax(quiet[1] - quiet[0]))

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...trace import Cat, Trace
-from ...trace.steps import STEP_RE
 from ..steps import host_activity_mask
 from . import sets, sources
 from .account import CLASSES, WORDS, WindowAccount, window_account
@@ -160,7 +159,7 @@ def _path(trace: Trace) -> CriticalPath:
     add(
         "python",
         account.parts["python"],
-        _holders(trace, _frames(trace), outer=False),
+        _holders(trace, sources.frame_events(trace), outer=False),
         "Python between ops",
     )
     for cls, causes in (
@@ -179,14 +178,6 @@ def _path(trace: Trace) -> CriticalPath:
 
 def _window(account: WindowAccount):
     return sets.union(*account.parts.values())
-
-
-def _frames(trace: Trace) -> np.ndarray:
-    """Python frames and annotations on host threads, the step markers left out (time
-    inside a step and outside every op is the loop's Python, not the step's)."""
-    steps = trace.name_ids_matching(lambda n: bool(STEP_RE.match(n)))
-    mask = trace.mask(Cat.PYTHON, Cat.USER_ANNOTATION) & (trace.lane_kind == 1)
-    return np.flatnonzero(mask & ~np.isin(trace.name_id, steps))
 
 
 def _holders(trace: Trace, idx: np.ndarray, outer: bool):

@@ -14,6 +14,7 @@ import numpy as np
 
 from ...trace import Cat, Trace
 from ...trace.categories import LAUNCH_NAMES
+from ...trace.steps import STEP_RE
 from ..blocking import blocking_calls, named_blocking
 from ..cold_start import (
     CAUSES,
@@ -194,6 +195,14 @@ def dispatch(trace: Trace) -> Set:
     or driver call."""
     busy = host_activity_mask(trace) & trace.mask(Cat.CPU_OP, Cat.RUNTIME, Cat.DRIVER)
     return events_set(trace, _host(trace, busy))
+
+
+def frame_events(trace: Trace) -> np.ndarray:
+    """Python frames and annotations on host threads, the step markers left out (time
+    inside a step and outside every op is the loop's Python, not the step's)."""
+    steps = trace.name_ids_matching(lambda n: bool(STEP_RE.match(n)))
+    mask = trace.mask(Cat.PYTHON, Cat.USER_ANNOTATION) & (trace.lane_kind == 1)
+    return np.flatnonzero(mask & ~np.isin(trace.name_id, steps))
 
 
 def python(trace: Trace, window: Set, profiler_sets: dict[str, Set]) -> Set:
