@@ -27,7 +27,7 @@ import numpy as np
 
 from ..trace import Trace
 from .account.account import window_account
-from .hosttime import PARTS, StepHostTime, host_time
+from .hosttime import StepHostTime, host_time
 from .steps import StepStats, step_stats
 from .syncs import sync_sites
 
@@ -52,16 +52,19 @@ PER_STEP = (
     ("dispatch_us", "dispatch_us"),
     ("other_us", "other_us"),
 )
-#: Host-time parts as shares of the window (they add up to 1): (key, StepHostTime field).
+#: The window account's classes as shares of the window (`analysis.account`: they add up
+#: to 1): (metric key, account class). The device's share is `device_busy_ratio` (0 on a
+#: trace without device work, where the CPU's math is `compute_share`).
 SHARES = (
-    ("data_share", "data_wait_us"),
-    ("sync_share", "sync_wait_us"),
-    ("compute_share", "compute_us"),
-    ("dispatch_share", "dispatch_us"),
-    ("other_share", "other_us"),
-    ("dispatch_exposed_share", "dispatch_exposed_us"),
-    ("other_exposed_share", "other_exposed_us"),
-    ("compile_share", "compile_us"),
+    ("data_share", "data"),
+    ("sync_share", "sync_stall"),
+    ("external_share", "external"),
+    ("compute_share", "device"),
+    ("dispatch_share", "dispatch"),
+    ("other_share", "python"),
+    ("one_time_share", "one_time"),
+    ("untraced_share", "untraced"),
+    ("profiler_share", "profiler"),
 )
 #: What each figure of `metrics` is, for labels in every renderer and the JSON.
 STATISTIC = {
@@ -76,6 +79,7 @@ STATISTIC = {
     "device_to_host_ratio": "window total ratio",
     "outlier_steps": "count",
     **{key: "window total ratio" for key, _ in SHARES},
+    "compile_share": "window total ratio",
 }
 
 
@@ -123,6 +127,8 @@ class TraceStats:
     compile_us: float
     outliers: list[tuple[int | None, float]]  # (step number, x median) of the outlier steps
     has_steps: bool
+    #: `SHARES` keys (and compile_share) -> share of the window, from the window account
+    account_shares: dict[str, float]
 
     def outlier_factor(self, number: int | None) -> float | None:
         return dict(self.outliers).get(number)
@@ -145,12 +151,8 @@ class TraceStats:
         }
 
     def shares(self) -> dict[str, float]:
-        """Host-time parts (and compile time) as shares of the window."""
-        window = self.window_us
-        return {
-            key: sum(getattr(s.host, field) for s in self.steps) / window if window > 0 else 0.0
-            for key, field in SHARES
-        }
+        """The window account's classes (and compilation) as shares of the window."""
+        return dict(self.account_shares)
 
     def spread_dict(self) -> dict[str, dict[str, float]]:
         """`{figure: {median, mean, p90}}` for the JSON outputs."""
@@ -183,7 +185,21 @@ def _stats(trace: Trace, outlier_factor: float) -> TraceStats:
         compile_us=sum(s.compile_us for s in steps),
         outliers=step_outliers(activity, outlier_factor),
         has_steps=bool(trace.steps),
+        account_shares=_account_shares(trace),
     )
+
+
+def _account_shares(trace: Trace) -> dict[str, float]:
+    """The `SHARES` of the window account, and compilation's share of the window."""
+    account = window_account(trace)
+    shares = account.shares()
+    out = {key: shares[cls] for key, cls in SHARES}
+    if not account.on_cpu:
+        out["compute_share"] = 0.0  # the device's share is device_busy_ratio
+    window = account.window_us
+    compiling = account.causes.get("one_time", {}).get("compilation", 0.0)
+    out["compile_share"] = compiling / window if window > 0 else 0.0
+    return out
 
 
 def _device_busy(trace: Trace) -> float:
@@ -215,26 +231,37 @@ def _ratio(part: float, whole: float) -> float:
     return part / whole if whole > 0 else 0.0
 
 
-#: The share key of each host-time part, in `PARTS` order.
-PART_SHARES = ("data_share", "sync_share", "compute_share", "dispatch_share", "other_share")
+#: The words of each share key, as the verdict line and the window account word them.
+SHARE_WORDS = {
+    "device_busy_ratio": "device busy",
+    "compute_share": "CPU compute",
+    "data_share": "data wait",
+    "sync_share": "sync stall",
+    "external_share": "waiting outside the trace",
+    "dispatch_share": "dispatch + launch",
+    "other_share": "Python",
+    "one_time_share": "one-time work",
+    "untraced_share": "untraced",
+    "profiler_share": "profiler",
+}
 
 
 def decomposition_parts(metrics: dict[str, float]) -> list[tuple[str, str]]:
-    """(share key, words) of the host-time parts a report shows: compute only where it was
-    measured (a trace without device work), and there dispatch has no launches in it."""
+    """(share key, words) of the window account's classes a report shows: those holding
+    time, the device's busy share first (CPU compute on a run without device work)."""
     cpu = metrics.get("compute_share", 0.0) > 0
     out = []
-    for key, (_, words) in zip(PART_SHARES, PARTS, strict=True):
-        if key == "compute_share" and not cpu:
+    for key, words in SHARE_WORDS.items():
+        if key == "device_busy_ratio" and cpu:
             continue
-        out.append((key, "dispatch" if cpu and key == "dispatch_share" else words))
+        if metrics.get(key, 0.0) > 0:
+            out.append((key, "dispatch" if cpu and key == "dispatch_share" else words))
     return out
 
 
 def decomposition_text(metrics: dict[str, float]) -> str:
-    """`data wait 39.4%, sync wait 0.1%, dispatch + launch 52.8%, Python/other 7.7%`
-    (`..., compute 97.0%, dispatch 2.4%, ...` on a CPU run): the host-time parts as shares
-    of the window, as every renderer words them."""
+    """`device busy 56.0%, data wait 33.9%, dispatch + launch 9.4%, Python 0.7%`: the
+    window account as shares of the window, as every renderer words them."""
     return ", ".join(
         f"{words} {100 * metrics.get(key, 0.0):.1f}%" for key, words in decomposition_parts(metrics)
     )

@@ -139,10 +139,11 @@ class RegimeCall:
 
     @property
     def host_side(self) -> str:
-        """The steady part's host-side classes (what held the path while the device idled)."""
+        """The host-side classes (what held the path while the device idled) as shares of
+        the window, the figures `metrics` and `check` give (`analysis.stats.SHARES`)."""
         words = self.account.words()
         return ", ".join(
-            f"{words[c]} {fmt_pct(self.steady[c])}" for c in HOST_SIDE if self.steady[c] >= 0.0005
+            f"{words[c]} {fmt_pct(self.shares[c])}" for c in HOST_SIDE if self.shares[c] >= 0.0005
         )
 
     @property
@@ -172,7 +173,7 @@ class RegimeCall:
                 f"host-only: no device activity and no op arithmetic; steady part: "
                 f"{self.decomposition}" + tail + qualified
             )
-        rest = f"; while it idled: {self.host_side}" if self.host_side else ""
+        rest = f"; while it idled (of the window): {self.host_side}" if self.host_side else ""
         return (
             f"{self.regime}: {device} {fmt_us(self.device_busy_us)} = {fmt_pct(self.ratio)} of "
             f"the steady {fmt_us(self.steady_us)}" + rest + tail + qualified
