@@ -72,14 +72,6 @@ def busy_while_waiting(trace: Trace, lat: LaunchLatency) -> np.ndarray:
     return device_busy_between(trace, trace.ts[lat.launch], trace.ts[lat.device])
 
 
-def idle_while_waiting(trace: Trace, lat: LaunchLatency, normal_us: float) -> float:
-    """Device idle time (no stream busy) while kernels waited longer than `normal_us` after
-    their launch, each moment counted once however many kernels waited through it."""
-    lo, hi = trace.ts[lat.launch] + normal_us, trace.ts[lat.device]
-    s, e = merge(lo[lo < hi], hi[lo < hi])
-    return float((e - s).sum() - device_busy_between(trace, s, e).sum())
-
-
 def device_busy_between(trace: Trace, start: np.ndarray, until: np.ndarray) -> np.ndarray:
     """Per interval [start, until], the time any device stream was busy in it."""
     work = np.flatnonzero(trace.device_work)
