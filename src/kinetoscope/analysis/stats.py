@@ -143,7 +143,9 @@ class TraceStats:
             "device_busy_us": self.device_busy_us,
             "compile_us": self.compile_us,
             "host_busy_ratio": self.host_time_us / window if window > 0 else 0.0,
-            "device_busy_ratio": self.device_busy_us / window if window > 0 else 0.0,
+            # the account's device share: of its window (the steps until the work they
+            # launched ends), the base every other share has
+            "device_busy_ratio": self.account_shares["device_busy_ratio"],
             "device_to_host_ratio": _ratio(self.device_busy_us, self.host_time_us or window),
             "outlier_steps": len(self.outliers),
             **self.shares(),
@@ -152,7 +154,7 @@ class TraceStats:
 
     def shares(self) -> dict[str, float]:
         """The window account's classes (and compilation) as shares of the window."""
-        return dict(self.account_shares)
+        return {k: v for k, v in self.account_shares.items() if k != "device_busy_ratio"}
 
     def spread_dict(self) -> dict[str, dict[str, float]]:
         """`{figure: {median, mean, p90}}` for the JSON outputs."""
@@ -194,6 +196,7 @@ def _account_shares(trace: Trace) -> dict[str, float]:
     account = window_account(trace)
     shares = account.shares()
     out = {key: shares[cls] for key, cls in SHARES}
+    out["device_busy_ratio"] = 0.0 if account.on_cpu else shares["device"]
     if not account.on_cpu:
         out["compute_share"] = 0.0  # the device's share is device_busy_ratio
     window = account.window_us

@@ -25,6 +25,7 @@ from .advice import cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
 from .quality import above_resolution
 from .requires import NO_LINKS, need_device
+from .verdict import classify
 
 
 @rule(
@@ -162,6 +163,7 @@ def launch_latency_rule(ctx) -> list[Finding]:
         "threshold_busy_share": ctx.threshold("busy_share"),
     }
     if queued:
+        regime = classify(trace, ctx.config).regime
         return [
             Finding(
                 id="launch-latency",
@@ -171,12 +173,20 @@ def launch_latency_rule(ctx) -> list[Finding]:
                 ),
                 explanation=(
                     "The host enqueues kernels faster than the device runs them, so each new "
-                    f"kernel waits behind a median of {depth50:.0f} others. The latency grows "
-                    "with the queue: the device is the bottleneck, which is what you want."
+                    f"kernel waits behind a median of {depth50:.0f} others; the device is busy "
+                    f"{busy_share:.0%} of the time they wait. While the queue is full the "
+                    "device sets the pace"
+                    + (
+                        ", which is what you want."
+                        if regime == "compute-bound"
+                        else f"; the window as a whole is {regime}: its idle time lies "
+                        "elsewhere (the verdict says where)."
+                    )
                 ),
                 suggestion=(
-                    "Nothing to fix on the host side; look at the top kernels' efficiency "
-                    "(kernel-name, achieved FLOP/s) to go faster."
+                    "Nothing to fix in the launch path; look at the top kernels' efficiency "
+                    "(kernel-name, achieved FLOP/s) to go faster"
+                    + ("." if regime == "compute-bound" else ", and at the verdict's idle time.")
                 ),
                 impact_us=0.0,
                 evidence=evidence,

@@ -105,7 +105,8 @@ def _fold(keep: Finding, other: Finding) -> None:
     """`other` describes `keep`'s cause: its severity, saving and evidence join `keep`."""
     if SEVERITY_ORDER[other.severity] < SEVERITY_ORDER[keep.severity]:
         keep.severity = other.severity
-    keep.impact_us = max(keep.impact_us, other.impact_us)
+    if keep.id not in WINDOW_STATE:  # a cold window's fix (warm up) saves no steady time
+        keep.impact_us = max(keep.impact_us, other.impact_us)
     keep.merged += [i for i in (other.id, *other.merged) if i != keep.id and i not in keep.merged]
     keep.evidence.append(Evidence(f"also {other.id}: {other.title}", name=other.id))
     seen = {e.text for e in keep.evidence}

@@ -59,13 +59,18 @@ def _measured(call: RegimeCall, rule_id: str) -> dict:
 
 
 def _first_instant(call: RegimeCall) -> str:
-    """`the first 473 ms`: how far into the window the one-time work reaches."""
+    """`; the first 473 ms hold it, cudaLaunchKernel alone 322 ms`: how far into the window
+    the one-time work reaches, and the call that held it longest."""
     part = call.account.parts["one_time"]
     window = sets.union(*call.account.parts.values())
     if not len(part[0]) or not len(window[0]):
         return ""
     reach = float(part[1][-1] - window[0][0])
-    return f"; the one-time work ends {fmt_us(reach)} into the window"
+    out = f"; the first {fmt_us(reach)} hold it"
+    if call.longest_once:
+        name, held, _at = call.longest_once
+        out += f", {name} alone {fmt_us(held)}"
+    return out
 
 
 @rule(

@@ -18,7 +18,7 @@ from ..analysis.compile import compile_events, during_compilation
 from ..analysis.dataloader import data_waits, next_events
 from ..analysis.steps import step_stats
 from ..analysis.syncs import sync_sites
-from ..formatting.units import count, fmt_us
+from ..formatting.units import count, fmt_pct, fmt_us
 from .base import Evidence, Finding, NotChecked, event_evidence, rule
 
 FAMILY = "Training-loop health"
@@ -76,18 +76,26 @@ def dataloader_bound(ctx) -> list[Finding]:
     # per step; without ProfilerStep ranges, per batch fetched (one __next__ per iteration)
     per = len(waits) if trace.steps else max(sum(w.calls for w in waits), 1)
     where = "each step" if trace.steps else f"the window ({per} batches, no ProfilerStep#N)"
+    # what a faster loader gives back: the wait's time in the window account (`data`:
+    # inside __next__ with the device idle, one-time work and the profiler set apart)
+    account = window_account(trace)
+    held = account.us("data")
+    held_share = held / account.window_us if account.window_us > 0 else 0.0
     return [
         Finding(
             id="dataloader-bound",
             severity="critical" if share >= 0.3 else "warn",
-            title=f"Data loading takes {share:.0%} of {where}",
+            title=(
+                f"Data loading takes {share:.0%} of {where}; the device idles in it "
+                f"{fmt_pct(held_share)} of the window"
+            ),
             explanation=(
                 f"The training loop spends {share:.0%} of its step time waiting for the next "
                 f"batch from the DataLoader, and {device} for {idle_share:.0%} of that wait. "
                 "The model is starved: batches are produced slower than they are consumed."
             ),
             suggestion=loader_advice(trace),
-            impact_us=idle / per,
+            impact_us=held / per,
             evidence=evidence,
             cause=(DATA_WAIT,),
             measured={

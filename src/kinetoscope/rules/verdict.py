@@ -27,8 +27,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..analysis.account import sets
 from ..analysis.account.account import STEADY, WindowAccount, window_account
 from ..analysis.account.capture import WITHHOLD, capture_issues
+from ..analysis.account.sources import ONE_TIME_CAUSES, one_time_events
 from ..analysis.stepmap import step_count
 from ..formatting.units import fmt_pct, fmt_us
 from ..trace import Trace
@@ -68,6 +70,9 @@ class RegimeCall:
     min_shares: dict[str, float]
     #: why the verdict is withheld (not-judged) or qualified: the capture's poor checks
     reasons: list[str] = field(default_factory=list)
+    #: the one-time call that held the window longest: (name, time it held, start relative
+    #: to the trace start), None without one
+    longest_once: tuple[str, float, float] | None = None
 
     @property
     def window_us(self) -> float:
@@ -158,10 +163,15 @@ class RegimeCall:
             share = self.account.us("one_time") / self.window_us if self.window_us else 0.0
             what = "compilation" if self.regime == "compile-window" else "one-time work"
             cause = _largest(once)
+            longest = ""
+            if self.longest_once:
+                name, held, at = self.longest_once
+                longest = f"; the longest, {name} at +{fmt_us(at)}, held it {fmt_us(held)}"
             return (
                 f"{self.regime}: {what} holds {fmt_pct(share)} of the {fmt_us(self.window_us)} "
                 f"window"
                 + (f" (mostly {cause})" if cause else "")
+                + longest
                 + ", no steady-state verdict (profile after warm-up)"
                 + (f"; the steady rest: {self.decomposition}" if self.steady_us > 0 else "")
             )
@@ -227,8 +237,30 @@ def classify(trace: Trace, config: dict | None = None) -> RegimeCall:
     regime = "not-judged" if withheld else _regime(trace, account, low, high, min_shares)
     reasons = withheld or [i.text for i in poor]
     return RegimeCall(
-        regime, account, step_count(trace), low, high, device_label(trace), min_shares, reasons
+        regime,
+        account,
+        step_count(trace),
+        low,
+        high,
+        device_label(trace),
+        min_shares,
+        reasons,
+        _longest_once(trace, account),
     )
+
+
+def _longest_once(trace: Trace, account: WindowAccount) -> tuple[str, float, float] | None:
+    """The one-time call holding the most of the window's one-time time."""
+    part = account.parts["one_time"]
+    if not len(part[0]):
+        return None
+    best = None
+    for cause in ONE_TIME_CAUSES:
+        for i in one_time_events(trace, cause).tolist():
+            held = sets.length(sets.within(part, float(trace.ts[i]), float(trace.end[i])))
+            if held > 0 and (best is None or held > best[1]):
+                best = (trace.name(i), held, trace.rel(trace.ts[i]))
+    return best
 
 
 def _regime(
