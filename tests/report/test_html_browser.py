@@ -175,19 +175,28 @@ def test_verdict_quality_kernel_types_and_streams_are_shown_and_readable(browser
         assert block.count() == 1 and block.is_visible(), name
         block.scroll_into_view_if_needed()
         block.screenshot(path=str(tmp_path / f"{name}-{scheme}.png"))
-    # the host-time bar: one coloured part per non-zero share, widths in proportion
+    # the window account's bar: one coloured part per class holding time, widths in
+    # proportion, adding up to the whole bar (the shares add up to 1)
     parts = page.evaluate(
         """() => [...document.querySelectorAll('.split .part')].map(e =>
              [e.className, e.getBoundingClientRect().width, getComputedStyle(e).backgroundColor])"""
     )
     bar = page.locator(".split").bounding_box()["width"]
-    shares = report.verdict.decomposition
-    shown = {k: v for k, v in shares.items() if v > 0}
+    shown = {k: v for k, v in report.verdict.account.items() if v > 0}
     assert len(parts) == len(shown)
     assert sum(w for _, w, _ in parts) == pytest.approx(bar, abs=2)
     assert len({colour for _, _, colour in parts}) == len(parts)  # told apart by colour
     legend = page.locator(".split-legend li").all_inner_texts()
-    assert [t.split(" ")[0] for t in legend] == ["data", "sync", "dispatch", "Python/other"]
+    words = report.decomposition_words
+    assert legend[0].startswith(words["device"] + " ")
+    assert len(legend) == len(shown)
+    # the critical path's band: its pieces tile the window
+    band = page.locator(".path-band").bounding_box()["width"]
+    pieces = page.evaluate(
+        """() => [...document.querySelectorAll('.path-band .part')]
+             .map(e => e.getBoundingClientRect().width)"""
+    )
+    assert 0 < len(pieces) and sum(pieces) == pytest.approx(band, rel=0.05)
     grade = page.locator(".quality .grade").inner_text()
     assert grade.lower() == report.quality["grade"]
     rows = page.locator('[data-section="kernel_types"] tbody tr').count()
