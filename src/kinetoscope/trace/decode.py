@@ -40,7 +40,14 @@ from .repair import (
     has_big_int,
     replace_lone_surrogates,
 )
-from .schema import LENIENT_BATCH, STRICT_BATCH, TOP_DECODER, TopLevel, normalize_lenient
+from .schema import (
+    LENIENT_BATCH,
+    STRICT_BATCH,
+    TOP_DECODER,
+    OutOfRange,
+    TopLevel,
+    normalize_lenient,
+)
 from .top_decode import CONTROL_RE, CONTROL_TABLE, CONTROL_WARNING, decode_top, short_error
 
 #: decompressed bytes decoded per batch: small enough that the text, its events
@@ -357,6 +364,8 @@ class EventStream:
             raise TraceError(self.path, utf8_problem(exc)) from None
         try:
             return normalize_lenient(LENIENT_BATCH.decode(text))
+        except OutOfRange as exc:
+            raise TraceError(self.path, str(exc)) from None
         except msgspec.ValidationError as exc:
             what = (
                 "is a JSON array, not of trace events"
