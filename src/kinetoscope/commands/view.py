@@ -39,6 +39,9 @@ def view_command(
     ),
 ) -> None:
     """Serve TRACE on 127.0.0.1 and print the link that opens it in ui.perfetto.dev."""
+    from ..serve.perfetto import check_port
+
+    check_port(port)  # before a slice is cut
     if not trace_path.is_file():
         raise UsageError(f"{trace_path}: no such trace file")
     if slice_steps is None:

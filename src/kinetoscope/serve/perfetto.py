@@ -15,6 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote
 
+from ..errors import UsageError
+
 PERFETTO_ORIGIN = "https://ui.perfetto.dev"
 HOST = "127.0.0.1"
 
@@ -67,8 +69,15 @@ class _TraceHandler(BaseHTTPRequestHandler):
         return
 
 
+def check_port(port: int) -> None:
+    """Refuse a port no socket has, before binding (the socket raised OverflowError)."""
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port {port}: give a port from 0 to 65535 (0: a free one)")
+
+
 def make_server(path: Path, port: int = 0) -> ThreadingHTTPServer:
-    """A server for `path` on 127.0.0.1 (`port` 0: a free one, see `server.server_port`)."""
+    """A server for `path` on 127.0.0.1 (`port` 0: a free one, see `server.server_port`;
+    `check_port` first)."""
     server = ThreadingHTTPServer((HOST, port), partial(_TraceHandler, path))
     server.daemon_threads = True
     return server
