@@ -56,6 +56,7 @@ _PIECE = 256 << 10
 #: what a bare array of events (Chrome's JSON Array Format) is read as the events of
 ARRAY_HEAD = b'{"traceEvents": ['
 BOM = b"\xef\xbb\xbf"
+NOT_JSON = "is not JSON (it does not start with '{' or '[')"
 #: the batch size when the whole text is decoded at once (fallback path)
 _RAW_BATCH = 32768
 
@@ -200,7 +201,7 @@ class EventStream:
             self.array_format = True
             return True
         if first.group(1) != b"{":
-            raise TraceError(self.path, "is not JSON (it does not start with '{' or '[')")
+            raise TraceError(self.path, NOT_JSON)
         return True
 
     # ---- the event array, piece by piece ---------------------------------
