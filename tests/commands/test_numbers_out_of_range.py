@@ -55,7 +55,7 @@ def test_a_time_beyond_float_range_is_one_line_exit_2_in_every_command(tmp_path,
     for command, (code, _, err) in _run(path, tmp_path, capsys):
         assert code == 2, (command, err)
         assert err.count("\n") == 1, (command, err)
-        assert f"has a `{field}` beyond the range of a float" in err, (command, err)
+        assert f"has a `{field}` beyond a float's range" in err, (command, err)
 
 
 @pytest.mark.parametrize(
@@ -71,7 +71,7 @@ def test_every_reader_refuses_a_time_beyond_float_range_the_same_way(tmp_path, o
     path.write_bytes(json.dumps(doc).replace('"@BIG@"', BIG).encode())
     if "max_memory" in options:
         options = {**options, "spill_dir": tmp_path}
-    with pytest.raises(TraceError, match="has a `ts` beyond the range of a float"):
+    with pytest.raises(TraceError, match="has a `ts` beyond a float's range"):
         kinetoscope.load(path, **options)
 
 

@@ -178,10 +178,11 @@ class OutOfRange(ValueError):
     analysis rests on, so the trace is refused, as msgspec refuses `1e400` there."""
 
     def __init__(self, key: str, value: int):
-        digits = int(value.bit_length() * math.log10(2)) + 1
-        super().__init__(
-            f"has a `{key}` beyond the range of a float (an integer of about {digits} digits)"
-        )
+        try:
+            digits = f"{len(str(abs(value))):,}"
+        except ValueError:  # past Python's 4,300 digits for str(): msgspec stops there too
+            digits = "over 4,300"
+        super().__init__(f"has a `{key}` beyond a float's range (an integer of {digits} digits)")
 
 
 def as_time(value: Any, key: str) -> float:
