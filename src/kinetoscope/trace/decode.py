@@ -365,6 +365,8 @@ class EventStream:
             raise TraceError(self.path, utf8_problem(exc)) from None
         try:
             return normalize_lenient(LENIENT_BATCH.decode(text))
+        except UnicodeDecodeError as exc:  # text the strict decoder refused on a type first
+            raise TraceError(self.path, utf8_problem(exc)) from None
         except OutOfRange as exc:
             raise TraceError(self.path, str(exc)) from None
         except msgspec.ValidationError as exc:
