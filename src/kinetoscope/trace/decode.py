@@ -357,15 +357,12 @@ class EventStream:
         return batch
 
     def _typed_once(self, text: bytes | bytearray) -> list[Any]:
-        try:
-            return STRICT_BATCH.decode(text)
-        except msgspec.ValidationError:
-            pass
-        except UnicodeDecodeError as exc:
-            raise TraceError(self.path, utf8_problem(exc)) from None
-        try:
-            return normalize_lenient(LENIENT_BATCH.decode(text))
-        except UnicodeDecodeError as exc:  # text the strict decoder refused on a type first
+        try:  # the lenient decoder, where the strict one meets an unexpected type
+            try:
+                return STRICT_BATCH.decode(text)
+            except msgspec.ValidationError:
+                return normalize_lenient(LENIENT_BATCH.decode(text))
+        except UnicodeDecodeError as exc:  # in either (lenient: past the odd type)
             raise TraceError(self.path, utf8_problem(exc)) from None
         except OutOfRange as exc:
             raise TraceError(self.path, str(exc)) from None
@@ -373,7 +370,7 @@ class EventStream:
             what = (
                 "is a JSON array, not of trace events"
                 if self.array_format
-                else ("has events of an unexpected shape")
+                else "has events of an unexpected shape"
             )
             raise TraceError(self.path, f"{what} ({short_error(exc)})") from None
 
