@@ -100,9 +100,17 @@ def _one_line_exit_2(result, message: str) -> None:
 
 
 # ---- 1. one input path: the same refusal, in every command -----------------
-def test_bytes_that_are_not_utf8_are_the_same_one_line_error_in_every_command(tmp_path, capsys):
+@pytest.mark.parametrize("decoder", ["strict", "lenient"])
+def test_bytes_that_are_not_utf8_are_the_same_one_line_error_in_every_command(
+    tmp_path, capsys, decoder
+):
+    """lenient: a value of an odd type before the name sends the piece to the lenient
+    decoder, where slice met an internal UnicodeDecodeError (issue 36)."""
     path = tmp_path / "utf8.json"
-    path.write_bytes(TEXT.replace(b"aten::mm", b"aten::\xff\xfe", 1))
+    text = TEXT.replace(b"aten::mm", b"aten::\xff\xfe", 1)
+    if decoder == "lenient":
+        text = text.replace(b'"dur": 50', b'"dur": "50"', 1)
+    path.write_bytes(text)
     for command, result in run_all(path, tmp_path, capsys).items():
         assert result[0] == 2, command  # slice: was an internal error (UnicodeDecodeError)
         _one_line_exit_2(result, "is not valid UTF-8 text (invalid start byte: byte 0xff)")

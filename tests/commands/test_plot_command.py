@@ -129,3 +129,21 @@ def test_scales():
     assert time_scale(2.5e6) == (1e6, "s")
     assert byte_scale(32 * 1024) == (1024.0, "KiB") and byte_scale(100) == (1.0, "B")
     assert byte_scale(90 * 2**20) == (2.0**20, "MiB") and byte_scale(5 * 2**30)[1] == "GiB"
+
+
+def test_control_characters_in_a_file_or_thread_name_reach_no_output_raw(tmp_path):
+    """matplotlib warned `Glyph 27 (\\x1b) missing from font(s)` with the raw ESC and BEL
+    of the file name (the figure's title) on stderr (issue 36)."""
+    pytest.importorskip("matplotlib")
+    from ..conftest import kernel, launch, op, write_trace
+
+    thread = {"ph": "M", "name": "thread_name", "pid": 100, "tid": 1,
+              "args": {"name": "main\x1b]0;pwned\x07 $\\frac$"}}  # fmt: skip
+    events = [thread, op("ProfilerStep#1", 0, 50), op("aten::mm", 1, 10), launch(2, 3, 7),
+              kernel("gemm", 5, 4, 7)]  # fmt: skip
+    path = write_trace(tmp_path / "a\x1b[31mred\x07.json", events)
+    res = _run("plot", path, "-o", tmp_path / "p.png")
+    assert res.returncode == 0, res.stderr
+    for stream in (res.stdout, res.stderr):
+        assert "\x1b" not in stream and "\x07" not in stream, stream
+    assert "Glyph" not in res.stderr, res.stderr

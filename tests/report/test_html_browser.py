@@ -7,8 +7,6 @@ Screenshots go to the test's tmp dir (look at them).
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
 from pathlib import Path
 
@@ -18,35 +16,10 @@ import kinetoscope
 from kinetoscope.report.html import render_html
 
 from ..conftest import corpus
-from ..requires import require
 
-# the system Chromium; tests/test_requires.py points this elsewhere to prove a missing
-# browser fails the run under CI
-CHROMIUM = Path(os.environ.get("KINETOSCOPE_TEST_CHROMIUM", "/usr/bin/chromium"))
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 SMALL = "gpu/tracelens_h100__gaunernst_bert-small-uncased__1016001.json.gz"
 RESNET = "gpu/resnet50_dataloader_workers0.pt.trace.json.gz"
 XDIT = "gpu/tracelens_xdit_flux.1_aiter_sage__profile_trace_rank_0.json.gz"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    present = importlib.util.find_spec("playwright") is not None
-    require(present, "playwright is not installed", "pip install -e '.[dev]'")
-    require(CHROMIUM.exists(), f"{CHROMIUM} is missing", "apt-get install -y chromium")
-    from playwright import sync_api
-
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield b
-        b.close()
 
 
 def _open(browser, html_path: Path, scheme: str = "light"):

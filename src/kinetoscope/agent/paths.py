@@ -2,8 +2,10 @@
 
 An agent's arguments are untrusted: a path may be absolute, climb out with `..`,
 or be a symlink that points out of the root; a FIFO would block a read forever
-and a device file would stream without end. Each is refused with one line before
-anything is opened.
+and a device file would stream without end. A hard link names the same file as a
+name outside the root may (the link count says there is another name, not where), so
+a regular file with more than one link is refused too. Each is refused with one line
+before anything is opened.
 """
 
 from __future__ import annotations
@@ -28,13 +30,18 @@ def readable(root: Path, name: str) -> Path:
     if not _inside(root, real):
         raise UsageError(f"{shown}: outside the served root {inert(str(root))}")
     try:
-        mode = os.stat(real).st_mode
+        info = os.stat(real)
     except FileNotFoundError:
         raise UsageError(f"{shown}: no such file") from None
     except OSError as exc:
         raise UsageError(f"{shown}: cannot be read ({exc.strerror})") from None
-    if not stat.S_ISREG(mode):
+    if not stat.S_ISREG(info.st_mode):
         raise UsageError(f"{shown}: not a regular file (a folder, FIFO or device is never read)")
+    if info.st_nlink > 1:
+        raise UsageError(
+            f"{shown}: has {info.st_nlink} hard links; one may be outside the served root "
+            "(copy the file to read it)"
+        )
     return real
 
 

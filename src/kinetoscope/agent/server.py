@@ -107,7 +107,9 @@ def build_server(root: str | os.PathLike) -> MCPServer:
     def chain(path: str, kernel: str | None = None, op: str | None = None,
               step: int | None = None, limit: int = 20) -> dict[str, Any]:  # fmt: skip
         """How kernels were dispatched: step -> annotations -> aten ops -> launch -> kernel,
-        filtered by a regex on kernel names or on host op names, or by step."""
+        filtered by a pattern on kernel names or on host op names (a plain name: a substring;
+        only * ? [...]: a glob over the whole name; else an RE2 regular expression), or by
+        step."""
         return tools.chain(base, path, kernel, op, step, limit)
 
     @tool()

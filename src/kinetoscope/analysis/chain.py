@@ -11,13 +11,13 @@ and what the `dispatch-chain` rule quotes.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import UsageError
 from ..trace import Cat, Trace
+from ..trace.patterns import name_pattern
 from ..trace.steps import STEP_RE
 from ..trace.tree import ancestors
 from .kernel_names import decoded
@@ -51,15 +51,6 @@ def chain_text(trace: Trace, device_index: int, skip_python: bool = True) -> str
     return " > ".join([*names, decoded(trace, trace.name(device_index)).short])
 
 
-def _compile(pattern: str | None, what: str) -> re.Pattern | None:
-    if pattern is None:
-        return None
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise UsageError(f"bad {what} pattern {pattern!r}: {exc}") from None
-
-
 def select_device_events(
     trace: Trace,
     kernel: str | None = None,
@@ -68,12 +59,12 @@ def select_device_events(
 ) -> np.ndarray:
     """Device work (kernels, memcpys, memsets) in time order, filtered.
 
-    `kernel`: regex searched in the device event's name; `op`: regex searched in
-    the names of the host events on its chain; `step`: launched inside
-    `ProfilerStep#step`. Raises UsageError for a bad regex or a missing step.
+    `kernel`: pattern (`trace/patterns.py`) matched on the device event's name; `op`:
+    on the names of the host events on its chain; `step`: launched inside
+    `ProfilerStep#step`. Raises UsageError for a bad pattern or a missing step.
     """
-    kernel_re = _compile(kernel, "kernel")
-    op_re = _compile(op, "op")
+    kernel_re = name_pattern(kernel, "kernel")
+    op_re = name_pattern(op, "op")
     idx = np.flatnonzero(trace.device_work)
     idx = idx[np.argsort(trace.ts[idx], kind="stable")]
     if step is not None:

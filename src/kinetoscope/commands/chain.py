@@ -23,6 +23,7 @@ from ..formatting.units import fmt_us
 from ..pipeline.chain_data import chain_data
 from ..report.console import inert
 from ..trace import Cat, Trace, load
+from ..trace.patterns import PATTERN_HELP
 
 
 def _label(trace: Trace, node: ChainNode, full_names: bool) -> str:
@@ -100,8 +101,8 @@ def register(app: typer.Typer) -> None:
     @app.command("chain")
     def chain(
         trace_path: str = typer.Argument(..., metavar="TRACE", help="Kineto trace (.json[.gz])."),
-        kernel: str = typer.Option(None, "--kernel", help="Regex on kernel names."),
-        op: str = typer.Option(None, "--op", help="Regex on host op / annotation names."),
+        kernel: str = typer.Option(None, "--kernel", help=PATTERN_HELP.format("kernel names")),
+        op: str = typer.Option(None, "--op", help=PATTERN_HELP.format("host op names")),
         step: int = typer.Option(None, "--step", help="Only work launched in ProfilerStep#N."),
         limit: int = typer.Option(20, "--limit", min=1, help="Kernels to show (first in time)."),
         full_names: bool = typer.Option(False, "--full-names", help="Do not shorten kernel names."),

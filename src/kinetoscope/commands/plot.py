@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from .. import progress
+from ..formatting.escaping import inert
 
 
 def register(app: typer.Typer) -> None:
@@ -32,4 +33,4 @@ def plot_command(
         trace = load(trace_path)
     # replaces an existing picture, as it always has, but whole (temp file + rename)
     save_figure(plt, trace_figure(plt, trace_plot(trace, trace_path.name)), [output], force=True)
-    typer.echo(f"wrote {output}")
+    typer.echo(inert(f"wrote {output}"))

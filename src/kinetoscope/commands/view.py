@@ -2,10 +2,11 @@
 
 Serves the file on 127.0.0.1 (serve/perfetto.py), prints the deep link, opens a
 browser where one exists (not under CI or `--no-browser`), and stops cleanly
-on Ctrl-C. `--slice 3-5` first cuts the trace down to those steps with the
-slicer (slicing/) into a temporary file, removed when the server stops: the
-Perfetto UI loads a whole trace into browser memory, so large ones are trimmed
-before they are served.
+on Ctrl-C, or by itself once no request came for `--timeout` seconds (15 minutes by
+default: the UI fetches the trace once, and a forgotten server should not stay open).
+`--slice 3-5` first cuts the trace down to those steps with the slicer (slicing/)
+into a temporary file, removed when the server stops: the Perfetto UI loads a whole
+trace into browser memory, so large ones are trimmed before they are served.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 import typer
 
 from ..errors import UsageError
+from ..serve.perfetto import IDLE_TIMEOUT_S, check_port, check_timeout
 
 
 def register(app: typer.Typer) -> None:
@@ -37,12 +39,19 @@ def view_command(
         metavar="STEPS",
         help="Serve only these ProfilerStep numbers: N or FIRST-LAST (e.g. 3-5).",
     ),
+    timeout: float = typer.Option(
+        IDLE_TIMEOUT_S,
+        "--timeout",
+        help="Stop after this many seconds idle (0: never).",
+    ),
 ) -> None:
     """Serve TRACE on 127.0.0.1 and print the link that opens it in ui.perfetto.dev."""
+    check_port(port)  # before a slice is cut
+    check_timeout(timeout)
     if not trace_path.is_file():
         raise UsageError(f"{trace_path}: no such trace file")
     if slice_steps is None:
-        _serve(trace_path, port, no_browser)
+        _serve(trace_path, port, no_browser, timeout)
         return
     from ..slicing import Selection, parse_steps, slice_trace
 
@@ -55,7 +64,7 @@ def view_command(
             f"{result.events_out:,} of {result.events_in:,} events",
             flush=True,
         )
-        _serve(sliced, port, no_browser)
+        _serve(sliced, port, no_browser, timeout)
 
 
 def _stem(path: Path) -> str:
@@ -66,9 +75,9 @@ def _stem(path: Path) -> str:
     return name
 
 
-def _serve(trace_path: Path, port: int, no_browser: bool) -> None:
-    """Serve `trace_path` until Ctrl-C."""
-    from ..serve.perfetto import deep_link, make_server
+def _serve(trace_path: Path, port: int, no_browser: bool, timeout: float) -> None:
+    """Serve `trace_path` until Ctrl-C, or until no request came for `timeout` seconds."""
+    from ..serve.perfetto import deep_link, make_server, serve_until_idle
 
     try:
         server = make_server(trace_path.resolve(), port)
@@ -82,7 +91,8 @@ def _serve(trace_path: Path, port: int, no_browser: bool) -> None:
         print(f"open in Perfetto: {link}", flush=True)
         if not no_browser and not os.environ.get("CI"):
             _open_browser(link)
-        server.serve_forever()
+        serve_until_idle(server, timeout)
+        print(f"stopped: no request for {timeout:g} s (--timeout)", file=sys.stderr)
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)
     finally:

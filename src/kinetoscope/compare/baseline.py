@@ -17,6 +17,8 @@ from ..formatting.units import fmt_us
 from .expect import Facts, Outcome
 from .facts import facts_from_json
 
+#: a saved report is kilobytes (megabytes with every finding's evidence)
+MAX_BASELINE_BYTES = 64 << 20
 #: Per-step costs a regression is measured on (all lower-is-better times).
 REGRESSION_METRICS = ("step_time_us", "host_time_per_step_us", "device_busy_per_step_us")
 
@@ -30,19 +32,39 @@ def parse_percent(text: str) -> float:
 
 
 def load_baseline(path: Path) -> Facts:
-    """Facts of a saved `kinetoscope explain --format json` report."""
+    """Facts of a saved `kinetoscope explain --format json` report.
+
+    Read as hard input, like a trace: at most `MAX_BASELINE_BYTES` (/dev/zero was read
+    until memory ran out), and nesting too deep for the decoder or an integer past
+    Python's 4,300 digits is one line, not an internal error."""
     try:
-        data = json.loads(Path(path).read_text())
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_BASELINE_BYTES + 1)
     except FileNotFoundError:
         raise UsageError(f"{path}: baseline report not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{path}: baseline is not a JSON report ({exc})") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: baseline is not a JSON report ({exc.strerror or exc})") from None
+    if len(raw) > MAX_BASELINE_BYTES:
+        raise UsageError(
+            f"{path}: baseline is larger than {MAX_BASELINE_BYTES >> 20} MB: not a saved report"
+        )
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise UsageError(f"{path}: baseline has values nested too deeply to decode") from None
+    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError, the digits limit
+        raise UsageError(f"{path}: baseline is not a JSON report ({_short(exc)})") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: baseline is not a JSON report object")
     try:
         return facts_from_json(data)
     except ValueError as exc:
         raise UsageError(f"{path}: {exc}") from None
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc)
+    return text if len(text) <= 120 else text[:120] + "..."
 
 
 def regressions(current: Facts, baseline: Facts, max_regression: float) -> list[Outcome]:

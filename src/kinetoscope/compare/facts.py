@@ -21,10 +21,8 @@ from .expect import Facts
 
 def per_step(metrics: dict[str, Any]) -> dict[str, float | None]:
     """The report metrics, plus per-step forms of the window totals where it lacks them."""
-    out: dict[str, float | None] = {
-        k: float(v) if isinstance(v, int | float) else None for k, v in metrics.items()
-    }
-    steps = max(int(metrics.get("steps") or 0), 1)
+    out = {k: _number(v) for k, v in metrics.items()}
+    steps = max(int(out.get("steps") or 0), 1)
     for total, name in (
         ("host_time_us", "host_time_per_step_us"),
         ("device_busy_us", "device_busy_per_step_us"),
@@ -32,6 +30,17 @@ def per_step(metrics: dict[str, Any]) -> dict[str, float | None]:
         if out.get(name) is None and out.get(total) is not None:
             out[name] = out[total] / steps
     return out
+
+
+def _number(value: Any) -> float | None:
+    """A metric as a float; None where it is no number or beyond a float's range (a
+    saved report is read from disk: it may hold anything)."""
+    if not isinstance(value, int | float):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
 
 
 def _worst(pairs: list[tuple[str, str]]) -> dict[str, str]:
@@ -54,24 +63,39 @@ def facts_from_report(report: Report) -> Facts:
 
 
 def facts_from_json(data: dict[str, Any]) -> Facts:
-    """Facts of a saved `explain --format json` report (a baseline)."""
+    """Facts of a saved `explain --format json` report (a baseline). A part of the wrong
+    type is read as absent (a finding without a string id, a verdict that is no object),
+    as a part the report lacks is: only a missing `metrics` object refuses it."""
     metrics = data.get("metrics")
     if not isinstance(metrics, dict):
         raise ValueError("no 'metrics' object (expected `kinetoscope explain --format json`)")
     findings = [
-        (i, f.get("severity", "info"))
-        for f in data.get("findings", [])
-        if isinstance(f, dict) and "id" in f and f.get("severity", "info") in SEVERITY_ORDER
-        for i in (f["id"], *(f["merged"] if isinstance(f.get("merged"), list) else []))
+        (i, severity)
+        for f in _objects(data, "findings")
+        if isinstance(f.get("id"), str)
+        and isinstance(severity := f.get("severity", "info"), str)
+        and severity in SEVERITY_ORDER
+        for i in (f["id"], *(m for m in _list(f.get("merged")) if isinstance(m, str)))
     ]
+    verdict = data.get("verdict")
+    regime = verdict.get("regime") if isinstance(verdict, dict) else None
     return Facts(
         metrics=per_step(metrics),
-        regime=(data.get("verdict") or {}).get("regime"),
+        regime=regime if isinstance(regime, str) else None,
         findings=_worst(findings),
         known_ids=frozenset(load_rules()),
         not_checked={
             s["id"]: str(s.get("reason", ""))
-            for s in data.get("not_checked", [])
-            if isinstance(s, dict) and isinstance(s.get("id"), str)
+            for s in _objects(data, "not_checked")
+            if isinstance(s.get("id"), str)
         },
     )
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _objects(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The objects in the list `data[key]` (none where it is no list)."""
+    return [x for x in _list(data.get(key)) if isinstance(x, dict)]

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UsageError
+from ..formatting.escaping import inert
 from .plot_model import TracePlot
 
 #: Formats matplotlib writes, by the output file's extension.
@@ -102,10 +103,10 @@ def trace_figure(plt, plot: TracePlot):
         y = len(lanes) - 1 - row
         drawn[lane.kind] = top.broken_barh(bars, (y - 0.35, 0.7), color=LANE_COLORS[lane.kind])
     top.set_yticks(range(len(lanes)))
-    top.set_yticklabels([ln.label[:28] for ln in reversed(lanes)], fontsize=8)
+    top.set_yticklabels([_shown(ln.label[:28]) for ln in reversed(lanes)], fontsize=8)
     top.set_ylim(-0.6, len(lanes) + 0.2)
     top.set_xlabel(f"time since trace start ({unit})")
-    top.set_title(plot.title, fontsize=9)
+    top.set_title(_shown(plot.title), fontsize=9)
     # the lanes' legend sits above them: never over a bar
     top.legend(
         [drawn[k] for k in LANE_COLORS if k in drawn],
@@ -121,10 +122,17 @@ def trace_figure(plt, plot: TracePlot):
         bottom.bar(x, scaled, bottom=bottom_of, label=name, color=PART_COLORS[name], width=0.7)
         bottom_of += scaled
     bottom.set_xticks(x)
-    bottom.set_xticklabels(labels, fontsize=8)
+    bottom.set_xticklabels([_shown(label) for label in labels], fontsize=8)
     bottom.set_ylabel(f"{step_unit} per step")
     bottom.set_ylim(bottom=0)
     bottom.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=len(parts), fontsize=8,
                   frameon=False)  # fmt: skip
     fig.tight_layout()
     return fig
+
+
+def _shown(text: str) -> str:
+    """Text from a trace or a file name as matplotlib draws it literally: control
+    characters escaped (matplotlib's missing-glyph warning printed them raw on
+    stderr), `$` escaped (a pair would start mathtext, which can refuse to parse)."""
+    return inert(text).replace("$", r"\$")

@@ -37,6 +37,11 @@ from .columns import DEVICE, DROPPED, FLOW, LAUNCH, METADATA, OTHER, Classifier,
 from .scan import Batch
 
 _STEPS = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+#: digits in a step number: the loader reads `ProfilerStep#N` as a step up to 18
+#: digits (always int64), so a longer number can name no step in any trace
+MAX_STEP_DIGITS = 18
+#: missing step ranges a message names before it counts the rest
+MAX_LISTED = 8
 _TIME = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?\d+)?)\s*(us|ms|s)?\s*$")
 _UNIT_US = {None: 1.0, "us": 1.0, "ms": 1e3, "s": 1e6}
 
@@ -63,11 +68,21 @@ def parse_steps(text: str) -> tuple[int, int]:
     """'3-5' -> (3, 5); '4' -> (4, 4)."""
     m = _STEPS.match(text)
     if not m:
-        raise UsageError(f"--steps {text!r}: expected N or FIRST-LAST, e.g. 3-5")
+        raise UsageError(f"--steps {_short(text)}: expected N or FIRST-LAST, e.g. 3-5")
+    numbers = [g.lstrip("0") for g in m.groups() if g is not None]
+    if any(len(n) > MAX_STEP_DIGITS for n in numbers):
+        raise UsageError(
+            f"--steps {_short(text)}: a step number has at most {MAX_STEP_DIGITS} digits"
+        )
     first, last = int(m.group(1)), int(m.group(2) or m.group(1))
     if last < first:
-        raise UsageError(f"--steps {text!r}: the last step comes before the first")
+        raise UsageError(f"--steps {_short(text)}: the last step comes before the first")
     return first, last
+
+
+def _short(text: str, keep: int = 40) -> str:
+    """`text` as a message quotes it: repr, cut to `keep` characters."""
+    return repr(text if len(text) <= keep else text[:keep] + "...")
 
 
 def parse_window(text: str) -> tuple[float | None, float | None]:
@@ -200,13 +215,14 @@ def _window(acc: _Survey, selection: Selection) -> tuple[tuple[float, float], li
         first, last = selection.steps
         if not acc.steps:
             raise UsageError("the trace has no ProfilerStep#N events; use --window instead")
-        asked = list(range(first, last + 1))
-        missing = [n for n in asked if n not in acc.steps]
-        if missing:
-            have = sorted(acc.steps)
+        have = sorted(acc.steps)
+        asked = [n for n in have if first <= n <= last]
+        if len(asked) < last - first + 1:  # counted, never listed: the range may be huge
+            gaps = _gaps(first, last, asked)
+            many = len(gaps) > 1 or gaps[0][0] != gaps[0][1]
             raise UsageError(
-                f"step{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} "
-                f"not in the trace (it has steps {_ranges(have)})"
+                f"step{'s' if many else ''} {_listed(gaps)} "
+                f"not in the trace (it has steps {_listed(_runs(have))})"
             )
         lo = min(acc.steps[n][0] for n in asked)
         hi = max(acc.steps[n][1] for n in asked)
@@ -250,15 +266,36 @@ def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     return sorted_set[at] == values
 
 
-def _ranges(numbers: list[int]) -> str:
-    parts, k = [], 0
-    while k < len(numbers):
-        j = k
-        while j + 1 < len(numbers) and numbers[j + 1] == numbers[j] + 1:
-            j += 1
-        parts.append(f"{numbers[k]}-{numbers[j]}" if j > k else str(numbers[k]))
-        k = j + 1
-    return ",".join(parts)
+def _runs(numbers: list[int]) -> list[tuple[int, int]]:
+    """Sorted distinct numbers as (first, last) runs of consecutive ones."""
+    runs: list[tuple[int, int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], n)
+        else:
+            runs.append((n, n))
+    return runs
+
+
+def _gaps(first: int, last: int, present: list[int]) -> list[tuple[int, int]]:
+    """The runs of first..last missing from sorted `present` (all inside it): at most
+    one more than `present` holds, however long the range."""
+    gaps, at = [], first
+    for n in present:
+        if n > at:
+            gaps.append((at, n - 1))
+        at = n + 1
+    if at <= last:
+        gaps.append((at, last))
+    return gaps
+
+
+def _listed(runs: list[tuple[int, int]]) -> str:
+    """`3-4, 11-12`: the first `MAX_LISTED` runs, then how many more."""
+    shown = [f"{a}-{b}" if b > a else str(a) for a, b in runs[:MAX_LISTED]]
+    if len(runs) > MAX_LISTED:
+        shown.append(f"and {len(runs) - MAX_LISTED} more ranges")
+    return ", ".join(shown)
 
 
 def _us(value: float) -> str:

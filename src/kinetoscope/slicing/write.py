@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +29,7 @@ from ..trace.top_decode import CONTROL_RE
 from .columns import Classifier
 from .plan import Plan, Selection, survey
 from .scan import Batch, EventScanner, ScanError
+from .spool import spooled
 
 #: top-level key saying what the slice was cut from (Perfetto ignores unknown keys)
 SLICE_KEY = "kinetoscopeSlice"
@@ -56,37 +55,16 @@ def slice_trace(path: Path, selection: Selection, output: Path, force: bool = Fa
     ends in .gz); see `plan.py` for what is kept.
 
     Standard input (`-`), a FIFO or `/dev/fd/N` can be read only once: it is
-    first copied as it is (still compressed) to a temporary file, removed after."""
+    first copied as it is (still compressed) to a temporary file, removed after,
+    within bounds (`spool.py`)."""
     _check_paths(path, output, force)
     try:
         if is_regular_file(path):
             return _slice(path, path, selection, output)
-        with _spooled(path) as copy:
+        with spooled(path) as copy:
             return _slice(path, copy, selection, output)
     except ScanError as exc:
         raise TraceError(path, f"not a Kineto trace: {exc}") from None
-
-
-@contextlib.contextmanager
-def _spooled(path: Path) -> Iterator[Path]:
-    """A private temporary copy of a stream that can be read only once."""
-    fd, name = tempfile.mkstemp(prefix="kinetoscope-slice-", suffix=".input")
-    copy = Path(name)
-    try:
-        with os.fdopen(fd, "wb") as sink, _open_stream(path) as source:
-            shutil.copyfileobj(source, sink, 1 << 20)
-        yield copy
-    finally:
-        copy.unlink(missing_ok=True)
-
-
-def _open_stream(path: Path):
-    if is_stdin(path):
-        return os.fdopen(os.dup(sys.stdin.fileno()), "rb")
-    try:
-        return open(path, "rb")  # noqa: SIM115 (closed by the caller's with)
-    except OSError as exc:
-        raise TraceError(path, f"cannot be read ({exc.strerror or exc})") from None
 
 
 def _slice(name: Path, path: Path, selection: Selection, output: Path) -> SliceResult:

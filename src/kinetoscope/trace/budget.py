@@ -12,6 +12,8 @@ budget means out of core and `auto` means in memory, as before.
 
 from __future__ import annotations
 
+import math
+import os
 import re
 import zlib
 from pathlib import Path
@@ -52,9 +54,18 @@ def parse_size(text: str | int | None) -> int | None:
     if text.strip().lower() == "auto":
         return None
     match = _SIZE.match(text)
-    if match is None:
-        raise UsageError(f"--max-memory {text!r}: give a size such as 2GB, 512MB, 1.5G, or auto")
-    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+    size = float(match.group(1)) * _UNITS[match.group(2).upper()] if match else math.inf
+    if not math.isfinite(size):  # 400 digits read as a float are infinite: no size
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise UsageError(f"--max-memory {shown!r}: give a size such as 2GB, 512MB, 1.5G, or auto")
+    return int(size)
+
+
+def check_spill_dir(folder: str | os.PathLike | None) -> None:
+    """Refuse a `--spill-dir` that is not an existing folder, before any reading (the
+    out-of-core load met it only once it began, as an internal FileNotFoundError)."""
+    if folder is not None and not os.path.isdir(folder):
+        raise UsageError(f"--spill-dir {os.fspath(folder)}: not a folder (give an existing one)")
 
 
 def available_ram(meminfo: str = "/proc/meminfo") -> int | None:

@@ -32,10 +32,11 @@ def id_column(values: list[Any]) -> np.ndarray:
 
 
 def float_column(values: list[Any]) -> np.ndarray:
-    """float64 column; None and values that are not numbers become NaN."""
+    """float64 column; None, values that are not numbers and integers beyond a float's
+    range become NaN."""
     try:
         return np.array([math.nan if v is None else v for v in values], dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return np.array([as_float(v) for v in values], np.float64)
 
 

@@ -40,7 +40,14 @@ from .repair import (
     has_big_int,
     replace_lone_surrogates,
 )
-from .schema import LENIENT_BATCH, STRICT_BATCH, TOP_DECODER, TopLevel, normalize_lenient
+from .schema import (
+    LENIENT_BATCH,
+    STRICT_BATCH,
+    TOP_DECODER,
+    OutOfRange,
+    TopLevel,
+    normalize_lenient,
+)
 from .top_decode import CONTROL_RE, CONTROL_TABLE, CONTROL_WARNING, decode_top, short_error
 
 #: decompressed bytes decoded per batch: small enough that the text, its events
@@ -49,6 +56,7 @@ _PIECE = 256 << 10
 #: what a bare array of events (Chrome's JSON Array Format) is read as the events of
 ARRAY_HEAD = b'{"traceEvents": ['
 BOM = b"\xef\xbb\xbf"
+NOT_JSON = "is not JSON (it does not start with '{' or '[')"
 #: the batch size when the whole text is decoded at once (fallback path)
 _RAW_BATCH = 32768
 
@@ -193,7 +201,7 @@ class EventStream:
             self.array_format = True
             return True
         if first.group(1) != b"{":
-            raise TraceError(self.path, "is not JSON (it does not start with '{' or '[')")
+            raise TraceError(self.path, NOT_JSON)
         return True
 
     # ---- the event array, piece by piece ---------------------------------
@@ -349,19 +357,20 @@ class EventStream:
         return batch
 
     def _typed_once(self, text: bytes | bytearray) -> list[Any]:
-        try:
-            return STRICT_BATCH.decode(text)
-        except msgspec.ValidationError:
-            pass
-        except UnicodeDecodeError as exc:
+        try:  # the lenient decoder, where the strict one meets an unexpected type
+            try:
+                return STRICT_BATCH.decode(text)
+            except msgspec.ValidationError:
+                return normalize_lenient(LENIENT_BATCH.decode(text))
+        except UnicodeDecodeError as exc:  # in either (lenient: past the odd type)
             raise TraceError(self.path, utf8_problem(exc)) from None
-        try:
-            return normalize_lenient(LENIENT_BATCH.decode(text))
+        except OutOfRange as exc:
+            raise TraceError(self.path, str(exc)) from None
         except msgspec.ValidationError as exc:
             what = (
                 "is a JSON array, not of trace events"
                 if self.array_format
-                else ("has events of an unexpected shape")
+                else "has events of an unexpected shape"
             )
             raise TraceError(self.path, f"{what} ({short_error(exc)})") from None
 

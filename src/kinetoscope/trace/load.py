@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import progress
 from ..errors import TraceError, input_name
-from .budget import parse_size, plan
+from .budget import check_spill_dir, parse_size, plan
 from .build import TraceBuilder
 from .categories import DEVICE_CATS, HOST_TREE_CATS
 from .decode import EventStream
@@ -49,6 +49,7 @@ def load(
     """
     path = Path(path)
     budget = parse_size(max_memory)
+    check_spill_dir(spill_dir)
     reason = plan(path, budget)
     sink = SpillParts(spill_dir) if reason is not None else MemoryParts()
     try:

@@ -100,13 +100,17 @@ def has_big_int(text: bytes | bytearray) -> bool:
 
 
 _INT_ARGS = [attr for attr, _, typ, _ in ARG_FIELDS if typ == int | None]
+#: numbers read as float columns (flops, occupancy): an int there is dropped only where
+#: no float holds it (2**1024 and up); a flops of 2**70 is a count like any other
+_NUMBER_ARGS = [attr for attr, _, typ, _ in ARG_FIELDS if typ == int | float | None]
 _DEFAULTS = {attr: default for attr, _, _, default in ARG_FIELDS}
 _LIST_ARGS = ("grid", "block")
 
 
 def drop_big_ints(batch: list) -> int:
-    """Replace each `args` integer outside int64 (an id, a byte count of 2**70) by
-    its default (absent); how many were dropped. Only called when the text holds
+    """Replace each `args` integer outside int64 (an id, a byte count of 2**70), or
+    outside a float's range where a float is read (flops), by its default (absent);
+    how many were dropped. Only called when the text holds
     a run of 19 digits (`has_big_int`), so a normal batch costs one scan."""
     dropped = 0
     for ev in batch:
@@ -117,6 +121,10 @@ def drop_big_ints(batch: list) -> int:
         for attr in _INT_ARGS:
             value = getattr(args, attr)
             if value.__class__ is int and not -(2**63) <= value < 2**63:
+                changes[attr] = _DEFAULTS[attr]
+        for attr in _NUMBER_ARGS:
+            value = getattr(args, attr)
+            if value.__class__ is int and value.bit_length() > 1024:
                 changes[attr] = _DEFAULTS[attr]
         for attr in _LIST_ARGS:
             value = getattr(args, attr)

@@ -129,8 +129,8 @@ def normalize_lenient(batch: list[Any]) -> list[Any]:
         ev.ph = ev.ph if isinstance(ev.ph, str) else str(ev.ph)
         ev.name = ev.name if isinstance(ev.name, str) else str(ev.name)
         ev.cat = ev.cat if ev.cat is None or isinstance(ev.cat, str) else str(ev.cat)
-        ev.ts = as_float(ev.ts)
-        ev.dur = as_float(ev.dur)
+        ev.ts = as_time(ev.ts, "ts")
+        ev.dur = as_time(ev.dur, "dur")
         for attr in ("pid", "tid"):
             value = getattr(ev, attr)
             if not isinstance(value, (int, str)):
@@ -145,8 +145,8 @@ def normalize_lenient(batch: list[Any]) -> list[Any]:
         for attr in ("grid", "block"):
             if not isinstance(getattr(args, attr), list):
                 setattr(args, attr, None)
-        if args.flops is not None:
-            args.flops = as_float(args.flops)
+        if args.flops is not None and args.flops.__class__ is not int:
+            args.flops = as_float(args.flops)  # an int stays one, as in the strict decoder
         if args.meta_name is not None:
             args.meta_name = str(args.meta_name)
     return batch
@@ -165,8 +165,32 @@ def as_int(value: Any, default: int = -1) -> int:
 
 
 def as_float(value: Any) -> float:
-    """`value` as a float, NaN where it is not a number."""
+    """`value` as a float, NaN where it is not a number or beyond a float's range."""
     try:
         return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+
+
+class OutOfRange(ValueError):
+    """An event's time is an integer no float holds (309 digits or more; msgspec reads
+    up to 4,300 into a Python int where the type is open). A time is what every
+    analysis rests on, so the trace is refused, as msgspec refuses `1e400` there."""
+
+    def __init__(self, key: str, value: int):
+        try:
+            digits = f"{len(str(abs(value))):,}"
+        except ValueError:  # past Python's 4,300 digits for str(): msgspec stops there too
+            digits = "over 4,300"
+        super().__init__(f"has a `{key}` beyond a float's range (an integer of {digits} digits)")
+
+
+def as_time(value: Any, key: str) -> float:
+    """`as_float` for an event's `ts` or `dur`: `OutOfRange` where the integer is too
+    large for a float (NaN would hide the event from every analysis without a word)."""
+    try:
+        return float(value)
+    except OverflowError:
+        raise OutOfRange(key, value) from None
     except (TypeError, ValueError):
         return math.nan

@@ -4,13 +4,15 @@
    <script type="application/json"> inside each .tl element. Level of detail: per row,
    events are visited in start order and events that add no new pixel column are skipped
    with a binary search over the row's running max end, so a frame visits and draws about
-   one event per pixel column per row however many events are visible.
+   one event per pixel column per row however many events are visible. Every loop over
+   events moves its index forward on each turn and stops at the row's (or the data's)
+   end, whatever the payload holds: a page that hangs is worse than one that draws less.
    A page may hold several timelines (diff: one per run); each finds its own finding
    cards (.finding[data-for] equal to its data-timeline). */
 (function () {
   "use strict";
   var LABEL_W = 150, AXIS_H = 20, STEP_H = 14, MARK_LEVEL_H = 10, MARK_LEVELS = 4;
-  var ROW_H = 11, LANE_GAP = 6, MAX_ROWS = 16, MIN_SPAN_US = 0.05;
+  var ROW_H = 11, LANE_GAP = 6, MAX_ROWS = 16, MIN_SPAN_US = 0.05, MAX_TICKS = 16;
   var SEV_RANK = { critical: 0, warn: 1, info: 2 };
 
   // 3 significant digits in the unit that keeps them readable, trailing zeros kept:
@@ -61,7 +63,7 @@
     for (var r = 0; r < d.rows.length; r++) {
       var count = d.rows[r][2], acc = 0, run = -Infinity;
       this.rowFirst.push(k); this.rowCount.push(count);
-      for (var j = 0; j < count; j++, k++) {
+      for (var j = 0; j < count && k < n; j++, k++) {
         acc += d.start[k];
         this.start[k] = acc * q; this.end[k] = (acc + d.dur[k]) * q;
         this.rowOf[k] = r;
@@ -216,7 +218,9 @@
         if (s > this.v1) break;
         var x0 = LABEL_W + (s - this.v0) * scale, x1 = LABEL_W + (this.end[k] - this.v0) * scale;
         if (x1 <= lastPx) {  // adds no pixel column: jump to the first event that does
-          k = this.firstEndingAfter(k, end, this.v0 + (lastPx - LABEL_W) / scale) - 1;
+          // searched from k + 1, so the loop always advances: from k itself, an end that
+          // rounds onto lastPx in pixels but not in time found k again, forever
+          k = this.firstEndingAfter(k + 1, end, this.v0 + (lastPx - LABEL_W) / scale) - 1;
           continue;
         }
         if (x0 < lastPx) x0 = lastPx;
@@ -257,12 +261,17 @@
     if (info) info.textContent = fmtAt(this.v0) + " \u2013 " + fmtAt(this.v1) + " (" + fmtUs(this.v1 - this.v0) + ")";
   };
 
+  /* ticks counted, not stepped by adding: `t += step` stands still once step is below
+     t's precision (a tiny view far from zero), and a span of 0 or NaN gives no step */
   Timeline.prototype.drawAxis = function (ctx) {
     var c = this.colors, span = this.v1 - this.v0, raw = span / 8, p = Math.pow(10, Math.floor(Math.log10(raw)));
     var step = [1, 2, 5, 10].map(function (m) { return m * p; }).filter(function (s) { return s >= raw; })[0];
     ctx.fillStyle = c.bg; ctx.fillRect(LABEL_W, 0, this.width - LABEL_W, AXIS_H);
     ctx.fillStyle = c.muted;
-    for (var t = Math.ceil(this.v0 / step) * step; t <= this.v1; t += step) {
+    var first = Math.ceil(this.v0 / step);
+    for (var i = 0; step > 0 && isFinite(first) && i <= MAX_TICKS; i++) {
+      var t = (first + i) * step;
+      if (t > this.v1) break;
       var x = this.x(t);
       ctx.fillRect(x, AXIS_H - 5, 1, 5);
       ctx.fillText(fmtAt(t), x + 2, AXIS_H / 2);

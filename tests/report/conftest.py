@@ -1,0 +1,38 @@
+"""The browser the HTML tests share: the system Chromium through Playwright, one per
+test module. Skips with the reason where Playwright or the browser is missing, and
+fails there under `CI` (tests/requires.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+from ..requires import require
+
+# the system Chromium; tests/test_requires.py points this elsewhere to prove a missing
+# browser fails the run under CI
+CHROMIUM = Path(os.environ.get("KINETOSCOPE_TEST_CHROMIUM", "/usr/bin/chromium"))
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    present = importlib.util.find_spec("playwright") is not None
+    require(present, "playwright is not installed", "pip install -e '.[dev]'")
+    require(CHROMIUM.exists(), f"{CHROMIUM} is missing", "apt-get install -y chromium")
+    from playwright import sync_api
+
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
