@@ -169,7 +169,7 @@ def test_verdict_quality_kernel_types_and_streams_are_shown_and_readable(browser
         """() => [...document.querySelectorAll('.path-band .part')]
              .map(e => e.getBoundingClientRect().width)"""
     )
-    assert 0 < len(pieces) and sum(pieces) == pytest.approx(band, rel=0.05)
+    assert len(pieces) > 0 and sum(pieces) == pytest.approx(band, rel=0.05)
     grade = page.locator(".quality .grade").inner_text()
     assert grade.lower() == report.quality["grade"]
     rows = page.locator('[data-section="kernel_types"] tbody tr').count()

@@ -7,7 +7,9 @@ what held it. One-time, profiler and untraced time are set apart; the verdict ju
 the steady part, the rest. The regimes are tried in this order:
 
 1. `not-judged`: the capture cannot be judged (`analysis.account.capture`: device
-   records lost, a window mostly empty or dead, too few events, a contended CPU).
+   records lost, a window mostly empty or dead, too few events). Any other poor check of
+   the trust grade (clock skew, lost events, a contended CPU, steps wrapping several
+   iterations) qualifies whatever verdict is given, in its line.
 2. `compile-window`: compilation holds at least `min_share` of the window.
 3. `cold-window`: one-time work (compilation, context start-up, module loading,
    library set-up) holds at least `min_share` of the window, or nothing steady is
@@ -29,8 +31,9 @@ from dataclasses import dataclass, field
 
 from ..analysis.account import sets
 from ..analysis.account.account import STEADY, WindowAccount, window_account
-from ..analysis.account.capture import WITHHOLD, capture_issues
+from ..analysis.account.capture import WITHHOLD
 from ..analysis.account.sources import ONE_TIME_CAUSES, one_time_events
+from ..analysis.quality import trace_quality
 from ..analysis.stepmap import step_count
 from ..formatting.units import fmt_pct, fmt_us
 from ..trace import Trace
@@ -232,7 +235,8 @@ def classify(trace: Trace, config: dict | None = None) -> RegimeCall:
     min_shares = {
         r: _threshold(config, r, "min_share") for r in ("compile-window", "cold-window", *WAITS)
     }
-    poor = [i for i in capture_issues(trace) if i.level == "poor"]
+    # every poor check of the trust grade (clock skew, lost events, the capture's own)
+    poor = [i for i in trace.memo(trace_quality).issues if i.level == "poor"]
     withheld = [i.text for i in poor if i.id in WITHHOLD]
     regime = "not-judged" if withheld else _regime(trace, account, low, high, min_shares)
     reasons = withheld or [i.text for i in poor]
