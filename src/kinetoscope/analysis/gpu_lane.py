@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace import Trace
+from .account import sets
 from .intervals import merge
 from .stepmap import device_steps
 from .steps import windows
@@ -75,16 +76,7 @@ def busy_while_waiting(trace: Trace, lat: LaunchLatency) -> np.ndarray:
 def device_busy_between(trace: Trace, start: np.ndarray, until: np.ndarray) -> np.ndarray:
     """Per interval [start, until], the time any device stream was busy in it."""
     work = np.flatnonzero(trace.device_work)
-    s, e = merge(trace.ts[work], trace.end[work])
-    done = np.concatenate(([0.0], np.cumsum(e - s)))
-
-    def busy_until(t: np.ndarray) -> np.ndarray:
-        k = np.searchsorted(s, t, side="right")  # intervals started by t
-        last = np.maximum(k - 1, 0)
-        partial = np.where(k > 0, np.clip(t - s[last], 0, e[last] - s[last]), 0.0)
-        return done[np.maximum(k - 1, 0)] * (k > 0) + partial
-
-    return np.clip(busy_until(until) - busy_until(start), 0, None)
+    return sets.covered_between(merge(trace.ts[work], trace.end[work]), start, until)
 
 
 @dataclass(frozen=True)

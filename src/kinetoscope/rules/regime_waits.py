@@ -171,10 +171,13 @@ def external_wait(ctx) -> list[Finding]:
     evidence = _decomposition(call)
     waits = wait_events(trace)
     part = call.account.parts["external"]
-    held = [
-        (sets.length(sets.within(part, float(trace.ts[i]), float(trace.end[i]))), int(i))
-        for i in waits.tolist()
-    ]
+    held = list(
+        zip(
+            sets.covered_between(part, trace.ts[waits], trace.end[waits]).tolist(),
+            waits.tolist(),
+            strict=True,
+        )
+    )
     for us, i in sorted(held, reverse=True)[:3]:
         if us > 0:
             evidence.append(

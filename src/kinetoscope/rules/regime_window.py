@@ -28,10 +28,9 @@ def _one_time_events(trace: Trace, limit: int = 5) -> list[Evidence]:
     part = classify(trace).account.parts["one_time"]
     rows = []
     for cause in sources.ONE_TIME_CAUSES:
-        for i in sources.one_time_events(trace, cause).tolist():
-            held = sets.length(sets.within(part, float(trace.ts[i]), float(trace.end[i])))
-            if held > 0:
-                rows.append((held, i, cause))
+        idx = sources.one_time_events(trace, cause)
+        held = sets.covered_between(part, trace.ts[idx], trace.end[idx])
+        rows += [(h, i, cause) for h, i in zip(held.tolist(), idx.tolist(), strict=True) if h > 0]
     rows.sort(key=lambda r: -r[0])
     return [
         event_evidence(

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..analysis.account import sets
 from ..analysis.account.account import STEADY, WindowAccount, window_account
 from ..analysis.account.capture import WITHHOLD
@@ -258,13 +260,12 @@ def _longest_once(trace: Trace, account: WindowAccount) -> tuple[str, float, flo
     part = account.parts["one_time"]
     if not len(part[0]):
         return None
-    best = None
-    for cause in ONE_TIME_CAUSES:
-        for i in one_time_events(trace, cause).tolist():
-            held = sets.length(sets.within(part, float(trace.ts[i]), float(trace.end[i])))
-            if held > 0 and (best is None or held > best[1]):
-                best = (trace.name(i), held, trace.rel(trace.ts[i]))
-    return best
+    idx = np.concatenate([one_time_events(trace, c) for c in ONE_TIME_CAUSES]).astype(np.int64)
+    held = sets.covered_between(part, trace.ts[idx], trace.end[idx])
+    if not len(idx) or held.max() <= 0:
+        return None
+    k = int(np.argmax(held))
+    return trace.name(int(idx[k])), float(held[k]), trace.rel(trace.ts[idx[k]])
 
 
 def _regime(

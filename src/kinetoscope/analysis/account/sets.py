@@ -84,3 +84,21 @@ def within(a: Set, lo: float, hi: float) -> Set:
 
 def length_within(a: Set, lo: float, hi: float) -> float:
     return length(within(a, lo, hi))
+
+
+def covered_between(a: Set, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """For each [start, end], how much of it `a` covers: the covered length up to `end`
+    less the covered length up to `start` (one binary search each)."""
+    starts = np.asarray(starts, dtype=np.float64)
+    ends = np.asarray(ends, dtype=np.float64)
+    if not len(a[0]):
+        return np.zeros(len(starts))
+    done = np.concatenate(([0.0], np.cumsum(a[1] - a[0])))
+
+    def upto(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(a[0], t, side="right")  # intervals started by t
+        last = np.maximum(k - 1, 0)
+        partial = np.where(k > 0, np.clip(t - a[0][last], 0.0, a[1][last] - a[0][last]), 0.0)
+        return done[last] * (k > 0) + partial
+
+    return np.clip(upto(ends) - upto(starts), 0.0, None)
