@@ -94,6 +94,8 @@ class WindowAccount:
     parts: dict[str, Set]
     #: one-time and profiler time by cause (us)
     causes: dict[str, dict[str, float]]
+    #: the time each cause could claim (`sources.one_time`, `sources.profiler`), by class
+    cause_sets: dict[str, dict[str, Set]]
     #: the CPU's math plays the device (no device work was recorded)
     on_cpu: bool
     steps: list[StepAccount]
@@ -184,7 +186,9 @@ def _account(trace: Trace) -> WindowAccount:
         StepAccount(n, s, e, {c: sets.length_within(parts[c], s, e) for c in CLASSES})
         for n, _, s, e in windows(trace)
     ]
-    return WindowAccount(sets.length(window), parts, causes, on_cpu, steps)
+    return WindowAccount(
+        sets.length(window), parts, causes, {"profiler": own, "one_time": once}, on_cpu, steps
+    )
 
 
 def _by_cause(got: Set, by_cause: dict[str, Set]) -> dict[str, float]:

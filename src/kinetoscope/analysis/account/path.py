@@ -24,10 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...trace import Cat, Trace
-from ..steps import host_activity_mask
+from ...trace import Trace
 from . import sets, sources
-from .account import CLASSES, WORDS, WindowAccount, window_account
+from .account import CLASSES, WORDS, window_account
 
 #: At most this many segments go into a report; beyond it, runs of neighbours shorter
 #: than window / MAX_SEGMENTS are folded into one (the JSON gives `resolution_us`).
@@ -150,8 +149,7 @@ def _path(trace: Trace) -> CriticalPath:
         sources.math_events(trace) if account.on_cpu else np.flatnonzero(trace.device_work)
     )
     add("device", account.parts["device"], _holders(trace, device_events, outer=True))
-    ops = host_activity_mask(trace) & trace.mask(Cat.CPU_OP, Cat.RUNTIME, Cat.DRIVER)
-    add("dispatch", account.parts["dispatch"], _holders(trace, np.flatnonzero(ops), True))
+    add("dispatch", account.parts["dispatch"], _holders(trace, sources.op_events(trace), True))
     add("data", account.parts["data"], _holders(trace, sources.data_events(trace), True))
     waits = _holders(trace, sources.wait_events(trace), outer=True)
     add("sync_stall", account.parts["sync_stall"], waits)
@@ -162,10 +160,8 @@ def _path(trace: Trace) -> CriticalPath:
         _holders(trace, sources.frame_events(trace), outer=False),
         "Python between ops",
     )
-    for cls, causes in (
-        ("one_time", sources.one_time(trace)),
-        ("profiler", sources.profiler(trace, _window(account))),
-    ):
+    for cls in ("one_time", "profiler"):
+        causes = account.cause_sets[cls]
         left = account.parts[cls]
         for cause, time in causes.items():
             mine = sets.meet(left, time)
@@ -174,10 +170,6 @@ def _path(trace: Trace) -> CriticalPath:
         add(cls, left)
     add("untraced", account.parts["untraced"], fallback="nothing recorded")
     return _assemble(cols, labels, account.window_us)
-
-
-def _window(account: WindowAccount):
-    return sets.union(*account.parts.values())
 
 
 def _holders(trace: Trace, idx: np.ndarray, outer: bool):

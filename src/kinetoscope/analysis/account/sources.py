@@ -89,9 +89,8 @@ def profiler(trace: Trace, window: Set) -> dict[str, Set]:
 
 def _final_flush(trace: Trace) -> np.ndarray:
     """Device synchronize calls that start after the last op of their thread."""
-    syncs = _host(
-        trace, np.isin(trace.name_id, trace.name_ids_matching(DEVICE_SYNC_NAMES.__contains__))
-    )
+    ids = [trace.name_index[n] for n in DEVICE_SYNC_NAMES if n in trace.name_index]
+    syncs = _host(trace, np.isin(trace.name_id, np.array(ids, dtype=np.int32)))
     if not len(syncs):
         return syncs
     ops = _host(trace, trace.mask(Cat.CPU_OP))
@@ -126,6 +125,11 @@ def one_time(trace: Trace) -> dict[str, Set]:
 
 
 def one_time_events(trace: Trace, cause: str) -> np.ndarray:
+    """The events of one cause of one-time work (`_one_time_events`), once per trace."""
+    return trace.memo(_one_time_events, cause)
+
+
+def _one_time_events(trace: Trace, cause: str) -> np.ndarray:
     """The events of one cause of one-time work: compilation (Dynamo/Inductor), library
     set-up and module loading (`cold_start.CAUSES`), a first launch of a kernel that took
     >= 1 ms (lazy module loading), and the first call of any other runtime function that
@@ -193,13 +197,26 @@ def math_events(trace: Trace) -> np.ndarray:
 def dispatch(trace: Trace) -> Set:
     """The host runs an op (the dispatcher, a composite op, its launch calls) or a runtime
     or driver call."""
+    return events_set(trace, op_events(trace))
+
+
+def op_events(trace: Trace) -> np.ndarray:
+    """Ops and runtime/driver calls on host threads (the steps' markers left out)."""
+    return trace.memo(_op_events)
+
+
+def _op_events(trace: Trace) -> np.ndarray:
     busy = host_activity_mask(trace) & trace.mask(Cat.CPU_OP, Cat.RUNTIME, Cat.DRIVER)
-    return events_set(trace, _host(trace, busy))
+    return _host(trace, busy)
 
 
 def frame_events(trace: Trace) -> np.ndarray:
     """Python frames and annotations on host threads, the step markers left out (time
     inside a step and outside every op is the loop's Python, not the step's)."""
+    return trace.memo(_frame_events)
+
+
+def _frame_events(trace: Trace) -> np.ndarray:
     steps = trace.name_ids_matching(lambda n: bool(STEP_RE.match(n)))
     mask = trace.mask(Cat.PYTHON, Cat.USER_ANNOTATION) & (trace.lane_kind == 1)
     return np.flatnonzero(mask & ~np.isin(trace.name_id, steps))
