@@ -31,14 +31,13 @@ def _timed(fn) -> float:
 def measure(path: Path, repeat: int) -> tuple[float, float, float]:
     from kinetoscope.analysis.account.account import window_account
     from kinetoscope.analysis.account.path import critical_path
-    from kinetoscope.pipeline.build import build_report
-    from kinetoscope.trace import load
-
     from kinetoscope.analysis.blocking import blocking_calls
     from kinetoscope.analysis.compile import compile_events
     from kinetoscope.analysis.cpu_compute import compute_intervals
     from kinetoscope.analysis.dataloader import next_events
     from kinetoscope.analysis.steps import step_stats
+    from kinetoscope.pipeline.build import build_report
+    from kinetoscope.trace import load
 
     account, explain = [], []
     for _ in range(repeat):
