@@ -148,3 +148,26 @@ def test_every_class_has_its_words():
     from kinetoscope.analysis.account.account import CPU_WORDS, WORDS
 
     assert set(WORDS) == set(CLASSES) == set(CPU_WORDS)
+
+
+def _steps(path, first_number: int, durations: list[float]):
+    """Steps of one aten::mm filling 90% of each, numbered from `first_number`."""
+    events, t = [], 0.0
+    for k, dur in enumerate(durations):
+        events.append(op(f"ProfilerStep#{first_number + k}", t, dur, cat="user_annotation"))
+        events.append(op("aten::mm", t + 0.05 * dur, 0.9 * dur))
+        t += dur
+    return write_trace(path, events)
+
+
+def test_a_cold_first_step_is_one_time_work(tmp_path):
+    # recorded from the loop's first iteration: step 0 takes 20 ms, the next ones 6-7 ms
+    cold = _steps(tmp_path / "cold.json", 0, [20_000, 6_000, 7_000, 6_500, 6_000, 6_200])
+    account = window_account(kinetoscope.load(cold))
+    assert account.causes["one_time"]["cold first step"] == pytest.approx(20_000)
+    # the same first step after 5 iterations ran: no first call is left in it
+    warm = _steps(tmp_path / "warm.json", 5, [20_000, 6_000, 7_000, 6_500, 6_000, 6_200])
+    assert window_account(kinetoscope.load(warm)).us("one_time") == 0
+    # a later step as slow as the first: the slowness recurs, it is no cold start
+    again = _steps(tmp_path / "again.json", 0, [20_000, 6_000, 21_000, 6_500, 6_000, 6_200])
+    assert window_account(kinetoscope.load(again)).us("one_time") == 0

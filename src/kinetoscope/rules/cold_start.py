@@ -194,7 +194,8 @@ def _first_step(ctx) -> list[Finding]:
     median = statistics.median(w.wall_us for w in later)
     factor = cost.wall_us / median if median > 0 else 0.0
     limit = ctx.threshold("factor")
-    if factor <= limit:
+    if factor <= limit or cost.wall_us <= max(w.wall_us for w in later):
+        # a later step as slow as the first says its slowness recurs: no one-time cost
         return []
     device = (
         f" (its device work ran {fmt_us(cost.device_us)}, host {fmt_us(cost.host_us)})"

@@ -12,7 +12,8 @@ whose events cover it (`sources.py` says which events each class reads):
    start/stop frames and final synchronize, the head and tail of the window where
    nothing of the program is recorded.
 3. `one_time`: work a steady loop does not repeat, while the device idles:
-   compilation, context start-up, lazy module loading, library set-up.
+   compilation, context start-up, lazy module loading, library set-up, and a first
+   step recorded cold that is slower than every later one.
 4. `data`: the host waits for the next batch (DataLoader), device idle.
 5. `sync_stall` / `external`: the host blocks in a runtime wait while every device
    stream idles. A wait on this trace's own device work ends a few microseconds after

@@ -21,6 +21,7 @@ from ..cold_start import (
     FIRST_RUN_FACTOR,
     iterations_before_window,
     slow_first_launches,
+    step_walls,
 )
 from ..compile import compile_events
 from ..cpu_compute import compute_intervals, math_ops
@@ -109,7 +110,7 @@ def recorded_program(trace: Trace, profiler_sets: dict[str, Set]) -> Set:
     return sets.union(sets.minus(host, own), events_set(trace, np.flatnonzero(trace.device_work)))
 
 
-#: The causes of one-time work, in the order an instant two share is given.
+#: The causes of one-time work held by calls, in the order an instant two share is given.
 ONE_TIME_CAUSES = (
     "compilation",
     "module-load",
@@ -120,8 +121,28 @@ ONE_TIME_CAUSES = (
 
 
 def one_time(trace: Trace) -> dict[str, Set]:
-    """Work a steady loop does not repeat, by cause (`one_time_events`)."""
-    return {c: events_set(trace, one_time_events(trace, c)) for c in ONE_TIME_CAUSES}
+    """Work a steady loop does not repeat, by cause (`one_time_events`), and a cold first
+    step (`cold_first_step`)."""
+    out = {c: events_set(trace, one_time_events(trace, c)) for c in ONE_TIME_CAUSES}
+    out["cold first step"] = cold_first_step(trace)
+    return out
+
+
+def cold_first_step(trace: Trace) -> Set:
+    """The first step of a loop recorded from its first iteration, when it is slower than
+    every later step and at least `FIRST_RUN_FACTOR` times their median (three steps at
+    least): the first iteration pays first calls (allocations, library and kernel
+    selection, lazy initialisation) that no later one repeats; a later step as slow says
+    the cost recurs. Step times are `cold_start.step_walls` (host window or the run of its
+    device work, the longer)."""
+    if len(trace.steps) < 3 or iterations_before_window(trace) > 0:
+        return sets.EMPTY
+    walls = [w.wall_us for w in step_walls(trace)]
+    first, later = walls[0], walls[1:]
+    if first <= max(later) or first < FIRST_RUN_FACTOR * float(np.median(later)):
+        return sets.EMPTY
+    step = trace.steps[0]
+    return sets.of(np.array([step.start]), np.array([step.end]))
 
 
 def one_time_events(trace: Trace, cause: str) -> np.ndarray:
