@@ -49,7 +49,7 @@ class SummaryDocument:
     step_median_us: float
     step_mean_us: float
     step_p90_us: float
-    host_time_text: str  # the host-time split, worded as every renderer words it
+    host_time_text: str  # the window account, worded as every renderer words it
     outlier_factor: float  # a step over this many times the median is an outlier
     steps: list[StepLine]
     top_kernels: list[RankedLine]

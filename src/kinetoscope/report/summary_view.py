@@ -88,7 +88,7 @@ def render_summary(summary: SummaryDocument, console: Console) -> None:
     head.append("per step ", style="bold")
     head.append(
         f"median {fmt_us(summary.step_median_us)} (mean {fmt_us(summary.step_mean_us)}, "
-        f"p90 {fmt_us(summary.step_p90_us)}); host time: {summary.host_time_text}; "
+        f"p90 {fmt_us(summary.step_p90_us)}); the window account: {summary.host_time_text}; "
         f"{count(int(m['outlier_steps']), 'step')} over {summary.outlier_factor:g}x the median"
     )
     steps = Table(title="steps", title_justify="left", show_edge=False)

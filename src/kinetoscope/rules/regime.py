@@ -1,8 +1,9 @@
-"""Regime rules judged on device busy vs host time: overhead-bound, compute-bound, mixed,
-host-only. The verdict itself (which regime, for all regime rules) is `rules.verdict.classify`;
-the wait and compile regimes are in `rules.regime_waits`. On a CPU run (no device work) the
-same rules judge the CPU's compute share of the window (`RegimeCall.on_cpu`) and speak of
-ops and math libraries, never of kernels, launches or a device.
+"""Regime rules judged on the device's share of the steady window (the window account):
+overhead-bound, compute-bound, mixed, host-only. The verdict itself (which regime, for all
+regime rules) is `rules.verdict.classify`; the wait regimes are in `rules.regime_waits`,
+the window's own (not-judged, compile-window, cold-window) in `rules.regime_window`. On a
+CPU run (no device work) the same rules judge the CPU's compute share (`RegimeCall.on_cpu`)
+and speak of ops and math libraries, never of kernels, launches or a device.
 """
 
 from __future__ import annotations
