@@ -93,8 +93,15 @@ def test_commands_agree(relative, tmp_path):
     )
     assert all(o.passed for o in outcomes), [o.line() for o in outcomes]
     # check prints a share as the verdict line does, beside the number it compared
+    # (where the line shows dispatch: the window account's classes of at least 0.05%)
     printed = re.search(r"dispatch \+ launch (\d+\.\d%)", explain["verdict"]["summary"])
-    assert outcomes[-1].measured.endswith(f"({printed.group(1)})"), outcomes[-1].measured
+    if (
+        printed
+        or m["dispatch_share"] >= 0.0005
+        and explain["verdict"]["regime"]
+        not in ("not-judged", "cold-window", "compile-window", "host-only")
+    ):
+        assert outcomes[-1].measured.endswith(f"({printed.group(1)})"), outcomes[-1].measured
     # the outlier count: step rows flagged == metrics == step-outlier's title
     flagged = sum(1 for s in explain["steps"] if s["outlier"])
     assert flagged == m["outlier_steps"]
@@ -160,8 +167,12 @@ def _verdict_bar_is_one_statistic(html: str, explain: dict) -> None:
     for cls, share in account.items():
         if share <= 0:
             continue
-        printed = f"<strong>{fmt_pct(share)}</strong>"
-        assert printed in bar, (cls, printed)
+        # the JSON rounds to 4 decimals: the page prints the unrounded share's digits
+        shown = {fmt_pct(share + d) for d in (-5e-5, 0.0, 5e-5)}
+        printed = next(
+            (f"<strong>{p}</strong>" for p in shown if f"<strong>{p}</strong>" in bar), None
+        )
+        assert printed is not None, (cls, shown)
         if steps:
             per_step = fmt_us(held[cls] / steps)
             assert f'{printed} <span class="where">({per_step}/step, mean' in bar, cls
@@ -331,14 +342,17 @@ def test_sync_wait_from_blocking_copies_is_one_number(tmp_path):
     [step] = explain["steps"]
     assert step["sync_wait_us"] == pytest.approx(m["sync_wait_us"])
     assert m["sync_wait_us"] >= 880.0 + 1078.0
-    assert m["sync_share"] == pytest.approx(m["sync_wait_us"] / m["window_us"], abs=1e-4)
-    # the host blocked there while the device worked: in the window account only the
-    # part with every stream idle is the syncs' own (sync stall), and the text says that
+    # the host blocked there mostly while the device worked: in the window account only
+    # the part with every stream idle is the syncs' own (sync stall); the share metric,
+    # the verdict's account, the text and host-sync's saving are that one figure
     stall = explain["verdict"]["account"]["sync_stall"]
-    assert stall < m["sync_share"]
+    assert m["sync_share"] == pytest.approx(stall, abs=1e-4)
+    assert stall * m["window_us"] < 0.2 * m["sync_wait_us"]
     assert f"sync stall {fmt_pct(stall)}" in _flat_text("explain", path)
     host_sync = next(f for f in explain["findings"] if f["id"] == "host-sync")
     assert host_sync["measured"]["blocked_us"] == pytest.approx(m["sync_wait_us"], abs=0.1)
+    held = explain["verdict"]["account_us"]["sync_stall"]
+    assert host_sync["measured"]["stall_us"] == pytest.approx(held, abs=0.1)
     share = round(m["sync_share"], 4)
     outcomes = run_check(path, [f"sync_share >= {share - 1e-3}", f"sync_share <= {share + 1e-3}"])
     assert all(o.passed for o in outcomes), [o.line() for o in outcomes]

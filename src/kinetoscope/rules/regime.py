@@ -45,7 +45,7 @@ def _numbers(call: RegimeCall) -> list[Evidence]:
             f"from {fmt_pct(call.compute_min_ratio, 0)})",
             value=call.ratio,
         ),
-        Evidence(f"the steady part: {call.decomposition}", value=call.host_time_us, unit="us"),
+        Evidence(f"the window account: {call.decomposition}", value=call.host_time_us, unit="us"),
     ]
 
 

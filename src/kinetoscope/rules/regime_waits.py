@@ -24,8 +24,8 @@ def _decomposition(call: RegimeCall) -> list[Evidence]:
     """The steady part's classes, and what the window set apart."""
     out = [
         Evidence(
-            f"the steady {fmt_us(call.steady_us)} of the {fmt_us(call.window_us)} window: "
-            f"{call.decomposition}",
+            f"the steady part is {fmt_us(call.steady_us)} of the {fmt_us(call.window_us)} "
+            f"window; the window account: {call.decomposition}",
             value=call.steady_us,
             unit="us",
         )

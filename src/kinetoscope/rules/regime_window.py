@@ -121,7 +121,8 @@ def cold_window(ctx) -> list[Finding]:
     trace = ctx.trace
     once = call.account.us("one_time")
     steady = (
-        f" The steady rest ({fmt_us(call.steady_us)}): {call.decomposition}."
+        f" The steady rest ({fmt_us(call.steady_us)}), as shares of the window: "
+        f"{call.decomposition}."
         if call.steady_us > 0
         else " Nothing steady is left to judge."
     )

@@ -142,10 +142,12 @@ class RegimeCall:
 
     @property
     def decomposition(self) -> str:
-        """The steady part's classes as shares of it, as every renderer words them (those
-        of at least 0.05%: a share printed as 0.0% says nothing)."""
+        """The steady classes as shares of the window (the figures `metrics` and `check`
+        give), as every renderer words them; those of at least 0.05% (0.0% says nothing)."""
         words = self.account.words()
-        return ", ".join(f"{words[c]} {fmt_pct(v)}" for c, v in self.steady.items() if v >= 0.0005)
+        return ", ".join(
+            f"{words[c]} {fmt_pct(self.shares[c])}" for c in STEADY if self.shares[c] >= 0.0005
+        )
 
     @property
     def host_side(self) -> str:
@@ -178,14 +180,14 @@ class RegimeCall:
                 + (f" (mostly {cause})" if cause else "")
                 + longest
                 + ", no steady-state verdict (profile after warm-up)"
-                + (f"; the steady rest: {self.decomposition}" if self.steady_us > 0 else "")
+                + (f"; the rest of the window: {self.decomposition}" if self.steady_us > 0 else "")
             )
         qualified = f" (qualified: {'; '.join(self.reasons)})" if self.reasons else ""
         where = f" on {self.device}" if self.device else ""
         device = "CPU compute" if self.on_cpu else f"device busy{where}"
         if self.regime == "host-only":
             return (
-                f"host-only: no device activity and no op arithmetic; steady part: "
+                f"host-only: no device activity and no op arithmetic; the window: "
                 f"{self.decomposition}" + tail + qualified
             )
         rest = f"; while it idled (of the window): {self.host_side}" if self.host_side else ""
