@@ -70,14 +70,18 @@ def _host(trace: Trace, mask: np.ndarray) -> np.ndarray:
 def profiler(trace: Trace, window: Set) -> dict[str, Set]:
     """The profiler's own time, by cause: its buffer refills (Activity Buffer Request), its
     start/stop frames (with_stack shows `stop_trace`, whose cudaDeviceSynchronize drains
-    the device), the final flush (a device synchronize after the last op of its thread,
-    on a trace without steps), and the head and tail of a window without steps where
+    the device), the pipeline's refill after its start drained it (`_pipeline_fill`), the
+    device finishing work launched before the capture (`_before_capture`), the final
+    flush (a device synchronize after the last op of its thread, on a trace without
+    steps), and the head and tail of a window without steps where
     nothing of the program is recorded (from the profiler's start to the first event,
     from the last event to `Record Window End`)."""
     out = {"buffer flush": events_set(trace, buffer_requests(trace))}
     frames = trace.name_ids_matching(lambda n: bool(_PROFILER_FRAME.search(n)))
     out["start/stop"] = events_set(trace, _host(trace, np.isin(trace.name_id, frames)))
+    out["work from before the capture"] = _before_capture(trace, window)
     if trace.steps:
+        out["pipeline fill"] = _pipeline_fill(trace)
         return out
     out["final flush"] = events_set(trace, _final_flush(trace))
     recorded = recorded_program(trace, out)
@@ -86,6 +90,45 @@ def profiler(trace: Trace, window: Set) -> dict[str, Set]:
         first, last = float(recorded[0][0]), float(recorded[1][-1])
         out["outside the program"] = sets.of(np.array([lo, last]), np.array([first, hi]))
     return out
+
+
+def _before_capture(trace: Trace, window: Set) -> Set:
+    """From the window's start to the first record of each stream whose first record has
+    no launch in the trace (where others have one): it was launched before the profiler
+    recorded, so the stream was busy before it with work launched earlier still, which
+    CUPTI did not record (it records what it saw launched). The device's time, not the
+    host's, and not this window's work."""
+    work = np.flatnonzero(trace.device_work)
+    if not len(work) or not len(window[0]) or not (trace.launch_of[work] >= 0).any():
+        return sets.EMPTY
+    work = work[np.lexsort((trace.ts[work], trace.lane[work]))]
+    lanes = trace.lane[work]
+    first = work[np.concatenate(([True], lanes[1:] != lanes[:-1]))]
+    start = float(window[0][0])
+    unlinked = first[(trace.launch_of[first] < 0) & (trace.ts[first] > start)]
+    if not len(unlinked):
+        return sets.EMPTY
+    return sets.of(np.full(len(unlinked), start), trace.ts[unlinked])
+
+
+def _pipeline_fill(trace: Trace) -> Set:
+    """The first step's head, from its start to the first device work, when the device is
+    idle at the window's start and still busy when the second step starts. The loop runs
+    ahead of the device (a step boundary does not drain the queue), so in a steady run
+    the device would be working here: the queue is empty only because the profiler's
+    start (its warm-up to record transition) drained it, and the first step refills it."""
+    steps = sorted(trace.steps, key=lambda s: s.start)
+    if len(steps) < 2:
+        return sets.EMPTY
+    busy = device(trace)
+    first, second = steps[0].start, steps[1].start
+    hit = sets.inside(busy, np.array([first, second]))
+    if hit[0] or not hit[1]:
+        return sets.EMPTY
+    k = int(np.searchsorted(busy[0], first, side="left"))
+    if k >= len(busy[0]) or busy[0][k] >= second:
+        return sets.EMPTY
+    return sets.of(np.array([first]), np.array([float(busy[0][k])]))
 
 
 def _final_flush(trace: Trace) -> np.ndarray:
