@@ -47,11 +47,12 @@ def _item_steps(path, copy_name="Memcpy DtoH (Device -> Pageable)"):
 
 def test_pageable_copy_behind_item_is_sync_wait_and_sync_bound(tmp_path):
     trace = _item_steps(tmp_path / "t.json")
-    # per step the host blocks 578 us in the copy and 3 us in the synchronize: 58.1% of the
-    # window; the old account counted only the synchronize (0.3%)
+    # per step the host blocks 578 us in the copy and 3 us in the synchronize (the step's
+    # sync wait); the old account counted only the synchronize. In the window account only
+    # the part with every stream idle is the syncs' own: the share metric says that
     m = trace_metrics(trace)
-    assert m["sync_share"] == pytest.approx(0.581, abs=1e-3)
     assert m["sync_wait_us"] == pytest.approx(581.0)
+    assert m["sync_share"] < 0.02
     sites = sync_sites(trace)
     assert [(trace.name(s.index), s.kind, s.wait_us) for s in sites] == [
         ("aten::item", "scalar read", 581.0)
@@ -116,12 +117,13 @@ def test_a_slow_launch_is_not_a_wait(relative, seconds):
 
 def test_whole_window_account_counts_the_final_synchronize():
     # no ProfilerStep: the 11.87 ms hipDeviceSynchronize of the 13.28 ms window is host time
-    # blocked on the device (it was "dispatch + launch" before); the device ran during it, so
-    # the verdict stays compute-bound rather than sync-bound
+    # blocked on the device (it was "dispatch + launch" before); the device ran during it:
+    # the device's time in the account, so the verdict is compute-bound, never sync-bound
     trace = kinetoscope.load(corpus("gpu/tracelens_torch_compile_triton__trace.json.gz"))
+    (flush,) = [i for i in blocking_calls(trace).tolist() if trace.dur[i] > 11_000]
+    assert trace.dur[flush] == pytest.approx(11870.7, rel=1e-3)
     m = trace_metrics(trace)
-    assert m["sync_share"] == pytest.approx(11870.7 / m["window_us"], rel=1e-3)
-    assert m["sync_share"] > 0.85
+    assert m["device_busy_ratio"] > 0.9 and m["sync_share"] < 0.01
     assert kinetoscope.explain(trace).verdict.regime == "compute-bound"
 
 

@@ -53,9 +53,10 @@ def test_small_kernels_after_the_last_step_are_overhead_bound(tmp_path):
 def test_big_kernels_after_the_last_step_are_compute_bound(tmp_path):
     path = lagging_matmul_add(tmp_path / "big.json", gemm_us=4000.0, add_us=300.0)
     report = kinetoscope.explain(path)
-    # device busy 4300 us per 100 us step: the device sets the pace (ratio above 100%)
+    # device busy 4300 us per 100 us step: the device sets the pace; the window runs until
+    # the work the steps launched is done, and the device holds nearly all of it
     assert [s.device_busy_us for s in report.steps] == pytest.approx([4300.0] * 3)
-    assert report.metrics["device_busy_ratio"] == pytest.approx(43.0)
+    assert report.metrics["device_busy_ratio"] == pytest.approx(12900 / (350 + 12905), rel=1e-3)
     assert report.verdict.regime == "compute-bound"
     assert_trace(path, "kernels_per_step == 2", regime="compute-bound")
 

@@ -22,12 +22,16 @@ def test_alexnet_names_lazy_loading_and_allocator_growth():
     # driver loading modules) and 24 cudaMalloc calls grow the caching allocator's pool;
     # ampere_sgemm_32x32_sliced1x4_tn (4 runs, same grid/block) takes 822 us the first time,
     # 399 us median after: a cold first iteration
-    found, _ = _cold(load(corpus("gpu/alexnet_train.json.gz")))
-    assert set(found) == {"first-launch", "allocator-growth", "first-run"}
-    first = found["first-launch"]
-    assert first.evidence[0].name == "cudaLaunchKernel" and first.evidence[0].dur_us > 3e6
-    assert "CUDA_MODULE_LOADING" in first.suggestion
-    assert found["allocator-growth"].measured["calls"] == 24
+    # the window is a cold one (29.9 s of context creation): the three causes are one
+    # cause there, one finding holding each cause's evidence (issue 31: cold-start thrice)
+    out = run_rules(load(corpus("gpu/alexnet_train.json.gz")), only=["cold-start"])
+    (found,) = out.findings
+    assert found.measured["cause"] == "first-launch"
+    assert found.evidence[0].name == "cudaLaunchKernel" and found.evidence[0].dur_us > 3e6
+    assert "CUDA_MODULE_LOADING" in found.suggestion
+    also = [e.text for e in found.evidence if e.text.startswith("also cold-start:")]
+    assert any("allocator growth, 24 calls" in t for t in also)
+    assert any("first iteration" in t for t in also)
 
 
 def test_graph_replays_are_not_lazy_loading():
@@ -55,9 +59,10 @@ def test_after_warmup_names_what_is_still_cold(tmp_path):
     # schedule warmup=2: steps #0 and #1 ran (warming up) before the recorded #2-#4
     trace = profile_steps(tmp_path / "warm.json", lambda i: torch.tanh(x @ x), steps=3, warmup=2)
     assert [s.number for s in trace.steps] == [2, 3, 4]
-    # factor 0 makes the first-step check fire whatever this machine measured: the wording
+    # factors 0 make the first-step check fire whatever this machine measured: the wording
     # is what is under test
-    out = run_rules(trace, config={"cold-start": {"factor": 0.0}}, only=["cold-start"])
+    config = {"cold-start": {"factor": 0.0, "over_slowest": 0.0}}
+    out = run_rules(trace, config=config, only=["cold-start"])
     (f,) = [f for f in out.findings if f.measured["cause"] == "first-step"]
     assert "2 iterations ran before this window" in f.suggestion
     assert "schedule(" not in f.suggestion

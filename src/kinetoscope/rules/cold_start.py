@@ -194,7 +194,8 @@ def _first_step(ctx) -> list[Finding]:
     median = statistics.median(w.wall_us for w in later)
     factor = cost.wall_us / median if median > 0 else 0.0
     limit = ctx.threshold("factor")
-    if factor <= limit or cost.wall_us <= max(w.wall_us for w in later):
+    slowest = max(w.wall_us for w in later)
+    if factor <= limit or cost.wall_us <= ctx.threshold("over_slowest") * slowest:
         # a later step as slow as the first says its slowness recurs: no one-time cost
         return []
     device = (
@@ -256,17 +257,16 @@ def _first_step(ctx) -> list[Finding]:
     "cpu-lane",
     "one-time costs in the window: a slow first step, lazy loading, library setup, allocations",
     factor=1.5,
+    over_slowest=1.0,
     min_steps=3,
     min_first_run_us=100.0,
 )
 def cold_start(ctx) -> list[Finding]:
     found = _cold_start(ctx)
-    window_is_cold = classify(ctx.trace, ctx.config).regime in ONE_TIME_VERDICTS
-    for f in found:
-        # one-time work is one cause: one finding (rules.merge folds the others into it,
-        # or into the verdict where the window is cold); a first step's one-time calls
-        # stay with that step's cost
-        if window_is_cold or not f.cause or f.cause == ("first-use",):
+    if classify(ctx.trace, ctx.config).regime in ONE_TIME_VERDICTS:
+        # the verdict is this cause, call by call: one finding (rules.merge folds these
+        # into it); elsewhere each one-time cause keeps its own finding and fix
+        for f in found:
             f.cause = (ONE_TIME,)
     return found
 
