@@ -63,9 +63,9 @@ def test_text_and_markdown(dlrm):
     assert "0.00" not in text  # every time in a unit that shows it
     assert "  rank 7: " + str(dlrm / "worker7_step_12.1694128201553.pt.trace.json.gz") in text
     assert "Straggler: rank 7 (waits 1.53 ms at collectives" in text
-    # rank 1 is sync-bound (7.51 ms of 8 syncs, 37.7% of its step): host-sync takes the
-    # verdict's severity there (one sync wait, one finding: rules.merge)
-    assert "ranks 0-7: [critical] host-sync" in text
+    # every rank blocks in syncs (rank 1: 7.51 ms of 8 syncs), mostly while NCCL and compute
+    # kernels run: host-sync names the sites on all ranks, saving only their stall
+    assert re.search(r"ranks 0-7: \[(info|warn)\] host-sync", text)
     assert "overlap" in text.splitlines()[2]
     md = explain_ranks(sorted(dlrm.iterdir()), jobs=2, config={}, fmt="md")
     assert "| rank | steps | step |" in md and "| 7 \\* | 1 | 12.5 ms |" in md
@@ -189,14 +189,14 @@ def test_copy_of_dir_is_untouched(dlrm, tmp_path):
     assert {p.name: p.stat().st_mtime_ns for p in copy.iterdir()} == before
 
 
-def test_merged_findings_read_in_severity_order_in_every_format():
-    """Text and JSON listed merged findings by impact first (exposed-communication, a warn
-    worth 11 ms, above host-sync, critical at 7.5 ms) while the HTML page re-sorted them by
-    severity: now every format reads them as single-trace findings are, severity first."""
+def test_merged_findings_read_in_one_order_in_every_format():
+    """The HTML page re-sorted merged findings by severity while text and JSON listed them
+    otherwise: every format reads them as single-trace findings are, by the largest time a
+    fix saves on any rank (exposed communication first on DLRM)."""
     doc = json.loads(explain_ranks([DLRM], jobs=1, config={}, fmt="json"))
-    order = [(f["severity"], -f["impact_us"]["max"]) for f in doc["findings"]]
-    assert order == sorted(order, key=lambda o: ({"critical": 0, "warn": 1, "info": 2}[o[0]], o[1]))
-    assert doc["findings"][0]["id"] == "host-sync"
+    impacts = [f["impact_us"]["max"] for f in doc["findings"]]
+    assert impacts == sorted(impacts, reverse=True)
+    assert doc["findings"][0]["id"] == "exposed-communication"
     text = explain_ranks([DLRM], jobs=1, config={}, fmt="text")
     said = re.findall(r"\[(?:critical|warn|info)\] ([a-z0-9-]+):", text)
     assert said == [f["id"] for f in doc["findings"]]

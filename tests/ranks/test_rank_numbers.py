@@ -77,8 +77,9 @@ def test_rank_rows_equal_single_trace_figures(job, tmp_path):
         assert row["step_us"] == pytest.approx(metrics["step_time_us"], abs=1e-3), where
         assert row["device_busy_us"] == pytest.approx(metrics["device_busy_us"], abs=1e-3), where
         assert len(row["steps"]) == metrics["steps"], where
-        window = sum(s["dur_us"] for s in row["steps"]) if row["steps"] else row["step_us"]
-        busy_ratio = row["device_busy_us"] / window
+        # the device's share of the window account's window (the steps until the work they
+        # launched ends), the base of every share
+        busy_ratio = row["device_busy_us"] / single["verdict"]["account_us"]["window_us"]
         assert busy_ratio == pytest.approx(metrics["device_busy_ratio"], abs=1e-4), where
         # collective share: of the same device busy time, over the same window's collectives
         # (no trace here has peer copies, the other communication `streams` counts)

@@ -17,10 +17,11 @@ def test_resnet50_without_workers_is_data_bound():
     report = kinetoscope.explain(corpus(WORKERS0))
     m = report.metrics
     # 6 steps of ~176 ms each spend 62.6-73.4 ms in
-    # enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ (38-41%); dispatch is
-    # 52% of the step but only ~9% while the V100 idles, and the device is busy 58%
-    assert 0.35 < m["data_share"] < 0.45
-    assert m["dispatch_exposed_share"] < 0.15 and m["device_busy_ratio"] < 0.8
+    # enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__ (38-41%), of which ~32%
+    # of the window with the V100 idle (the window account); dispatch is 52% of the step
+    # but only ~9% while the device idles, and the device is busy 57%
+    assert 0.3 < m["data_share"] < 0.45
+    assert m["dispatch_share"] < 0.15 and m["device_busy_ratio"] < 0.8
     assert report.verdict.regime == "data-bound"
     # one cause, one finding: the verdict's data-bound folds into dataloader-bound (rules.merge)
     (wait,) = [f for f in report.findings if f.id.endswith("-bound")]
@@ -55,9 +56,10 @@ def _sync_loop(path, sync_us: float, device_us: float):
 
 def test_blocking_item_per_step_is_sync_bound(tmp_path):
     # 120 us of each 200 us step blocked in cudaStreamSynchronize under aten::item while
-    # the device works 40 us: the host waits, the device is far from saturated
+    # the device works 40 us: 38 us of the wait are the kernel's (the device's time), the
+    # other 82 us the wait's own with every stream idle (sync stall, 41% of the window)
     report = kinetoscope.explain(_sync_loop(tmp_path / "s.json", 120.0, 40.0))
-    assert report.metrics["sync_share"] == pytest.approx(0.6)
+    assert report.metrics["sync_share"] == pytest.approx(0.41)
     assert report.metrics["syncs_per_step"] == 1
     assert report.verdict.regime == "sync-bound"
     # sync-bound folds into host-sync, which names the same wait site by site (rules.merge)
@@ -66,9 +68,9 @@ def test_blocking_item_per_step_is_sync_bound(tmp_path):
 
 
 def test_short_syncs_do_not_make_a_sync_bound_verdict(tmp_path):
-    # 20 us blocked of 200 us: 10% of the step, under the 30% minimum
+    # 20 us blocked of 200 us, 12 us of them with the device idle: 6%, under the 30% minimum
     report = kinetoscope.explain(_sync_loop(tmp_path / "s.json", 20.0, 10.0))
-    assert report.metrics["sync_share"] == pytest.approx(0.1)
+    assert report.metrics["sync_share"] == pytest.approx(0.06)
     assert report.verdict.regime != "sync-bound"
 
 

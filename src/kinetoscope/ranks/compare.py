@@ -9,6 +9,7 @@ from statistics import median
 from typing import Any
 
 from ..rules.base import SEVERITY_ORDER
+from ..rules.ranking import WINDOW_CAVEATS
 from .summary import RankSummary
 
 #: a straggler waits at collectives less than this share of the median rank's wait ...
@@ -78,7 +79,15 @@ def merged_findings(ranks: dict[int, RankSummary]) -> list[dict[str, Any]]:
                 "suggestion": worst["suggestion"],
             }
         )
-    # read in the order single-trace findings are (`rules.ranking`): severity first, then
-    # the largest time a fix saves on any rank; every format lists them in this order
-    out.sort(key=lambda f: (SEVERITY_ORDER[f["severity"]], -f["impact_us"]["max"], f["id"]))
+    # read in the order single-trace findings are (`rules.ranking`): window caveats first,
+    # then the largest time a fix saves on any rank, severity breaking ties; every format
+    # lists them in this order
+    out.sort(
+        key=lambda f: (
+            f["id"] not in WINDOW_CAVEATS,
+            -f["impact_us"]["max"],
+            SEVERITY_ORDER[f["severity"]],
+            f["id"],
+        )
+    )
     return out

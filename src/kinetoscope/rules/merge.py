@@ -21,10 +21,11 @@ only the busy part. (On a trace without device work the whole step is host.)
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 
 from ..analysis.account.account import window_account
-from ..analysis.stepmap import step_count
+from ..analysis.steps import step_stats
 from ..trace import Trace
 from .base import SEVERITY_ORDER, Evidence, Finding, Rule
 
@@ -114,17 +115,18 @@ def _fold(keep: Finding, other: Finding) -> None:
 
 
 def savings_budget(trace: Trace) -> dict[str, float]:
-    """What a fix can save per step, from the window account: the steady part of a step
-    ("step"), the part of it the host holds while the device idles ("host") and the part
-    the device works ("device"). One-time, profiler and untraced time are no steady
-    step's, so no steady fix saves them."""
+    """What a fix can save per step: the median step ("step"; the whole window without
+    steps) less its share of the window's one-time, profiler and untraced time (no steady
+    fix saves those), split by the window account into the part the host holds while the
+    device idles ("host") and the part the device works ("device")."""
     account = window_account(trace)
-    steps = max(step_count(trace), 1)
-    step = account.steady_us / steps
+    step = statistics.median(s.end - s.start for s in step_stats(trace))
+    if account.window_us > 0:
+        step *= account.steady_us / account.window_us
     if account.on_cpu or not trace.device_work.any():
         # no device: every saving is host time (addmm-epilogue's add runs on the CPU)
         return {"step": step, "host": step, "device": step}
-    device = account.us("device") / steps
+    device = step * account.steady_shares()["device"]
     return {"step": step, "host": max(step - device, 0.0), "device": device}
 
 

@@ -86,8 +86,9 @@ def dataloader_bound(ctx) -> list[Finding]:
             id="dataloader-bound",
             severity="critical" if share >= 0.3 else "warn",
             title=(
-                f"Data loading takes {share:.0%} of {where}; the device idles in it "
-                f"{fmt_pct(held_share)} of the window"
+                f"Data loading takes {share:.0%} of {where}; "
+                + ("the device idles in it " if trace.has_device else "the loop waits in it ")
+                + f"{fmt_pct(held_share)} of the window"
             ),
             explanation=(
                 f"The training loop spends {share:.0%} of its step time waiting for the next "

@@ -15,7 +15,7 @@ import numpy as np
 from ...trace import Cat, Trace
 from ...trace.categories import LAUNCH_NAMES
 from ...trace.steps import STEP_RE
-from ..blocking import blocking_calls, named_blocking
+from ..blocking import WAKE_US, blocking_calls, named_blocking
 from ..cold_start import (
     CAUSES,
     FIRST_RUN_FACTOR,
@@ -112,11 +112,14 @@ def _before_capture(trace: Trace, window: Set) -> Set:
 
 
 def _pipeline_fill(trace: Trace) -> Set:
-    """The first step's head, from its start to the first device work, when the device is
-    idle at the window's start and still busy when the second step starts. The loop runs
-    ahead of the device (a step boundary does not drain the queue), so in a steady run
-    the device would be working here: the queue is empty only because the profiler's
-    start (its warm-up to record transition) drained it, and the first step refills it."""
+    """The part of the first step's head that a steady run would have overlapped with the
+    device. When the device is idle at the window's start and still busy when the second
+    step starts, the loop runs ahead of the device (a step boundary does not drain the
+    queue): the queue is empty at the start only because the profiler's start (its
+    warm-up to record transition) drained it. In a steady run the device would be
+    working into the first step for as long as it works into the second (its carry-over:
+    the run of device work from the second step's start, gaps under the wake-up bound
+    bridged), so that much of the head, up to the first device work, is the profiler's."""
     steps = sorted(trace.steps, key=lambda s: s.start)
     if len(steps) < 2:
         return sets.EMPTY
@@ -128,7 +131,15 @@ def _pipeline_fill(trace: Trace) -> Set:
     k = int(np.searchsorted(busy[0], first, side="left"))
     if k >= len(busy[0]) or busy[0][k] >= second:
         return sets.EMPTY
-    return sets.of(np.array([first]), np.array([float(busy[0][k])]))
+    head = float(busy[0][k]) - first
+    # the device's carry-over into the second step: its busy run from that instant
+    j = int(np.searchsorted(busy[0], second, side="right")) - 1
+    end = float(busy[1][j])
+    while j + 1 < len(busy[0]) and busy[0][j + 1] - end <= WAKE_US:
+        j += 1
+        end = float(busy[1][j])
+    carry = end - second
+    return sets.of(np.array([first]), np.array([first + min(head, carry)]))
 
 
 def _final_flush(trace: Trace) -> np.ndarray:
