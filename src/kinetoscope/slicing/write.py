@@ -27,6 +27,7 @@ from ..trace.decode import DEEP_PROBLEM, EventStream, utf8_problem
 from ..trace.json_strings import outside_strings, unescaped_quotes
 from ..trace.repair import flatten_deep, replace_lone_surrogates
 from ..trace.source import is_regular_file, is_stdin, trace_chunks
+from ..trace.stack import decoder_stack
 from ..trace.top_decode import CONTROL_RE
 from .columns import Classifier
 from .plan import Plan, Selection, survey
@@ -59,10 +60,11 @@ def slice_trace(path: Path, selection: Selection, output: Path, force: bool = Fa
     first copied as it is (still compressed) to a temporary file, removed after."""
     _check_paths(path, output, force)
     try:
-        if is_regular_file(path):
-            return _slice(path, path, selection, output)
-        with _spooled(path) as copy:
-            return _slice(path, copy, selection, output)
+        with decoder_stack():  # what is dropped as too deep, whoever raised the limit
+            if is_regular_file(path):
+                return _slice(path, path, selection, output)
+            with _spooled(path) as copy:
+                return _slice(path, copy, selection, output)
     except ScanError as exc:
         raise TraceError(path, f"not a Kineto trace: {exc}") from None
 
