@@ -166,7 +166,8 @@ def test_slice_writes_a_new_file_under_the_root_only(root):
     assert not first.is_error, _text(first)
     assert first.structured_content["output"] == "one.json.gz"
     before = (root / "one.json.gz").read_bytes()
-    assert again.is_error  # never written over
+    assert not again.is_error, _text(again)  # never written over: the next free name
+    assert again.structured_content["output"] == "one_2.json.gz"
     assert (root / "one.json.gz").read_bytes() == before
     assert escape.is_error and "outside the served root" in _text(escape)
     assert not (root.parent / "escape.json").exists()

@@ -122,7 +122,8 @@ def build_server(root: str | os.PathLike) -> MCPServer:
     def slice_(path: str, output: str, steps: str | None = None, window: str | None = None,
                drop: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
         """Cut a trace to steps ('3-5') or a window ('START:END' in us, or 2ms, 1.5s) into a
-        new file `output` (.json or .json.gz) under the root; never replaces a file."""
+        new file `output` (.json or .json.gz) under the root; never replaces a file (an
+        existing name gets `_2`, ...: the answer's `output` says where it went)."""
         return tools.slice_(base, path, output, steps, window, drop)
 
     made = []

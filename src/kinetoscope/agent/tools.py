@@ -121,7 +121,8 @@ def memory(root: Path, path: str, top: int = 10, steps: int = 20) -> dict[str, A
 
 def slice_(root: Path, path: str, output: str, steps: str | None = None,
            window: str | None = None, drop: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
-    """`kinetoscope slice -o OUTPUT`: a new file under the root, never over an existing one."""
+    """`kinetoscope slice -o OUTPUT`: a new file under the root, never over an existing one
+    (`OUTPUT_2`, ... then)."""
     from ..slicing import Selection, parse_steps, parse_window, slice_trace
 
     if (steps is None) == (window is None):
