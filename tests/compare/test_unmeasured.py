@@ -40,9 +40,7 @@ def _check(*args: str):
         (GPU_NO_LOADER, "data_wait_us == 0", NO_LOADER),
     ],
 )
-def test_an_unmeasurable_metric_is_not_checked_with_the_reason_and_fails(
-    trace, expression, reason
-):
+def test_an_unmeasurable_metric_is_not_checked_with_the_reason_and_fails(trace, expression, reason):
     code, lines = _check(corpus(trace), "-e", expression)
     name = expression.split()[0]
     assert lines[0] == f"NOT CHECKED  {expression}  (measured: {name} not measured: {reason})"
