@@ -49,7 +49,8 @@ def explain(root: Path, path: str, top: int = 10, steps: int = 20, step: int | N
     if step is not None:
         chosen = [s for s in data["steps"] if s.get("number") == step]
         if not chosen:
-            have = ", ".join(str(s.get("number")) for s in data["steps"]) or "none"
+            numbers = [str(s["number"]) for s in data["steps"] if s.get("number") is not None]
+            have = ", ".join(numbers) or "none: no ProfilerStep#N, leave step out"
             raise UsageError(f"no ProfilerStep#{step} in {path} (steps: {have})")
         trimmed["steps"] = len(data["steps"]) - 1
         data["steps"] = chosen
