@@ -225,18 +225,21 @@ def test_tune_ctrl_c_keeps_finished_trials(tmp_path):
 
 
 def test_tune_outputs_never_overwrite(tmp_path):
-    """A second session gets its own folder (_2); --force reuses the first."""
+    """A second session gets its own folder (_2); --force reuses the first. Each session
+    is its baseline alone (`--time 1` leaves no room for a trial after it): the folders
+    are the point, and one run each is a third of the subprocesses."""
     script = _script(tmp_path)
     out = tmp_path / "out"
     folders = []
     for extra in ([], [], ["--force"]):
-        result, doc = _tune(str(script), "--knob", "sleep_ms=2", *QUICK, "--trials", "1",
+        result, doc = _tune(str(script), "--knob", "sleep_ms=2", *QUICK, "--time", "1",
                             "--out", str(out), *extra)  # fmt: skip
         assert result.returncode == 0, result.stderr[-3000:]
+        assert [t["label"] for t in doc["trials"]] == ["baseline"]
         folders.append(Path(doc["trials"][0]["trace"]).parent)
     assert [f.name for f in folders] == ["train", "train_2", "train"]
     assert sorted(p.name for p in (out / "tune" / "train").glob("*.json")) == [
-        "00_baseline.json", "01_sleep_ms=2.json", "tune.json",
+        "00_baseline.json", "tune.json",
     ]  # fmt: skip
 
 
