@@ -17,6 +17,28 @@ import pytest
 os.environ.setdefault("KINETOSCOPE_STRICT_RULES", "1")
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def recorded_once(tmp_path_factory, name: str, record) -> Path:
+    """The folder `record(folder)` fills, filled once per test run: a recording takes tens
+    of seconds, and under pytest-xdist (`-n auto`) every worker would make its own. The
+    workers share their base temporary folder's parent; the first to take the lock
+    records, the others wait for it and read its files."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    folder = base / name
+    with open(base / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".complete").exists():
+            folder.mkdir(exist_ok=True)
+            record(folder)
+            (folder / ".complete").touch()
+    return folder
+
+
 CORPUS = REPO / "tests" / "data" / "traces"
 
 

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import recorded_once
+
 NAMES = (
     "adam_unfused",
     "grad_accum",
@@ -192,11 +194,11 @@ for name, body in (("attention_by_hand", attention_by_hand), ("classifier_head",
 def precision_traces(tmp_path_factory) -> dict[str, Path]:
     """Recorded trace name -> path (the whole set is recorded once per session)."""
     pytest.importorskip("torch")
-    out = tmp_path_factory.getbasetemp() / "precision_traces"
-    paths = {name: out / f"{name}.json" for name in NAMES}
-    if not all(p.exists() for p in paths.values()):
-        out.mkdir(exist_ok=True)
+
+    def record(out: Path) -> None:
         subprocess.run(
             [sys.executable, "-c", SCRIPT, str(out)], check=True, capture_output=True, timeout=500
         )
-    return paths
+
+    out = recorded_once(tmp_path_factory, "precision_traces", record)
+    return {name: out / f"{name}.json" for name in NAMES}

@@ -41,7 +41,8 @@ MAY_IMPORT = {
     "report": LEAVES | {"rules"},
     # the build step: runs analyses and rules, fills report's models
     "pipeline": LEAVES | {"trace", "analysis", "rules", "report"},
-    "slicing": LEAVES | {"trace"},
+    # slice writes its output as every command does (files.outputs)
+    "slicing": LEAVES | {"trace", "files"},
     "files": LEAVES,
     "capture": LEAVES | {"files"},
 }

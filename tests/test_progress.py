@@ -66,7 +66,12 @@ def test_profile_reports_each_stage_and_no_profiler_noise(piped_profile):
     assert "USDT" not in done.stderr and "Profiler clears events" not in done.stderr
     lines = done.stderr.splitlines()
     assert all(line.startswith("[kinetoscope] ") for line in lines), lines
-    stages = [line.removeprefix("[kinetoscope] ").split(":")[0] for line in lines]
+    # a stage that ran past 2 s says so again (": still running, N s"): not a new stage
+    stages = [
+        line.removeprefix("[kinetoscope] ").split(":")[0]
+        for line in lines
+        if ": still running, " not in line
+    ]
     assert stages[:4] == ["importing torch", "building matmul_add (8_fp32_warm_eager) on CPU",
                           "warming up", "profiling"]  # fmt: skip
     assert stages.count("exporting the trace of cycle 1") == 1
@@ -99,3 +104,35 @@ def test_a_large_trace_reports_bytes_read(monkeypatch, capsys):
     assert capsys.readouterr().err.startswith(f"[kinetoscope] reading {path} (1 MiB)")
     size = path.stat().st_size
     assert counted and all(0 < done <= size for done in counted)
+
+
+def test_a_stage_silent_for_2_s_says_it_is_still_running(capsys, monkeypatch):
+    """Piped, a stage used to be one line and then nothing however long it ran (`profile`'s
+    profiled steps, a `--compile` build, a tune trial). The clock is turned by hand: what
+    is checked is what is said at which silence, not how long anything took."""
+    import time
+
+    clock = [1000.0]
+    monkeypatch.setattr(progress, "_now", lambda: clock[0])
+
+    def said(expected: str) -> list[str]:
+        deadline = time.monotonic() + 30  # a hang guard: the watcher looks 4 times a second
+        lines: list[str] = []
+        while not any(expected in line for line in lines) and time.monotonic() < deadline:
+            time.sleep(0.05)
+            lines += capsys.readouterr().err.splitlines()
+        return lines
+
+    with progress.reporting():
+        progress.stage("profiling: 5 steps")
+        clock[0] += 3
+        assert said("still running")[-1] == "[kinetoscope] profiling: 5 steps: still running, 3 s"
+        progress.count("profiling: step 2 of 5", 1, 5)  # a step: no line of its own
+        clock[0] += 2  # 5 s since the stage's line: the next is due at 2 x 2 s
+        assert said("step 2 of 5")[-1] == (
+            "[kinetoscope] profiling: step 2 of 5: still running, 5 s"
+        )
+        progress.stage("exporting the trace")  # the command speaks: the count starts again
+        clock[0] += 2
+        assert said("exporting the trace: still")[-1].endswith("still running, 2 s")
+    assert capsys.readouterr().err == ""

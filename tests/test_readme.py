@@ -39,6 +39,12 @@ def test_ci_installs_exactly_what_the_readme_says():
     assert ci == readme
 
 
+def test_ci_runs_exactly_the_readme_test_command():
+    (readme,) = _bash_block_after("Run the tests")
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").split("# README test command:\n")[1]
+    assert ci.strip() == readme.strip() and readme.startswith("python -m pytest")
+
+
 def test_readme_loop_runs_in_order_on_cpu(tmp_path):
     pytest.importorskip("torch")
     if not any(shutil.which(c) for c in ("g++", "c++", "clang++")):

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import recorded_once
+
 SCRIPT = r"""
 import sys
 import torch
@@ -79,12 +81,12 @@ def profile_steps(path: Path, fn, steps: int, warmup: int = 0):
 def torch_traces(tmp_path_factory) -> dict[str, Path]:
     """ "cold": no warmup; "warm": after 20 iterations; "loop": 150 tiny adds per step."""
     pytest.importorskip("torch")
-    # each test module imports this fixture, which makes it one per module: share the files
-    out = tmp_path_factory.getbasetemp() / "torch_traces"
-    paths = {name: out / f"{name}.json" for name in ("cold", "warm", "loop")}
-    if not all(p.exists() for p in paths.values()):
-        out.mkdir(exist_ok=True)
+
+    def record(out: Path) -> None:
         subprocess.run(
             [sys.executable, "-c", SCRIPT, str(out)], check=True, capture_output=True, timeout=300
         )
-    return paths
+
+    # each test module imports this fixture, which makes it one per module: share the files
+    out = recorded_once(tmp_path_factory, "torch_traces", record)
+    return {name: out / f"{name}.json" for name in ("cold", "warm", "loop")}

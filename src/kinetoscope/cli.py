@@ -73,6 +73,10 @@ COMMANDS: list[str] = [
 
 _DEBUG = {"on": False}
 
+#: Options of `kinetoscope` itself, accepted after the subcommand too: `kinetoscope explain
+#: t.json --debug` is what a user retyping a failed command writes.
+GLOBAL_OPTIONS = ("--debug",)
+
 
 def _show_version(wanted: bool) -> None:
     if wanted:
@@ -131,12 +135,21 @@ def _leave(code: int) -> None:
     os._exit(code)
 
 
+def hoisted(args: list[str]) -> list[str]:
+    """`args` with the global options moved in front of the subcommand, where the
+    parser reads them; what follows `--` is a script's own and stays."""
+    cut = args.index("--") if "--" in args else len(args)
+    found = [a for a in args[:cut] if a in GLOBAL_OPTIONS]
+    return found + [a for a in args[:cut] if a not in GLOBAL_OPTIONS] + args[cut:]
+
+
 def _main() -> None:
-    _DEBUG["on"] = "--debug" in sys.argv
+    args = hoisted(sys.argv[1:])
+    _DEBUG["on"] = args[:1] == ["--debug"]  # before the callback runs: a usage error too
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # never replace a caller's handler
         signal.signal(signal.SIGTERM, _terminated)
     try:
-        code = app(standalone_mode=False)
+        code = app(args=args, standalone_mode=False)
     except KinetoscopeError as exc:
         if _DEBUG["on"]:
             raise

@@ -4,9 +4,11 @@ A command that can run for more than a couple of seconds (`profile`: importing
 torch, warming up, the profiled steps, exporting, reading the trace; `sweep` and
 `tune`: trial k of N; loading a large trace: bytes read) reports its stages here.
 On a terminal they show as one rich progress line on stderr, replaced as work
-moves on and cleared at the end; piped or redirected, each stage is one plain
-line on stderr (`[kinetoscope] warming up: 3 iterations`), so logs say where a
-slow run spent its time and stdout stays the report alone.
+moves on and cleared at the end (its spinner and clock keep moving); piped or
+redirected, each stage is one plain line on stderr (`[kinetoscope] warming up: 3
+iterations`), and one that runs on past 2 s without a new line gets `...: still
+running, 2 s` (then at 4, 8, 16 s), so logs say where a slow run spent its time,
+a long stage is never silent, and stdout stays the report alone.
 
 Nothing is shown unless a command turned reporting on (`reporting()`): library
 callers (`kinetoscope.load`, `kinetoscope.profile`) stay silent. The display
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from typing import IO
@@ -40,26 +43,75 @@ class _Silent:
         pass
 
 
+#: the clock of the "still running" lines (a test turns it by hand)
+_now = time.monotonic
+
+#: A stage silent this long gets a line saying it is still running (piped stderr)...
+STILL_AFTER_S = 2.0
+#: ...and the next one after this many times the silence so far (2, 4, 8, 16 s ...): a
+#: log of a long stage stays short, and a stuck one still shows it is alive.
+STILL_GROWTH = 2.0
+
+
 class _Plain:
-    """Piped stderr: one line per stage; counts only where each item is a stage."""
+    """Piped stderr: one line per stage; counts only where each item is a stage. When
+    the command has said nothing for 2 s, a watcher thread says what it is doing (the
+    latest stage or count: a step, a trial), then again at 4, 8, 16 s ..., so every
+    stage longer than 2 s says so within 2 s, whatever the command does meanwhile."""
 
     def __init__(self, out: IO[str]) -> None:
         self.out = out
-        self.started = time.monotonic()
+        self.started = _now()
+        self.lock = threading.Lock()
+        self.latest = ""  # what the command is doing now ("" once it prints its result)
+        self.since = self.spoke = self.started  # the stage's start, the command's last line
+        self.beats = 0  # "still running" lines since the command last spoke
+        self.done = threading.Event()
+        self.watcher = threading.Thread(target=self._watch, name="kinetoscope-progress")
+        self.watcher.daemon = True
+        self.watcher.start()
+
+    def _write(self, text: str) -> None:
+        with self.lock:
+            self.out.write(PREFIX + text + "\n")
+            self.out.flush()
 
     def _line(self, text: str) -> None:
-        self.out.write(PREFIX + text + "\n")
-        self.out.flush()
+        self._write(text)
+        with self.lock:
+            self.spoke, self.beats = _now(), 0
 
     def stage(self, text: str) -> None:
+        with self.lock:
+            self.latest, self.since = text, _now()
         self._line(text)
 
     def count(self, text: str, done: int, total: int, *, line: bool = False) -> None:
+        with self.lock:
+            self.latest = text
         if line:
-            self._line(f"{text} ({_timing(time.monotonic() - self.started, done, total)})")
+            self._line(f"{text} ({_timing(_now() - self.started, done, total)})")
+
+    def _watch(self) -> None:
+        while not self.done.wait(0.25):
+            with self.lock:
+                latest, since, spoke, beats = self.latest, self.since, self.spoke, self.beats
+            now = _now()
+            if latest and now - spoke >= STILL_AFTER_S * STILL_GROWTH**beats:
+                self._write(f"{latest}: still running, {now - since:.0f} s")
+                with self.lock:
+                    if self.spoke == spoke:  # the command did not speak meanwhile
+                        self.beats = beats + 1
 
     def pause(self) -> None:
-        pass
+        """The command prints its result: nothing is running until the next stage."""
+        with self.lock:
+            self.latest = ""
+
+    def close(self) -> None:
+        self.pause()
+        self.done.set()
+        self.watcher.join()
 
 
 class _Live:
@@ -147,6 +199,8 @@ def reporting(enabled: bool = True):
         yield
     finally:
         _current.pause()
+        if isinstance(_current, _Plain):
+            _current.close()
         _current = _Silent()
         if owned:
             out.close()

@@ -159,14 +159,21 @@ def test_slice_writes_a_new_file_under_the_root_only(root):
         escape = await client.call_tool(
             "slice", {"path": "resnet.json.gz", "output": "../escape.json", "steps": "102"}
         )
-        return first, again, escape
+        bad = await client.call_tool(
+            "slice", {"path": "resnet.json.gz", "output": "two.json", "steps": "x"}
+        )
+        return first, again, escape, bad
 
     before = None
-    first, again, escape = _session(root, calls)
+    first, again, escape, bad = _session(root, calls)
+    # the tool's own argument, not the CLI's option (it said "--steps 'x'", and "pass
+    # --force" for an existing output, an option the tool does not have)
+    assert _text(bad) == "kinetoscope: error: steps 'x': expected N or FIRST-LAST, e.g. 3-5"
     assert not first.is_error, _text(first)
     assert first.structured_content["output"] == "one.json.gz"
     before = (root / "one.json.gz").read_bytes()
-    assert again.is_error  # never written over
+    assert not again.is_error, _text(again)  # never written over: the next free name
+    assert again.structured_content["output"] == "one_2.json.gz"
     assert (root / "one.json.gz").read_bytes() == before
     assert escape.is_error and "outside the served root" in _text(escape)
     assert not (root.parent / "escape.json").exists()
@@ -187,3 +194,18 @@ def test_memory_tool(root):
     device = moe.structured_content["devices"][0]
     assert device["peak_bytes"] > 0 and len(device["largest"]) <= 2
     assert none.is_error and "no [memory] events" in _text(none)
+
+
+def test_a_step_out_of_range_names_the_steps_there_are(root):
+    from kinetoscope.agent import tools
+    from kinetoscope.errors import UsageError
+
+    shutil.copy(corpus("gpu/simple_add_a100.json.gz"), root / "stepless.json.gz")
+    with pytest.raises(UsageError) as raised:
+        tools.explain(root, "stepless.json.gz", step=5)
+    assert str(raised.value) == (
+        "no ProfilerStep#5 in stepless.json.gz (steps: none: no ProfilerStep#N, leave step out)"
+    )
+    with pytest.raises(UsageError, match=r"\(steps: 1009, 1010\)"):
+        shutil.copy(corpus("gpu/compare_base.json.gz"), root / "two.json.gz")
+        tools.explain(root, "two.json.gz", step=5)

@@ -76,3 +76,20 @@ def test_truncated_file_warns_and_still_reports(tmp_path):
     done = _run("summary", str(path))
     assert done.returncode == 0, done.stderr
     assert "truncated" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_global_options_are_read_before_or_after_the_subcommand(tmp_path, where):
+    """`--debug` after the subcommand was 'No such option'; a script's own `--debug`
+    after `--` stays the script's."""
+    from kinetoscope.cli import hoisted
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    args = ["--debug", "summary", bad] if where == "before" else ["summary", bad, "--debug"]
+    res = _run(*args)
+    assert "No such option" not in res.stderr
+    assert "Traceback" in res.stderr and "TraceError" in res.stderr  # what --debug shows
+    assert hoisted(["profile", "s.py", "--debug", "--", "--debug"]) == [
+        "--debug", "profile", "s.py", "--", "--debug"
+    ]  # fmt: skip

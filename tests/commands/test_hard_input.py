@@ -438,6 +438,27 @@ def test_nesting_limit_does_not_follow_the_recursion_limit(tmp_path, limit, kind
         sys.setrecursionlimit(before)
 
 
+@pytest.mark.parametrize("kind", ["deep_args_1000", "deep_args_5000"])
+def test_slice_drops_deep_values_under_torchs_recursion_limit(tmp_path, capsys, kind):
+    # torch's inductor raises the limit to 100,000 on import; `slice` then decoded a
+    # 1,000-deep value whole and said nothing, so the warning depended on whether an
+    # earlier test had imported torch. Every reader pins the limit it decodes under
+    data, message = READABLE[kind]
+    path = tmp_path / f"{kind}.json"
+    path.write_bytes(data)
+    out = tmp_path / "slice.json"
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(100_000)
+    try:
+        code, _, err = cli("slice", path, "--steps", "2", "-o", out, capsys=capsys)
+        assert sys.getrecursionlimit() == 100_000  # the caller's limit is restored
+    finally:
+        sys.setrecursionlimit(before)
+    assert code == 0, err
+    assert message in err
+    assert b"[[[[" not in out.read_bytes()  # the deep value is dropped from the slice too
+
+
 def test_deep_args_load_the_same_through_the_split_loader(tmp_path):
     path = tmp_path / "deep.json"
     path.write_bytes(_deep(3000))

@@ -91,7 +91,10 @@ def test_commands_agree(relative, tmp_path):
             "dispatch_share >= 0",
         ],
     )
-    assert all(o.passed for o in outcomes), [o.line() for o in outcomes]
+    # a device figure where no device activity was recorded is not measured: NOT CHECKED
+    blind = "gpu-idle-breakdown" in {s["id"] for s in explain["not_checked"]}
+    for o in outcomes:
+        assert o.passed or blind and not o.checked and "no device activity" in o.measured, o
     # check prints a share as the verdict line does, beside the number it compared
     # (where the line shows dispatch: the window account's classes of at least 0.05%)
     printed = re.search(r"dispatch \+ launch (\d+\.\d%)", explain["verdict"]["summary"])

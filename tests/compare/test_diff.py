@@ -193,11 +193,19 @@ def eager_and_compiled(tmp_path_factory):
         )
         assert res.returncode == 0, res.stderr[-2000:]
         traces.append(re.search(r"^trace: (.+)$", res.stdout, re.M)[1])
-    return traces
+    return (*traces, res.stderr)  # and what the compiled run said while it worked
+
+
+def test_profile_says_it_is_compiling(eager_and_compiled):
+    # the first warm-up call builds the compiled graph (12 s here once), said as its stage
+    stages = [s for s in eager_and_compiled[2].splitlines() if ": still running, " not in s]
+    said = [line.removeprefix("[kinetoscope] ").split(":")[0] for line in stages]
+    assert said[said.index("warming up") + 1 : said.index("profiling")] == ["compiling"]
+    assert "compiling: torch.compile (default) on the first call" in stages[said.index("compiling")]
 
 
 def test_cpu_eager_vs_compiled(eager_and_compiled):
-    d = _diff(*eager_and_compiled)
+    d = _diff(*eager_and_compiled[:2])
     assert d.a.steps == d.b.steps == 3
     assert not d.kernels.rows  # host-only traces
     # eager: matmul -> mm, then add; compiled: the wrapper stack calls addmm

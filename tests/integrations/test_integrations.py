@@ -31,9 +31,11 @@ def test_trace_handler_prints_one_verdict_line_per_cycle(tmp_path):
     assert len(lines) == 2
     for cycle, line in enumerate(lines):
         assert line.startswith(f"kinetoscope: cycle {cycle + 1}: ")
-        # the regime explain gives for the same file, in capitals
+        # the regime explain gives for the same file, in capitals, said once
         regime = kinetoscope.explain(handler.written[cycle].trace).verdict.regime
-        assert f": {regime.upper()}: " in line
+        assert (
+            f": {regime.upper()}: " in line and f"{regime}:" not in line.lower().split(": ", 3)[3]
+        )
         assert str(handler.written[cycle].trace) in line
 
 
@@ -47,7 +49,7 @@ def test_trace_handler_without_explain_reads_nothing(tmp_path):
 def test_a_failed_expectation_warns_and_the_run_goes_on(tmp_path):
     lines: list[str] = []
     handler = kinetoscope.trace_handler(
-        tmp_path, expect=["kernels_per_step <= 50", "step_time_ms <= 0.000001"], echo=lines.append
+        tmp_path, expect=["launches_per_step <= 50", "step_time_ms <= 0.000001"], echo=lines.append
     )
     with pytest.warns(ExpectationWarning, match=r"1 of 2 expectation\(s\) failed: step_time_ms"):
         _loop(handler, 6, torch.profiler.schedule(wait=0, warmup=1, active=2, repeat=2))
@@ -109,11 +111,14 @@ def test_transformers_trainer_callback_tiny_gpt2(tmp_path, capsys):
     for trace in traces:  # three optimizer steps per trace, as the schedule says
         assert len(kinetoscope.load(trace).steps) == 3
     # logged through Trainer.log: the cycle's numbers are in the run's log history
-    logged = [h for h in trainer.state.log_history if "kinetoscope/step_time_us" in h]
+    logged = [h for h in trainer.state.log_history if "kinetoscope/step_time_us_per_step" in h]
     assert len(logged) == 2
-    assert logged[0]["kinetoscope/step_time_us"] == pytest.approx(
-        callback.results[0].report.metrics["step_time_us"]
+    metrics = callback.results[0].report.metrics
+    assert logged[0]["kinetoscope/step_time_us_per_step"] == pytest.approx(metrics["step_time_us"])
+    assert logged[0]["kinetoscope/host_time_us_per_step"] == pytest.approx(
+        metrics["host_time_per_step_us"]
     )
+    assert not [k for k in logged[0] if k.endswith(("/step_time_us", "/host_time_us"))]
 
 
 def test_transformers_callback_leaves_other_ranks_alone(tmp_path):
@@ -180,4 +185,34 @@ def test_lightning_callback_tiny_module(tmp_path, capsys):
     assert len(callback.results) == 2
     out = capsys.readouterr().out
     assert out.count("kinetoscope: cycle ") == 2
-    assert sum("kinetoscope/step_time_us" in m for m in logged) == 2
+    assert sum("kinetoscope/step_time_us_per_step" in m for m in logged) == 2
+
+
+def test_the_callbacks_filter_kinetos_usdt_lines(tmp_path):
+    """Kineto writes `USDT:... profiler_start` / `profiler_stop` to fd 2 each cycle; the
+    CLI filtered them, the callbacks (their shared `ProfiledSteps`) did not."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys, torch\n"
+        "from kinetoscope.integrations.stepper import ProfiledSteps\n"
+        "steps = ProfiledSteps(sys.argv[1], (0, 1, 2, 1), explain=False)\n"
+        "steps.start(0)\n"
+        "for _ in range(4):\n"
+        "    torch.randn(8, 8) @ torch.randn(8, 8)\n"
+        "    steps.step()\n"
+        "steps.stop()\n"
+        "print('real stderr', file=sys.stderr)\n"
+    )
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": src}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert list(tmp_path.glob("*.pt.trace.json"))
+    assert "USDT:" not in done.stderr and "real stderr" in done.stderr

@@ -369,3 +369,42 @@ def test_a_gain_larger_than_the_load_stands(tmp_path, monkeypatch):
     assert load_fault([ref], trial) is None
     assert load_fault([Waited("baseline", 22e-3, 1.0)], trial).startswith("measurement fault")
     assert load_fault([ref], Waited("x", 3.1e-3, None)) is None  # unknown: not a fault
+
+
+def test_the_count_of_trials_is_what_the_budget_leaves(tmp_path, monkeypatch):
+    """It read 'trial 1 of 1' for the baseline, then '2 of 9 ... about 424 s left' under
+    --time 300: the plan's count, whatever the budget. Each run takes 100 s of a clock
+    turned by hand; --time 300 leaves room for the baseline and one judged trial."""
+    from kinetoscope.tune import session as session_mod
+    from kinetoscope.tune.session import Budget, Session, run_session
+    from kinetoscope.tune.trials import Target, Timing
+
+    clock = [0.0]
+    monkeypatch.setattr(session_mod, "_now", lambda: clock[0])
+
+    def fake_run(target, trial, timing, folder, timeout, force=False, profile=True):
+        clock[0] += 100
+        trial.wall_s = 100.0
+        trial.block_seconds = _samples(1e-3, trial.index, n=8, rel=0.02)
+        trial.regime = "host-only" if profile else None
+        trial.params = {"size": 64}
+        return trial
+
+    monkeypatch.setattr(session_mod, "run_trial", fake_run)
+    said: list[tuple[str | None, int | None]] = []
+    s = Session(Target("workload", "matmul_add", {}), Timing(), tmp_path)
+    knobs = [("compile", ["default", "max-autotune"])]  # the plan: 1 + 2 x 2 + 2 runs
+    run_session(s, knobs, Budget(seconds=300), timeout=10, progress=lambda *a: said.append(a))
+    assert len(s.trials) == 3
+    assert said == [
+        ("baseline", None),  # how many follow depends on its verdict: no count yet
+        (None, None),
+        ("compile=default", 3),  # 200 s left at 100 s a run: 2 more, not the plan's 6
+        (None, 3),
+        ("baseline again", 3),
+        (None, 3),
+    ]
+    said.clear()
+    run_session(Session(Target("workload", "matmul_add", {}), Timing(), tmp_path), knobs,
+                Budget(trials=1), timeout=10, progress=lambda *a: said.append(a))  # fmt: skip
+    assert {planned for _, planned in said[2:]} == {3}  # one judged trial and its reference

@@ -10,7 +10,9 @@ ends an agent's session.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,16 +34,33 @@ INSTRUCTIONS = (
 )
 
 
+#: A CLI option named in a message (`--steps '7-9': ...`, `use --window instead`)
+_OPTION = re.compile(r"(?<![\w-])--([a-z][a-z-]*)")
+
+
+def _in_tool_words(line: str, arguments: frozenset[str]) -> str:
+    """The CLI's line with each option that is also this tool's argument named as the
+    argument (`--steps` -> `steps`): an agent calls the tool, not the command."""
+
+    def name(match: re.Match) -> str:
+        argument = match.group(1).replace("-", "_")
+        return argument if argument in arguments else match.group(0)
+
+    return _OPTION.sub(name, line)
+
+
 def _one_line(run):
     """Run a tool body; whatever goes wrong is a tool error whose text is the line the CLI
-    prints for it (returned, not raised: the SDK would prefix a raised error's text)."""
+    prints for it (returned, not raised: the SDK would prefix a raised error's text), in
+    the tool's own words for its arguments."""
+    arguments = frozenset(inspect.signature(run).parameters)
 
     @functools.wraps(run)
     def guarded(*args, **kwargs):
         try:
             return run(*args, **kwargs)
         except KinetoscopeError as exc:
-            line = f"kinetoscope: error: {exc}"
+            line = _in_tool_words(f"kinetoscope: error: {exc}", arguments)
         except (OSError, RecursionError, MemoryError, ValueError) as exc:
             line = f"kinetoscope: error: {inert(str(exc))}"
         except Exception as exc:  # noqa: BLE001 - never a crash of the server
@@ -124,7 +143,8 @@ def build_server(root: str | os.PathLike) -> MCPServer:
     def slice_(path: str, output: str, steps: str | None = None, window: str | None = None,
                drop: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
         """Cut a trace to steps ('3-5') or a window ('START:END' in us, or 2ms, 1.5s) into a
-        new file `output` (.json or .json.gz) under the root; never replaces a file."""
+        new file `output` (.json or .json.gz) under the root; never replaces a file (an
+        existing name gets `_2`, ...: the answer's `output` says where it went)."""
         return tools.slice_(base, path, output, steps, window, drop)
 
     made = []

@@ -49,7 +49,8 @@ def explain(root: Path, path: str, top: int = 10, steps: int = 20, step: int | N
     if step is not None:
         chosen = [s for s in data["steps"] if s.get("number") == step]
         if not chosen:
-            have = ", ".join(str(s.get("number")) for s in data["steps"]) or "none"
+            numbers = [str(s["number"]) for s in data["steps"] if s.get("number") is not None]
+            have = ", ".join(numbers) or "none: no ProfilerStep#N, leave step out"
             raise UsageError(f"no ProfilerStep#{step} in {path} (steps: {have})")
         trimmed["steps"] = len(data["steps"]) - 1
         data["steps"] = chosen
@@ -121,7 +122,8 @@ def memory(root: Path, path: str, top: int = 10, steps: int = 20) -> dict[str, A
 
 def slice_(root: Path, path: str, output: str, steps: str | None = None,
            window: str | None = None, drop: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
-    """`kinetoscope slice -o OUTPUT`: a new file under the root, never over an existing one."""
+    """`kinetoscope slice -o OUTPUT`: a new file under the root, never over an existing one
+    (`OUTPUT_2`, ... then)."""
     from ..slicing import Selection, parse_steps, parse_window, slice_trace
 
     if (steps is None) == (window is None):

@@ -103,6 +103,8 @@ def run_workload(name: str, overrides: dict, options: CaptureOptions) -> Capture
     if options.warmup:
         progress.stage(f"warming up: {options.warmup} iterations")
     for i in range(options.warmup):
+        if i == 0 and options.compile:  # the first call compiles: seconds, said as its own stage
+            progress.stage(f"compiling: torch.compile ({options.compile_mode}) on the first call")
         progress.count(f"warming up: iteration {i + 1} of {options.warmup}", i, options.warmup)
         step()
     synchronize(torch, device)

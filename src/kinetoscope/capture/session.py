@@ -161,7 +161,10 @@ class Profile:
         quiet: NoiseFilter | None = None,
     ) -> None:
         torch = require_torch()
-        self.quiet = quiet or NoiseFilter()  # unopened: redirects nothing
+        # Kineto's USDT start/stop lines filtered here too, for the callbacks and
+        # `kinetoscope.profile` as for the CLI: a filter of our own is open while profiling
+        self._own_quiet = quiet is None
+        self.quiet = quiet or NoiseFilter()
         self.steps = 0
         self._next_report = 0.0
         self.schedule = Schedule.of(steps)
@@ -208,6 +211,8 @@ class Profile:
 
     def __enter__(self) -> Profile:
         progress.stage(f"profiling: {self.schedule.total_steps} steps")
+        if self._own_quiet:
+            self.quiet.open()
         with self.quiet.around():
             self.profiler.__enter__()
         return self
@@ -220,6 +225,8 @@ class Profile:
             with self.quiet.around():
                 self.profiler.__exit__(*exc)
         finally:
+            if self._own_quiet:
+                self.quiet.close()
             self.handler.close(failed)
 
 

@@ -28,7 +28,7 @@ def register(app: typer.Typer) -> None:
         """Compare two traces: per-step times, kernels, host ops, findings, and a conclusion."""
         from ..compare.diff import diff_runs
         from ..compare.runs import load_run
-        from ..files.outputs import refuse_inputs, say_where, write_text
+        from ..files.outputs import emit, refuse_inputs
         from ..pipeline.timeline_sides import diff_sides
         from ..report.console import output_width
         from ..report.diff_render import RENDERERS, to_html, to_text
@@ -46,8 +46,4 @@ def register(app: typer.Typer) -> None:
             text = to_html(result, diff_sides(result, runs))
         else:
             text = RENDERERS[format](result)
-        if output is None:
-            typer.echo(text)
-        else:
-            text = text if text.endswith("\n") else text + "\n"
-            say_where(output, write_text(output, text, force=force, inputs=[a, b]))
+        emit(text, output, force=force, inputs=[a, b])

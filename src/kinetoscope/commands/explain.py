@@ -63,7 +63,7 @@ def explain_command(
     ),
 ) -> None:
     """Read a trace like an expert: regime, per-step table, findings with evidence."""
-    from ..files.outputs import refuse_inputs, say_where, write_text
+    from ..files.outputs import emit, is_stdout, refuse_inputs
     from ..rules.config import apply_sets, check_rule_ids, load_config
 
     if output is not None:  # before any work: the inputs are never written over
@@ -76,17 +76,15 @@ def explain_command(
     paths = _expand(traces)
     if output is not None:
         refuse_inputs(output, paths)
+    to_terminal = output is None or is_stdout(output)
     with progress.reporting():  # a large trace says how far reading has got
         if len(paths) > 1:
             ranks = (jobs, executor, address)
-            text = _multirank(paths, ranks, thresholds, only, fmt, color=output is None)
+            text = _multirank(paths, ranks, thresholds, only, fmt, color=to_terminal)
         else:
             loading = {"max_memory": max_memory, "spill_dir": spill_dir}
-            text = _single(paths[0], thresholds, only, fmt, loading, color=output is None)
-    if output is not None:
-        say_where(output, write_text(output, text, force=force, inputs=paths))
-    else:
-        sys.stdout.write(text)
+            text = _single(paths[0], thresholds, only, fmt, loading, color=to_terminal)
+    emit(text, output, force=force, inputs=paths)
 
 
 def _print_rules() -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 import typer
 
 from .. import progress
-from ..formatting.escaping import inert
 
 
 def register(app: typer.Typer) -> None:
@@ -17,10 +16,13 @@ def register(app: typer.Typer) -> None:
 def plot_command(
     trace_path: Path = typer.Argument(..., metavar="TRACE", help="Kineto trace (.json/.gz)."),
     output: Path = typer.Option(..., "-o", "--output", help="Picture to write (.png/.svg/.pdf)."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace the -o file if it exists (default: FILE_2, ...)."
+    ),
 ) -> None:
     """Host and device lanes with steps marked, over a per-step bar of where time went."""
     from ..files.figures import save_figure
-    from ..files.outputs import refuse_inputs
+    from ..files.outputs import refuse_inputs, say_where
     from ..pipeline.plot_data import trace_plot
     from ..report.plotting import plot_format, pyplot, trace_figure
     from ..trace import load
@@ -31,6 +33,6 @@ def plot_command(
     plt = pyplot("plot")
     with progress.reporting():  # a large trace says how far reading has got
         trace = load(trace_path)
-    # replaces an existing picture, as it always has, but whole (temp file + rename)
-    save_figure(plt, trace_figure(plt, trace_plot(trace, trace_path.name)), [output], force=True)
-    typer.echo(inert(f"wrote {output}"))
+    figure = trace_figure(plt, trace_plot(trace, trace_path.name))
+    [(_, written)] = save_figure(plt, figure, [output], force=force, inputs=[trace_path])
+    say_where(output, written)

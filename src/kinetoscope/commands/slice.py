@@ -25,7 +25,10 @@ def slice_command(
         ..., metavar="TRACE", help="Kineto trace (.json or .json.gz); - reads standard input."
     ),
     output: Path = typer.Option(
-        ..., "--output", "-o", help="The slice to write (.json, or .json.gz to compress)."
+        ...,
+        "--output",
+        "-o",
+        help="The slice to write (.json, or .json.gz to compress; - for standard output).",
     ),
     steps: str | None = typer.Option(
         None, "--steps", help="ProfilerStep numbers to keep: N or FIRST-LAST (e.g. 3-5)."
@@ -39,9 +42,12 @@ def slice_command(
     drop: str | None = typer.Option(
         None, "--drop", help="Comma-separated event categories to leave out (e.g. python_function)."
     ),
-    force: bool = typer.Option(False, "--force", help="Replace an existing output file."),
+    force: bool = typer.Option(
+        False, "--force", help="Replace the -o file if it exists (default: FILE_2, ...)."
+    ),
 ) -> None:
     """Cut a trace down to some steps or a time window (for Perfetto, or to share)."""
+    from ..files.outputs import is_stdout, say_where
     from ..slicing import Selection, parse_steps, parse_window, slice_trace
 
     if (steps is None) == (window is None):
@@ -57,14 +63,19 @@ def slice_command(
     span = f"{lo / 1e3:.3f}-{hi / 1e3:.3f} ms" if hi != float("inf") else f"{lo / 1e3:.3f} ms-end"
     for warning in result.warnings:
         typer.echo(inert(f"warning: {warning}"), err=True)
+    if result.output != output:
+        say_where(output, result.output)
+    aside = is_stdout(output)  # standard output holds the slice: the summary goes to stderr
     typer.echo(
         f"{inert(input_name(result.source))}: {_size(result.source_bytes)} on disk "
-        f"({_size(result.source_json_bytes)} of JSON), {result.events_in:,} events"
+        f"({_size(result.source_json_bytes)} of JSON), {result.events_in:,} events",
+        err=aside,
     )
     typer.echo(
         f"{inert(result.output)}: {_size(result.output_bytes)}, {result.events_out:,} events "
         f"({result.events_out / max(result.events_in, 1):.1%}); {selection.describe()}, "
-        f"{span} from the trace start, steps kept: {_steps(result.steps)}"
+        f"{span} from the trace start, steps kept: {_steps(result.steps)}",
+        err=aside,
     )
 
 

@@ -142,7 +142,11 @@ def _progress_bar():
         with progress.reporting():
 
             def update(label, planned):
-                if label is None:
+                if planned is None:  # the baseline: what follows depends on its verdict
+                    done[0] += label is None
+                    if label is not None:
+                        progress.stage(f"tune: trial 1: {label} (its verdict chooses what to try)")
+                elif label is None:
                     done[0] += 1
                     progress.count(f"tune: trial {done[0]} of {planned} done", done[0], planned)
                 else:

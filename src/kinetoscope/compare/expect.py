@@ -20,10 +20,13 @@ exits 2 instead of silently passing.
 An expectation can also be *not checked*: it names a rule that could not run on
 this trace (explain's "Not checked": `dataloader-bound` without DataLoader
 ranges, device rules on a host-only trace) or a metric the trace does not
-measure. Absence of a finding the rule never looked for proves nothing, so
-such an expectation neither passes nor fails: the third value of Kleene's logic
-(`not` keeps it, `and` is false if any part is false, `or` true if any part is
-true, else it stays not checked), and `check` exits non-zero on it.
+measure (`Facts.unmeasured`: `kernels_per_step` on a CPU-only trace is not 0
+kernels but a device nobody recorded; `data_share` without a DataLoader). Absence
+of a finding the rule never looked for proves nothing, nor does a 0 that was
+never measured, so such an expectation neither passes nor fails: the third
+value of Kleene's logic (`not` keeps it, `and` is false if any part is false,
+`or` true if any part is true, else it stays not checked), and `check` exits
+non-zero on it unless told `--allow-unmeasured`.
 """
 
 from __future__ import annotations
@@ -60,18 +63,34 @@ class Facts:
     known_ids: frozenset[str] = field(default_factory=frozenset)
     #: rules that could not run on this trace -> why (the report's `not_checked`)
     not_checked: dict[str, str] = field(default_factory=dict)
+    #: metrics this trace cannot measure -> why (their value, 0 or None, means nothing)
+    unmeasured: dict[str, str] = field(default_factory=dict)
 
-    def metric(self, name: str) -> tuple[bool, float | None]:
-        """(known, value) for `name`, resolving unit aliases of `*_us` metrics."""
+    def _base(self, name: str) -> tuple[str, float] | None:
+        """(the metric `name` reads, the factor from it), resolving `*_ms`/`*_s` aliases
+        of `*_us` metrics; None for an unknown name."""
         if name in self.metrics:
-            return True, self.metrics[name]
+            return name, 1.0
         for unit, factor in TIME_UNITS.items():
             if unit != "us" and name.endswith("_" + unit):
                 base = name[: -len(unit)] + "us"
                 if base in self.metrics:
-                    value = self.metrics[base]
-                    return True, None if value is None else value / factor
-        return False, None
+                    return base, factor
+        return None
+
+    def metric(self, name: str) -> tuple[bool, float | None]:
+        """(known, value) for `name`; the value is None where it was not measured."""
+        found = self._base(name)
+        if found is None:
+            return False, None
+        base, factor = found
+        value = self.metrics[base]
+        return True, None if value is None or base in self.unmeasured else value / factor
+
+    def why_unmeasured(self, name: str) -> str:
+        """Why this trace cannot measure the metric `name`."""
+        found = self._base(name)
+        return self.unmeasured.get(found[0] if found else name, "not measured in this trace")
 
     def names(self) -> list[str]:
         return sorted(self.metrics) + ["regime"]
@@ -202,7 +221,7 @@ def _evaluate(node: Node, facts: Facts) -> tuple[Truth, list[str]]:
         return ok, [f"regime={facts.regime or 'unknown'}"]
     _, value = facts.metric(node.name)
     if value is None:
-        return None, [f"{node.name} not measured in this trace"]
+        return None, [f"{node.name} not measured: {facts.why_unmeasured(node.name)}"]
     return _COMPARE[node.op](value, _threshold(node)), [_measured(node.name, value)]
 
 

@@ -43,6 +43,33 @@ def _number(value: Any) -> float | None:
         return None
 
 
+#: Metrics a trace measures only when it holds what a rule needs, by that rule: when
+#: explain lists the rule under "Not checked", the trace lacks it (no device activity,
+#: no DataLoader ranges) and those metrics are 0 by default, not by measurement; the
+#: rule's reason is theirs. Host-side counts (launches, sync calls) stay measured.
+NEEDS = {
+    "gpu-idle-breakdown": (
+        "kernels_per_step",
+        "device_busy_us",
+        "device_busy_per_step_us",
+        "device_busy_ratio",
+        "device_ratio_per_step",
+        "device_to_host_ratio",
+    ),
+    "dataloader-bound": ("data_wait_us", "data_share"),
+}
+
+
+def unmeasured(not_checked: dict[str, str]) -> dict[str, str]:
+    """Metric -> why this trace cannot measure it, from the rules that could not run."""
+    return {
+        name: why
+        for rule, names in NEEDS.items()
+        if (why := not_checked.get(rule))
+        for name in names
+    }
+
+
 def _worst(pairs: list[tuple[str, str]]) -> dict[str, str]:
     worst: dict[str, str] = {}
     for fid, severity in pairs:
@@ -52,13 +79,15 @@ def _worst(pairs: list[tuple[str, str]]) -> dict[str, str]:
 
 
 def facts_from_report(report: Report) -> Facts:
+    not_checked = {s.id: s.reason for s in report.not_checked}
     return Facts(
         metrics=per_step(report.metrics),
         regime=report.verdict.regime,
         # a finding folded into another on the same cause fired too, at the survivor's severity
         findings=_worst([(i, f.severity) for f in report.findings for i in (f.id, *f.merged)]),
         known_ids=frozenset(load_rules()),
-        not_checked={s.id: s.reason for s in report.not_checked},
+        not_checked=not_checked,
+        unmeasured=unmeasured(not_checked),
     )
 
 
@@ -79,16 +108,18 @@ def facts_from_json(data: dict[str, Any]) -> Facts:
     ]
     verdict = data.get("verdict")
     regime = verdict.get("regime") if isinstance(verdict, dict) else None
+    not_checked = {
+        s["id"]: str(s.get("reason", ""))
+        for s in _objects(data, "not_checked")
+        if isinstance(s.get("id"), str)
+    }
     return Facts(
         metrics=per_step(metrics),
         regime=regime if isinstance(regime, str) else None,
         findings=_worst(findings),
         known_ids=frozenset(load_rules()),
-        not_checked={
-            s["id"]: str(s.get("reason", ""))
-            for s in _objects(data, "not_checked")
-            if isinstance(s.get("id"), str)
-        },
+        not_checked=not_checked,
+        unmeasured=unmeasured(not_checked),
     )
 
 

@@ -12,7 +12,12 @@ Three promises, kept here for every command that writes a file:
   command says so. An output that is not a regular file (`/dev/null`,
   `/dev/stdout`, a FIFO) is a stream the user chose: it is written straight
   into, never renamed over (a rename would replace the device node itself) and
-  never numbered (`/dev/null_2` is a file nobody asked for).
+  never numbered (`/dev/null_2` is a file nobody asked for). `-o -` is standard
+  output, where a command writes text (a picture's format needs a file name);
+- a new file's mode follows the umask (0644 under umask 022), as a shell's
+  redirection would create it, whatever the temporary file was created with;
+- text ends with a newline, on standard output or in a file (`emit`), so a
+  shell prompt or `cat a b` never runs on from a report's last line.
 
 Names are claimed with `os.link`, which fails when the name exists, so two runs
 writing into one folder at once cannot take the same name; where hard links are
@@ -59,8 +64,16 @@ def same_file(a: Path, b: Path) -> bool:
     return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
 
 
+def is_stdout(output: Path | str | None) -> bool:
+    """`-o -`: standard output."""
+    return output is not None and str(output) == "-"
+
+
 def refuse_inputs(output: Path, inputs: Iterable[Path]) -> None:
-    """UsageError when `output` is (or resolves to) one of `inputs`."""
+    """UsageError when `output` is (or resolves to) one of `inputs` (standard output
+    never is, even where an input is standard input: both are named `-`)."""
+    if is_stdout(output):
+        return
     for source in inputs:
         if same_file(output, source) or Path(output).absolute() == Path(source).absolute():
             raise UsageError(
@@ -170,6 +183,11 @@ def write_file(
 ) -> Path:
     """Write one output file safely (see the module docstring); returns where it went."""
     path = Path(path)
+    if is_stdout(path):
+        sys.stdout.flush()
+        write(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return path
     refuse_inputs(path, inputs)
     if path.is_dir():
         raise UsageError(f"{path}: is a folder; give a file name to write to")
@@ -194,13 +212,28 @@ def write_file(
 
 
 def write_text(path: Path, text: str, **options) -> Path:
-    """`write_file` for text (UTF-8)."""
+    """`write_file` for text (UTF-8), ending with a newline."""
+    text = text if text.endswith("\n") else text + "\n"
+    if is_stdout(path):
+        sys.stdout.write(text)
+        return Path(path)
     return write_file(path, lambda f: f.write(text.encode("utf-8")), **options)
 
 
+def emit(text: str, output: Path | None, *, force: bool = False, inputs=()) -> None:
+    """A command's text, the one way: standard output without `-o` or with `-o -`,
+    else the file (with `say_where`); ending with a newline either way."""
+    if output is None:
+        output = Path("-")
+    say_where(output, write_text(output, text, force=force, inputs=inputs))
+
+
 def say_where(wanted: Path, written: Path, file=None) -> None:
-    """`wrote X`, with the reason when X is not the name asked for."""
+    """`wrote X`, with the reason when X is not the name asked for (nothing for
+    standard output: what was written is there)."""
     out = file or sys.stderr
+    if is_stdout(written):
+        return
     if Path(written) != Path(wanted):
         print(inert(f"{wanted} exists (use --force to replace it); wrote {written}"), file=out)
     else:

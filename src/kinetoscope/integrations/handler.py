@@ -26,10 +26,11 @@ def trace_handler(
     expect: Iterable[str] | str | None = None,
     on_fail: str = "warn",
     echo: Callable[[str], None] | None = None,
+    allow_unmeasured: bool = False,
 ) -> TraceHandler:
     """A `torch.profiler` `on_trace_ready` that writes kinetoscope's artifacts and, per
     cycle, prints the verdict (`explain`) and checks `expect` (which implies reading)."""
-    reader = CycleReader(expect, on_fail, echo) if (explain or expect) else None
+    reader = CycleReader(expect, on_fail, echo, allow_unmeasured) if (explain or expect) else None
     return TraceHandler(
         dir_name,
         worker_name=worker_name,

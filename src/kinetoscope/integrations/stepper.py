@@ -27,6 +27,7 @@ class ProfiledSteps:
         on_fail: str = "warn",
         ranks: Iterable[int] = (0,),
         echo: Callable[[str], None] | None = None,
+        allow_unmeasured: bool = False,
         **options,
     ) -> None:
         self.out = out
@@ -34,7 +35,8 @@ class ProfiledSteps:
         self.ranks = frozenset(ranks)
         self.options = options
         # made now: a bad expression or on_fail fails before training starts
-        self.reader = CycleReader(expect, on_fail, echo) if (explain or expect) else None
+        reading = explain or expect
+        self.reader = CycleReader(expect, on_fail, echo, allow_unmeasured) if reading else None
         self.profile: Profile | None = None
         self._finished: list[CycleResult] = []
         self._failure: ExpectationFailed | None = None
@@ -100,6 +102,7 @@ class ProfilingCallback:
         expect: Iterable[str] | str | None = None,
         on_fail: str = "warn",
         ranks: Iterable[int] = (0,),
+        allow_unmeasured: bool = False,
         **profile_options,
     ) -> None:
         """`profile_options` go to `kinetoscope.profile` (`record_shapes`,
@@ -112,6 +115,7 @@ class ProfilingCallback:
             on_fail=on_fail,
             ranks=ranks,
             echo=self.echo,
+            allow_unmeasured=allow_unmeasured,
             **profile_options,
         )
         self.results: list[CycleResult] = []

@@ -10,8 +10,6 @@ metadata, and the plan's per-launch numbers, never the document.
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +18,13 @@ import msgspec
 import numpy as np
 from isal import igzip
 
-from ..errors import TraceError, UsageError, input_name
+from ..errors import TraceError, input_name
+from ..files.outputs import is_stdout, write_file
 from ..trace.decode import DEEP_PROBLEM, EventStream, utf8_problem
 from ..trace.json_strings import outside_strings, unescaped_quotes
 from ..trace.repair import flatten_deep, replace_lone_surrogates
 from ..trace.source import is_regular_file, is_stdin, trace_chunks
+from ..trace.stack import decoder_stack
 from ..trace.top_decode import CONTROL_RE
 from .columns import Classifier
 from .plan import Plan, Selection, survey
@@ -52,23 +52,28 @@ class SliceResult:
 
 def slice_trace(path: Path, selection: Selection, output: Path, force: bool = False) -> SliceResult:
     """Write the part of `path` that `selection` asks for to `output` (gzip if it
-    ends in .gz); see `plan.py` for what is kept.
+    ends in .gz; `-`: standard output), or to `output_2`, ... where `output` exists
+    and not `force` (`SliceResult.output` says where); see `plan.py` for what is kept.
 
     Standard input (`-`), a FIFO or `/dev/fd/N` can be read only once: it is
     first copied as it is (still compressed) to a temporary file, removed after,
     within bounds (`spool.py`)."""
-    _check_paths(path, output, force)
+    _check_input(path)
     try:
-        if is_regular_file(path):
-            return _slice(path, path, selection, output)
-        with spooled(path) as copy:
-            return _slice(path, copy, selection, output)
+        with decoder_stack():  # what is dropped as too deep, whoever raised the limit
+            if is_regular_file(path):
+                return _slice(path, path, selection, output, force)
+            with spooled(path) as copy:
+                return _slice(path, copy, selection, output, force)
     except ScanError as exc:
         raise TraceError(path, f"not a Kineto trace: {exc}") from None
 
 
-def _slice(name: Path, path: Path, selection: Selection, output: Path) -> SliceResult:
-    """Slice `path` (`name` is what the user gave: `-` for a spooled stdin)."""
+def _slice(name: Path, path: Path, selection: Selection, output: Path, force: bool) -> SliceResult:
+    """Slice `path` (`name` is what the user gave: `-` for a spooled stdin) into
+    `output` through `files.outputs.write_file`, as every command writes: a temporary
+    file renamed into place, never over the input or an existing file without
+    `force` (`_2` then), its mode from the umask; `-` is standard output."""
     warnings: list[str] = []
     stream = EventStream(input_name(name), warnings)
     classifier = Classifier(stream, selection.drop)
@@ -76,50 +81,57 @@ def _slice(name: Path, path: Path, selection: Selection, output: Path) -> SliceR
     batches = _batches(path, scanner, warnings)
     plan = survey(batches, classifier, selection, lambda: bytes(scanner.top))
     head, repaired = valid_json_text(_head(name, plan, selection))
-    events_out = 0
-    fd, tmp_name = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".tmp")
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            sink = igzip.open(raw, "wb", compresslevel=2) if output.name.endswith(".gz") else raw
-            with sink if sink is not raw else contextlib.nullcontext():
-                sink.write(head)
-                separator = b""
-                quiet = EventStream(input_name(name), [])  # pass one warned already
-                second = Classifier(quiet, selection.drop)
-                for batch in _batches(path, EventScanner(), []):
-                    kept = plan.keep(second.columns(batch)).nonzero()[0].tolist()
-                    if kept:
-                        data, starts, ends = batch.data, batch.starts, batch.ends
-                        text = b",\n".join([data[starts[k] : ends[k]] for k in kept])
-                        if "deep" in stream.repairs:  # drop them from the slice too
-                            text = flatten_deep(text, value_level=3)[0]
-                        text, fixed = valid_json_text(text)
-                        sink.write(separator)
-                        sink.write(text)
-                        separator = b",\n"
-                        events_out += len(kept)
-                        repaired += fixed
-                sink.write(b"\n]}\n")
-        os.replace(tmp, output)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    if repaired:
-        warnings.append(f"{repaired} place(s) were made valid JSON text in the slice ({REPAIRS})")
+    counts = {"events": 0, "repaired": repaired, "bytes": 0}
+
+    def write(raw) -> None:
+        sink = igzip.open(raw, "wb", compresslevel=2) if output.name.endswith(".gz") else raw
+        with sink if sink is not raw else contextlib.nullcontext():
+            _copy(sink, head, path, plan, name, selection, stream, counts)
+
+    written = write_file(output, write, force=force, inputs=[] if is_stdin(name) else [name])
+    if counts["repaired"]:
+        warnings.append(
+            f"{counts['repaired']} place(s) were made valid JSON text in the slice ({REPAIRS})"
+        )
     lo, hi = plan.window
     return SliceResult(
         source=name,
-        output=output,
+        output=written,
         source_bytes=path.stat().st_size,
         source_json_bytes=scanner.offset,
-        output_bytes=output.stat().st_size,
+        output_bytes=counts["bytes"] if is_stdout(written) else written.stat().st_size,
         events_in=plan.events,
-        events_out=events_out,
+        events_out=counts["events"],
         steps=plan.steps,
         window_rel_us=(max(lo, plan.start) - plan.start, hi - plan.start),
         warnings=warnings,
     )
+
+
+def _copy(sink, head: bytes, path: Path, plan: Plan, name: Path, selection: Selection,
+          stream: EventStream, counts: dict) -> None:  # fmt: skip
+    """Pass two: the head, then the kept events' bytes, each piece made valid JSON text."""
+    sink.write(head)
+    counts["bytes"] += len(head)
+    separator = b""
+    quiet = EventStream(input_name(name), [])  # pass one warned already
+    second = Classifier(quiet, selection.drop)
+    for batch in _batches(path, EventScanner(), []):
+        kept = plan.keep(second.columns(batch)).nonzero()[0].tolist()
+        if kept:
+            data, starts, ends = batch.data, batch.starts, batch.ends
+            text = b",\n".join([data[starts[k] : ends[k]] for k in kept])
+            if "deep" in stream.repairs:  # drop them from the slice too
+                text = flatten_deep(text, value_level=3)[0]
+            text, fixed = valid_json_text(text)
+            sink.write(separator)
+            sink.write(text)
+            counts["bytes"] += len(separator) + len(text)
+            separator = b",\n"
+            counts["events"] += len(kept)
+            counts["repaired"] += fixed
+    sink.write(b"\n]}\n")
+    counts["bytes"] += 4
 
 
 def valid_json_text(text: bytes) -> tuple[bytes, int]:
@@ -159,21 +171,11 @@ def _controls_in_strings_as_spaces(text: bytes) -> tuple[bytes, int]:
     return out.tobytes(), len(bad)
 
 
-def _check_paths(path: Path, output: Path, force: bool) -> None:
+def _check_input(path: Path) -> None:
     if not is_stdin(path) and not path.exists():
         raise TraceError(path, "no such file")
     if path.is_dir():
         raise TraceError(path, "is a directory, not a trace file")
-    if output.exists():
-        with contextlib.suppress(OSError):
-            if output.samefile(path):
-                raise UsageError(f"{output}: is the input trace; choose another -o file")
-        if output.is_dir():
-            raise UsageError(f"{output}: is a directory; -o names the slice file")
-        if not force:
-            raise UsageError(f"{output}: exists; pass --force to replace it")
-    if not output.parent.is_dir():
-        raise UsageError(f"{output.parent}: no such directory for -o")
 
 
 def _batches(path: Path, scanner: EventScanner, warnings: list[str]) -> Iterator[Batch]:

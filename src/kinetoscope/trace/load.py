@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from .schema import TopLevel
 from .source import is_regular_file, report_from, trace_chunks
 from .spill import MemoryParts, SpillParts
 from .split import SPLIT_MIN_BYTES, build_split, cores
+from .stack import DECODE_STACK, decoder_stack
 from .steps import long_step_warning
 from .top_meta import devices_of, trace_meta
 
@@ -117,26 +117,14 @@ def _split_wanted(path: Path, min_bytes: int | None) -> bool:
     return not gzipped and size >= (SPLIT_MIN_BYTES if min_bytes is None else min_bytes)
 
 
-#: Stack levels the decoder gets, whatever `sys.getrecursionlimit()` says. msgspec
-#: decodes nested values recursively in C and stops at the interpreter's recursion
-#: limit; a library that raised it (torch's inductor sets 100,000) would let a
-#: 1,000-deep value load (and `msgspec.json.decode` itself overflows the C stack with the
-#: limit at 100,000: 20,000 levels decode, 30,000 segfault). Kineto's values nest a few levels.
-DECODE_STACK = 1000
-
-
 @contextmanager
 def _decoder_limits(path: Path):
     """The JSON decoder's own refusals, as the user's input being unusable: msgspec
     raises `UnicodeDecodeError` for bytes that are not UTF-8 and `RecursionError`
-    for values nested deeper than the stack it is given. The recursion limit is set
-    to this frame's depth plus `DECODE_STACK` for the load and restored after, so
-    the nesting refused is the same under any caller's limit (the limit is
-    process-wide: loads in threads of one process share it)."""
-    before = sys.getrecursionlimit()
-    sys.setrecursionlimit(_stack_depth() + DECODE_STACK)
+    for values nested deeper than the stack `decoder_stack` gives it."""
     try:
-        yield
+        with decoder_stack():
+            yield
     except UnicodeDecodeError as exc:
         raise TraceError(
             path, f"is not valid UTF-8 text ({exc.reason}: byte 0x{exc.object[exc.start]:02x})"
@@ -145,16 +133,6 @@ def _decoder_limits(path: Path):
         raise TraceError(
             path, f"has values nested too deeply to decode (about {DECODE_STACK} levels)"
         ) from None
-    finally:
-        sys.setrecursionlimit(before)
-
-
-def _stack_depth() -> int:
-    """Python frames below this one (the caller's share of the recursion limit)."""
-    frame, depth = sys._getframe(), 0
-    while frame is not None:
-        frame, depth = frame.f_back, depth + 1
-    return depth
 
 
 @contextmanager

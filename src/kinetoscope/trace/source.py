@@ -86,8 +86,9 @@ def trace_chunks(path: Path, warnings: list[str]) -> Iterator[bytes | memoryview
 
 
 #: files this large say how far reading has got (`kinetoscope.progress`, silent unless
-#: a command turned reporting on; load.py names the stage); a smaller one loads in ~1 s
-REPORT_FROM = 64 << 20
+#: a command turned reporting on; load.py names the stage): about 50 MB of JSON, which
+#: takes over 2 s on a loaded 2-core machine (a 229k-event trace took 7.4 s unannounced)
+REPORT_FROM = 48 << 20
 
 
 def report_from(gzipped: bool) -> int:

@@ -78,8 +78,11 @@ BUSY_SHARE = 0.1
 #: stages of the repeat runs of a reference
 REPEATS = ("baseline again", "reference again")
 
-#: progress callback: (label of the trial starting or None when one finished, trials planned)
-Progress = Callable[[str | None, int], None]
+#: progress callback: (label of the trial starting or None when one finished, runs planned:
+#: None until the baseline's verdict has chosen what to try)
+Progress = Callable[[str | None, int | None], None]
+#: the session's clock (`--time`, the count of runs that still fit); a test turns it by hand
+_now = time.monotonic
 
 
 class _Runner:
@@ -90,8 +93,9 @@ class _Runner:
         self.timeout = timeout
         self.force = force
         self.progress = progress
-        self.started = time.monotonic()
-        self.planned = 1
+        self.started = _now()
+        #: runs the plan makes (None until the baseline's verdict chose the knobs)
+        self.planned: int | None = None
 
     def allowed(self, label: str, runs: int) -> bool:
         """Whether a judged trial may start: `--trials` counts judged trials; `--time` must
@@ -102,19 +106,38 @@ class _Runner:
             s.not_run.append((label, f"--trials {b.trials} reached"))
             return False
         longest = max((t.wall_s for t in s.trials), default=0.0)
-        if b.seconds is not None and time.monotonic() - self.started + runs * longest > b.seconds:
+        if b.seconds is not None and _now() - self.started + runs * longest > b.seconds:
             s.not_run.append((label, f"--time {b.seconds:g} s would be exceeded"))
             return False
         return True
 
+    def planned_now(self, starting: bool = False) -> int | None:
+        """The runs this session will make, as far as it can tell now: the plan, cut to
+        what `--trials` leaves (a judged trial and its reference's run after it) and to
+        what fits in what `--time` leaves at the pace so far; at least the runs done and
+        the one `starting`. None before the plan exists."""
+        if self.planned is None:
+            return None
+        s, b = self.session, self.budget
+        done = len(s.trials)
+        left = max(self.planned - done, 0)
+        if b.trials is not None:
+            judged = sum(1 for t in s.trials if t.stage in JUDGED)
+            after = int(bool(s.trials) and s.trials[-1].stage in JUDGED)  # its reference's run
+            left = min(left, 2 * max(b.trials - judged, 0) + after)
+        if b.seconds is not None and done:
+            elapsed = _now() - self.started
+            left = min(left, max(int((b.seconds - elapsed) / (elapsed / done)), 0))
+        return done + max(left, int(starting))
+
     def run(self, label: str, setting: dict, stage: str, reference: Trial | None) -> Trial:
         s = self.session
         trial = Trial(len(s.trials), label, setting, stage, reference and reference.label)
-        self.progress(label, self.planned)
+        self.progress(label, self.planned_now(starting=True))
         run_trial(s.target, trial, s.timing, s.folder, self.timeout, self.force,
                   profile=stage not in REPEATS)  # fmt: skip
         s.trials.append(trial)
-        self.progress(None, self.planned)
+        self.progress(None, self.planned_now())
         return trial
 
     def _repeat(self, reference: Trial) -> Trial:
@@ -196,7 +219,7 @@ def run_session(
             raise
         session.interrupted = True
     session.best = _best(session)
-    session.seconds = time.monotonic() - runner.started
+    session.seconds = _now() - runner.started
     return session
 
 
