@@ -1,4 +1,5 @@
-"""Helpers for the capture tests: run the real CLI in a subprocess, read what it wrote."""
+"""Helpers for the capture and command tests: run the real CLI in a subprocess or in this
+process, read what it wrote."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import kinetoscope
 
@@ -35,3 +38,18 @@ def error_lines(stderr: str) -> list[str]:
 
 def step_numbers(trace: kinetoscope.Trace) -> list[int]:
     return [step.number for step in trace.steps]
+
+
+def cli(*args, capsys) -> tuple[int, str, str]:
+    """Run the CLI in-process: (exit code, stdout, stderr)."""
+    from kinetoscope.cli import main
+
+    argv = sys.argv
+    sys.argv = ["kinetoscope", *map(str, args)]
+    try:
+        with pytest.raises(SystemExit) as done:
+            main()
+    finally:
+        sys.argv = argv
+    captured = capsys.readouterr()
+    return done.value.code, captured.out, captured.err

@@ -22,9 +22,10 @@ from pathlib import Path
 import pytest
 
 import kinetoscope
-from kinetoscope.cli import main
 from kinetoscope.errors import TraceError
 from tests.conftest import kernel, launch, op, write_trace
+
+from ..capture_helpers import cli
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -68,19 +69,6 @@ READERS = [
 
 def _deep(depth: int) -> bytes:
     return TEXT.replace(b'"args": {}', b'"args": {"x": ' + b"[" * depth + b"]" * depth + b"}", 1)
-
-
-def cli(*args, capsys) -> tuple[int, str, str]:
-    """Run the CLI in-process: (exit code, stdout, stderr)."""
-    argv = sys.argv
-    sys.argv = ["kinetoscope", *map(str, args)]
-    try:
-        with pytest.raises(SystemExit) as done:
-            main()
-    finally:
-        sys.argv = argv
-    captured = capsys.readouterr()
-    return done.value.code, captured.out, captured.err
 
 
 def run_all(path: Path, tmp_path: Path, capsys) -> dict[str, tuple[int, str, str]]:

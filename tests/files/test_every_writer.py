@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-from kinetoscope.cli import main
 from tests.conftest import kernel, launch, op, write_trace
+
+from ..capture_helpers import cli
 
 MEMORY = {"Device Type": 1, "Device Id": 0, "Addr": 123, "Total Reserved": 8192}
 EVENTS = [
@@ -62,19 +62,6 @@ PRINTERS = {
     "summary": ["summary", "{t}"],
     "check": ["check", "{t}", "-e", "steps == 2"],
 }
-
-
-def cli(*args, capsys) -> tuple[int, str, str]:
-    """Run the CLI in-process: (exit code, stdout, stderr)."""
-    argv = sys.argv
-    sys.argv = ["kinetoscope", *map(str, args)]
-    try:
-        with pytest.raises(SystemExit) as done:
-            main()
-    finally:
-        sys.argv = argv
-    captured = capsys.readouterr()
-    return done.value.code, captured.out, captured.err
 
 
 @pytest.fixture
