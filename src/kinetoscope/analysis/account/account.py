@@ -155,34 +155,35 @@ def window_set(trace: Trace) -> Set:
 
 def _account(trace: Trace) -> WindowAccount:
     window = window_set(trace)
-    remaining = window
-    parts: dict[str, Set] = {}
-    causes: dict[str, dict[str, float]] = {}
-
-    def claim(cls: str, time: Set) -> Set:
-        nonlocal remaining
-        got = sets.meet(remaining, time)
-        remaining = sets.minus(remaining, got)
-        parts[cls] = sets.union(parts.get(cls, sets.EMPTY), got)
-        return got
-
     device = sources.device(trace)
     on_cpu = not bool(trace.device_work.any()) and bool(len(device[0]))
-    claim("device", device)
     own = sources.profiler(trace, window)
-    causes["profiler"] = _by_cause(claim("profiler", sets.union(*own.values())), own)
     once = sources.one_time(trace)
-    causes["one_time"] = _by_cause(claim("one_time", sets.union(*once.values())), once)
-    claim("data", sources.events_set(trace, sources.data_events(trace)))
-    blocked = sets.meet(remaining, sources.events_set(trace, sources.wait_events(trace)))
+    # the precedence order of the classes; the waits are one layer, split below
+    order = ("device", "profiler", "one_time", "data", "waits", "dispatch", "python")
+    layers = [
+        device,
+        sets.union(*own.values()),
+        sets.union(*once.values()),
+        sources.events_set(trace, sources.data_events(trace)),
+        sources.events_set(trace, sources.wait_events(trace)),
+        sources.dispatch(trace),
+        sources.python(trace, window, own),
+    ]
+    painted = sets.paint(window, layers)
+    parts: dict[str, Set] = dict(zip(order, painted, strict=False))
+    parts["untraced"] = painted[-1]
+    # a wait's stretches with every stream idle: its own cost up to EXTERNAL_MIN_US, longer
+    # ones wait on something outside the trace
+    blocked = parts.pop("waits")
     long = (blocked[1] - blocked[0]) > EXTERNAL_MIN_US
-    claim("external", (blocked[0][long], blocked[1][long]))
-    claim("sync_stall", blocked)
-    claim("dispatch", sources.dispatch(trace))
-    claim("python", sources.python(trace, window, own))
-    claim("untraced", remaining)
-    for cls in CLASSES:
-        parts.setdefault(cls, sets.EMPTY)
+    parts["external"] = (blocked[0][long], blocked[1][long])
+    parts["sync_stall"] = (blocked[0][~long], blocked[1][~long])
+    parts = {cls: parts[cls] for cls in CLASSES}
+    causes = {
+        "profiler": _by_cause(parts["profiler"], own),
+        "one_time": _by_cause(parts["one_time"], once),
+    }
     steps = [
         StepAccount(n, s, e, {c: sets.length_within(parts[c], s, e) for c in CLASSES})
         for n, _, s, e in windows(trace)
