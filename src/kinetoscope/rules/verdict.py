@@ -191,9 +191,16 @@ class RegimeCall:
                 f"{self.decomposition}" + tail + qualified
             )
         rest = f"; while it idled (of the window): {self.host_side}" if self.host_side else ""
+        # the judged share is of the steady part; beside it the window's share, the figure
+        # the account's bar and `metrics.device_busy_ratio` print, where the two differ
+        window = (
+            f" ({fmt_pct(self.shares['device'])} of the window)"
+            if fmt_pct(self.shares["device"]) != fmt_pct(self.ratio)
+            else ""
+        )
         return (
             f"{self.regime}: {device} {fmt_us(self.device_busy_us)} = {fmt_pct(self.ratio)} of "
-            f"the steady {fmt_us(self.steady_us)}" + rest + tail + qualified
+            f"the steady {fmt_us(self.steady_us)}" + window + rest + tail + qualified
         )
 
 
