@@ -119,8 +119,14 @@ def test_generated_cpu_trace_is_judged_on_its_compute_share(torch_traces):  # no
     # a CPU run is no longer "host-only": the share of the window inside the ops' math
     # (aten::mm and the linear layer's addmm here) is judged like device busy time
     report = kinetoscope.explain(torch_traces["warm"])
-    assert report.verdict.regime in ("overhead-bound", "mixed", "compute-bound")
     assert report.metrics["compute_share"] > 0
+    if report.verdict.regime == "not-judged":
+        # a loaded machine can leave a stretch of the short recording with nothing
+        # recorded at all (the thread off the CPU): then the capture is rightly not judged,
+        # and says why
+        assert "dead-window" in {i["id"] for i in report.quality["issues"]}
+        return
+    assert report.verdict.regime in ("overhead-bound", "mixed", "compute-bound")
     finding = next(f for f in report.findings if f.id == report.verdict.regime)
     assert any(e.name == "aten::mm" for e in finding.evidence)
     assert "CUDA" not in finding.suggestion
