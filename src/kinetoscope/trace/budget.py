@@ -40,6 +40,7 @@ MAX_MEMORY_HELP = (
 )
 SPILL_DIR_HELP = "Folder for the out-of-core path's temporary files (default: $TMPDIR)."
 _SAMPLE = 1 << 20  # compressed bytes read to estimate a gzip file's ratio
+_SAMPLE_TEXT = 32 << 20  # text inflated from them at most
 
 
 def parse_size(text: str | int | None) -> int | None:
@@ -99,11 +100,13 @@ def text_bytes(path: Path) -> int | None:
             isize = int.from_bytes(handle.read(4), "little")
     except OSError:
         return None
-    try:
-        inflated = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head)
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:  # at most _SAMPLE_TEXT out: a bomb's first MiB inflates to a GiB
+        inflated = inflater.decompress(head, _SAMPLE_TEXT)
     except zlib.error:
         return size  # damaged: the load itself will say so
-    ratio = len(inflated) / max(len(head), 1)
+    used = len(head) - len(inflater.unconsumed_tail)
+    ratio = len(inflated) / max(used, 1)
     estimate = int(size * ratio)
     return isize if estimate < (3 << 30) and isize >= len(inflated) else estimate
 

@@ -64,11 +64,12 @@ def bracketed(rest: bytearray, end: int) -> bytearray:
     return text
 
 
-def last_boundary(text: bytearray, before: int) -> tuple[int, int] | None:
-    """(end of an event, start of the next) for the last `},{` ending before `before`."""
+def last_boundary(text: bytearray, before: int, after: int = 0) -> tuple[int, int] | None:
+    """(end of an event, start of the next) for the last `},{` ending before `before`
+    whose `}` lies at or after `after`."""
     pos = before
-    while pos > 0:
-        pos = text.rfind(b"}", 0, pos)
+    while pos > after:
+        pos = text.rfind(b"}", after, pos)
         if pos < 0:
             return None
         match = EVENT_BOUNDARY.match(text, pos)

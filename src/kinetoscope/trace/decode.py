@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 
 from ..errors import TraceError
+from .bounds import PrefixCheck
 from .cuts import (
     EVENTS_KEY,
     FIRST_BYTE,
@@ -59,6 +60,10 @@ BOM = b"\xef\xbb\xbf"
 NOT_JSON = "is not JSON (it does not start with '{' or '[')"
 #: the batch size when the whole text is decoded at once (fallback path)
 _RAW_BATCH = 32768
+#: bytes from a `}` to the `{` of the next event that a boundary search looks back
+#: over when more text arrives (whitespace between events beyond it is not looked for)
+_BOUNDARY_SPAN = 4096
+_BLANKS = (b" ", b"\t", b"\r", b"\n")  # JSON's whitespace
 
 
 #: the decoder's refusal of nesting it cannot recurse into, as the user is told it
@@ -144,9 +149,11 @@ class EventStream:
         byte-order mark is dropped (editors on Windows write one)."""
         buf = bytearray()
         started = False
+        check = PrefixCheck(self.path)
         for chunk in chunks:
             searched = max(0, len(buf) - 32)
             buf += chunk
+            check(buf)
             if not started:
                 if len(buf) < len(BOM) and BOM.startswith(bytes(buf)):
                     continue
@@ -163,19 +170,34 @@ class EventStream:
 
     def _events(self, chunks: Iterator[bytes | memoryview], rest: bytearray, offset: int):
         """Yield batches of the events in `rest` + `chunks`, cut at event boundaries
-        every `_PIECE` bytes; return (the undecoded tail, its offset in the text)."""
+        every `_PIECE` bytes; return (the undecoded tail, its offset in the text).
+
+        Linear in the text whatever it holds: whitespace before an event (which is
+        outside any string, `rest` starting between events) is dropped as it comes,
+        a boundary is searched for only in text not searched before, and text that
+        grows without one is checked as it doubles (`bounds.PrefixCheck`)."""
+        check = PrefixCheck(self.path, b"[")
+        searched = 0  # rest[:searched] holds no `}` that ends an event
         for chunk in chunks:
             rest += chunk
+            if rest[:1] in _BLANKS:
+                blank = len(rest) - len(rest.lstrip(b" \t\r\n"))
+                del rest[:blank]
+                offset += blank
             if len(rest) < _PIECE:
                 continue
-            cut = last_boundary(rest, len(rest))
+            cut = last_boundary(rest, len(rest), searched)
             decoded = self._decode_before(rest, cut) if cut is not None else None
             if decoded is None:  # one event larger than a piece: keep reading
+                searched = max(0, len(rest) - _BOUNDARY_SPAN)
+                check(rest)
                 continue
             batch, cut = decoded
             yield batch
             del rest[:cut]
             offset += cut
+            searched = 0
+            check = PrefixCheck(self.path, b"[")
         return rest, offset
 
     @property

@@ -26,6 +26,7 @@ from isal import isal_zlib
 
 from .. import progress
 from ..errors import TraceError, input_name
+from .bounds import check_ratio
 
 #: bytes of text per step: as large as the decoder's pieces (decode.py `_PIECE`)
 _READ = 256 << 10
@@ -187,7 +188,9 @@ def _gunzip(first: bytes, handle, path: Path, warnings: list[str]) -> Iterator[b
             pending += more
             feed, pending = (pending, b"") if not more else (pending[:-8], pending[-8:])
             try:
-                yield from gunzip.feed(feed)
+                for text in gunzip.feed(feed):
+                    yield text
+                    check_ratio(path, gunzip.produced, consumed)
             except isal_zlib.error as exc:
                 gunzip.failed(exc, path)
                 return
