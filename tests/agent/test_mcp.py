@@ -209,3 +209,30 @@ def test_a_step_out_of_range_names_the_steps_there_are(root):
     with pytest.raises(UsageError, match=r"\(steps: 1009, 1010\)"):
         shutil.copy(corpus("gpu/compare_base.json.gz"), root / "two.json.gz")
         tools.explain(root, "two.json.gz", step=5)
+
+
+def test_a_call_past_its_time_limit_is_stopped_and_the_server_answers_on(root):
+    # each call runs in a process of its own (agent.limits); explaining a 68k-event trace
+    # takes far longer than 50 ms (loading alone does), so that call is stopped, its
+    # process killed, and the next call is answered as usual
+    shutil.copy(corpus(RESNET), root / "resnet.json.gz")
+
+    async def main():
+        params = _server(root)
+        params.args += ["--call-timeout", "0.05"]
+        async with Client(params) as client:
+            slow = await client.call_tool("explain", {"path": "resnet.json.gz"})
+            return slow, await asyncio.wait_for(client.list_tools(), timeout=60)
+
+    slow, listed = asyncio.run(main())
+    assert slow.is_error
+    assert _text(slow) == (
+        "kinetoscope: error: the call ran past its time limit of 0.05 s and was stopped"
+    )
+    assert len(listed.tools) == 8
+
+
+def test_a_call_timeout_outside_its_range_is_refused():
+    done = _cli("mcp", "--call-timeout", "0")
+    assert done.returncode == 2
+    assert "--call-timeout 0: give seconds between 0 and 86400" in done.stderr

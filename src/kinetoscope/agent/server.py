@@ -24,6 +24,8 @@ from .._version import __version__
 from ..errors import KinetoscopeError
 from ..report.console import inert
 from . import tools
+from .limits import CALL_SECONDS, CallStopped, call_limited
+from .lines import error_line
 from .schemas import SCHEMAS
 
 INSTRUCTIONS = (
@@ -49,6 +51,14 @@ def _in_tool_words(line: str, arguments: frozenset[str]) -> str:
     return _OPTION.sub(name, line)
 
 
+class _Answered(Exception):
+    """A call's child failed and answered its line (`agent.lines.error_line`)."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line)
+        self.line = line
+
+
 def _one_line(run):
     """Run a tool body; whatever goes wrong is a tool error whose text is the line the CLI
     prints for it (returned, not raised: the SDK would prefix a raised error's text), in
@@ -59,22 +69,33 @@ def _one_line(run):
     def guarded(*args, **kwargs):
         try:
             return run(*args, **kwargs)
-        except KinetoscopeError as exc:
-            line = _in_tool_words(f"kinetoscope: error: {exc}", arguments)
-        except (OSError, RecursionError, MemoryError, ValueError) as exc:
-            line = f"kinetoscope: error: {inert(str(exc))}"
+        except _Answered as exc:
+            line = exc.line
+        except CallStopped as exc:
+            line = f"kinetoscope: error: {exc}"
         except Exception as exc:  # noqa: BLE001 - never a crash of the server
-            line = f"kinetoscope: internal error: {type(exc).__name__}: {inert(str(exc))}"
+            line = error_line(exc)
+        line = _in_tool_words(line, arguments)
         return CallToolResult(content=[TextContent(type="text", text=line)], is_error=True)
 
     return guarded
 
 
-def build_server(root: str | os.PathLike) -> MCPServer:
-    """An `MCPServer` whose tools read and write only under `root`."""
+def _in_child(seconds: float, body, *args):
+    """`body(*args)` in a process of its own under the time limit (`agent.limits`)."""
+    ok, value = call_limited(body, args, seconds, error_line)
+    if not ok:
+        raise _Answered(value)
+    return value
+
+
+def build_server(root: str | os.PathLike, call_seconds: float = CALL_SECONDS) -> MCPServer:
+    """An `MCPServer` whose tools read and write only under `root`, each call in a
+    process of its own stopped after `call_seconds`."""
     base = Path(os.path.realpath(root))
     if not base.is_dir():
         raise KinetoscopeError(f"--root {inert(str(root))} is not a folder")
+    run = functools.partial(_in_child, call_seconds)
     defined: list = []
 
     def tool(name: str | None = None):
@@ -91,35 +112,35 @@ def build_server(root: str | os.PathLike) -> MCPServer:
         """Explain a trace: verdict, host-time decomposition, steps and ranked findings with
         evidence and advice. `top` findings, `steps` steps (or only ProfilerStep#`step`);
         `timeline` adds the busy intervals (large)."""
-        return tools.explain(base, path, top, steps, step, timeline)
+        return run(tools.explain, base, path, top, steps, step, timeline)
 
     @tool()
     @_one_line
     def summary(path: str) -> dict[str, Any]:
         """Facts of a trace before any judgement: devices, versions, window, per-step busy
         time, top kernels and host ops."""
-        return tools.summary(base, path)
+        return run(tools.summary, base, path)
 
     @tool()
     @_one_line
     def table(path: str, sort_by: str = "", row_limit: int = 20) -> dict[str, Any]:
         """The profiler's key_averages() table rebuilt from the trace (self/total CPU and
         device time, calls per name)."""
-        return tools.table(base, path, sort_by, row_limit)
+        return run(tools.table, base, path, sort_by, row_limit)
 
     @tool()
     @_one_line
     def diff(a: str, b: str, top: int = 20) -> dict[str, Any]:
         """Compare two runs of one program (A the baseline): step times, kernels, host ops,
         findings, and a conclusion."""
-        return tools.diff(base, a, b, top)
+        return run(tools.diff, base, a, b, top)
 
     @tool()
     @_one_line
     def check(path: str, expect: list[str]) -> dict[str, Any]:
         """Check expectations such as 'kernels_per_step <= 50', 'regime == compute-bound' or
         'not dataloader-bound' (the `kinetoscope check` language)."""
-        return tools.check(base, path, expect)
+        return run(tools.check, base, path, expect)
 
     @tool()
     @_one_line
@@ -129,14 +150,14 @@ def build_server(root: str | os.PathLike) -> MCPServer:
         filtered by a pattern on kernel names or on host op names (a plain name: a substring;
         only * ? [...]: a glob over the whole name; else an RE2 regular expression), or by
         step."""
-        return tools.chain(base, path, kernel, op, step, limit)
+        return run(tools.chain, base, path, kernel, op, step, limit)
 
     @tool()
     @_one_line
     def memory(path: str, top: int = 10, steps: int = 20) -> dict[str, Any]:
         """Allocator activity from [memory] events: peak and the op at it, the `top` largest
         allocations, per-step churn."""
-        return tools.memory(base, path, top, steps)
+        return run(tools.memory, base, path, top, steps)
 
     @tool("slice")
     @_one_line
@@ -145,7 +166,7 @@ def build_server(root: str | os.PathLike) -> MCPServer:
         """Cut a trace to steps ('3-5') or a window ('START:END' in us, or 2ms, 1.5s) into a
         new file `output` (.json or .json.gz) under the root; never replaces a file (an
         existing name gets `_2`, ...: the answer's `output` says where it went)."""
-        return tools.slice_(base, path, output, steps, window, drop)
+        return run(tools.slice_, base, path, output, steps, window, drop)
 
     made = []
     for name, fn in defined:
@@ -161,6 +182,6 @@ def build_server(root: str | os.PathLike) -> MCPServer:
     )
 
 
-def serve(root: str | os.PathLike) -> None:
+def serve(root: str | os.PathLike, call_seconds: float = CALL_SECONDS) -> None:
     """Answer MCP requests on stdin/stdout until the client closes them."""
-    build_server(root).run("stdio")
+    build_server(root, call_seconds).run("stdio")
