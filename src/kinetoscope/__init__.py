@@ -1,11 +1,6 @@
 """kinetoscope: profile PyTorch programs and read Kineto traces like an expert."""
 
 from ._version import __version__
-from .api import explain
-from .errors import KinetoscopeError, TraceError, UsageError
-from .report.model import Report
-from .trace import Trace, load
-from .tune.knob import knob
 
 __all__ = [
     "KinetoscopeError",
@@ -25,7 +20,26 @@ __all__ = [
 _CAPTURE = ("profile",)
 
 
+#: Reader entry points, imported on first use so that `import kinetoscope` stays light:
+#: the console entry (`kinetoscope.entry`) must reach its Ctrl-C guard before numpy loads.
+_LAZY = {
+    "KinetoscopeError": ("errors", "KinetoscopeError"),
+    "TraceError": ("errors", "TraceError"),
+    "UsageError": ("errors", "UsageError"),
+    "explain": ("api", "explain"),
+    "Report": ("report.model", "Report"),
+    "Trace": ("trace", "Trace"),
+    "load": ("trace", "load"),
+    "knob": ("tune.knob", "knob"),
+}
+
+
 def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module, attribute = _LAZY[name]
+        return getattr(importlib.import_module(f".{module}", __name__), attribute)
     if name == "trace_handler":  # the handler that also explains each cycle
         from .integrations.handler import trace_handler
 

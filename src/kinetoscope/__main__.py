@@ -1,5 +1,5 @@
 """`python -m kinetoscope` runs the CLI."""
 
-from .cli import main
+from .entry import main
 
 main()

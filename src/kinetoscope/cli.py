@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from ._version import __version__
-from .errors import KinetoscopeError
+from .errors import KinetoscopeError, raised_by_interrupt
 from .formatting.escaping import inert
 
 
@@ -105,9 +105,25 @@ for _info in app.registered_commands:
         _info.cls = _Command
 
 
+#: whether a Ctrl-C reached this command (`_on_interrupt`)
+_SEEN = {"interrupt": False}
+
+
+def _on_interrupt(signum, frame) -> None:
+    """Python's own SIGINT action (raise KeyboardInterrupt), remembered: a library that
+    catches the interrupt and goes on (torch's profiler turned one into `AssertionError:
+    Profiler must be initialized before starting trace`; a run then ended 0) cannot
+    turn it into success."""
+    _SEEN["interrupt"] = True
+    signal.default_int_handler(signum, frame)
+
+
 def main() -> None:
     """Console entry point: run the app, turning library errors into one line."""
     torch_before = "torch" in sys.modules  # a caller's own torch is its to tear down
+    _SEEN["interrupt"] = False
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not a caller's own
+        signal.signal(signal.SIGINT, _on_interrupt)
     try:
         _main()
     except SystemExit as done:
@@ -151,6 +167,8 @@ def _main() -> None:
     try:
         code = app(args=args, standalone_mode=False)
     except KinetoscopeError as exc:
+        if raised_by_interrupt(exc):
+            _interrupted()
         if _DEBUG["on"]:
             raise
         print(f"kinetoscope: error: {exc}", file=sys.stderr)
@@ -160,6 +178,8 @@ def _main() -> None:
     except KeyboardInterrupt:
         _interrupted()
     except Exception as exc:  # noqa: BLE001 - the one place where any bug becomes one line
+        if raised_by_interrupt(exc):  # raised while a Ctrl-C unwound (torch's profiler exit)
+            _interrupted()
         # typer (>= 0.26) vendors click: its usage errors are typer exceptions, and a
         # Ctrl-C inside a command reaches us as typer.Abort caused by KeyboardInterrupt
         if isinstance(exc, typer.Abort):
@@ -180,7 +200,9 @@ def _main() -> None:
             file=sys.stderr,
         )
         sys.exit(1)
-    if code == 130:  # typer turns a Ctrl-C inside a command into exit code 130
+    # typer turns a Ctrl-C inside a command into exit code 130; a library may have
+    # swallowed one (entry.interrupted remembers it)
+    if code == 130 or _SEEN["interrupt"]:
         _interrupted()
     sys.exit(code if isinstance(code, int) else 0)
 

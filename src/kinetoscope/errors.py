@@ -44,3 +44,16 @@ class UsageError(KinetoscopeError):
     """The user asked for something that cannot be done with these arguments."""
 
     exit_code = 2
+
+
+def raised_by_interrupt(exc: BaseException | None) -> bool:
+    """Whether `exc` is a KeyboardInterrupt or was raised while one was being handled
+    (torch's profiler raises `AssertionError: Profiler must be initialized before
+    starting trace` from its exit while a Ctrl-C unwinds): the interrupt's doing."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__context__
+    return False

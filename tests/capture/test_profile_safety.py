@@ -107,3 +107,72 @@ def test_ctrl_c_during_profile_is_one_line_exit_130_and_leaves_nothing(tmp_path)
     assert run.returncode == 130, stderr
     assert error_lines(stderr) == ["kinetoscope: interrupted; nothing written"]
     assert not (tmp_path / "traces").exists()
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05, 0.2, 0.6])
+def test_ctrl_c_while_the_cli_is_starting_is_one_line_exit_130(tmp_path, delay):
+    """SIGINT while the interpreter imports typer, rich, numpy, torch (the first seconds
+    of `profile`): it was a Python traceback. The signal is sent once the entry point
+    (`kinetoscope.entry`, imported first and light) is in (`-X importtime` says when
+    a module's import is done), plus `delay`: wherever it lands, exit 130 and one line."""
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    argv = [sys.executable, "-X", "importtime", "-m", "kinetoscope", "profile", "matmul_add"]
+    argv += ["--size", "16", "--device", "cpu", "--out", "traces"]
+    run = subprocess.Popen(argv, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in run.stderr:
+        seen.append(line)
+        if line.rstrip().endswith("kinetoscope.entry"):
+            break
+    time.sleep(delay)
+    run.send_signal(signal.SIGINT)
+    _, rest = run.communicate(timeout=120)
+    stderr = "".join(seen) + rest
+    lines = [line for line in error_lines(stderr) if not line.startswith("import time:")]
+    assert run.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert lines == ["kinetoscope: interrupted; nothing written"]
+    assert not (tmp_path / "traces").exists()
+
+
+SWALLOWING_SCRIPT = """
+import os, signal, torch
+try:
+    os.kill(os.getpid(), signal.SIGINT)  # the user's Ctrl-C, caught and ignored below
+    for _ in range(10):
+        torch.randn(8, 8) @ torch.randn(8, 8)
+except KeyboardInterrupt:
+    pass
+"""
+
+
+def test_an_interrupt_the_script_swallows_still_ends_130(tmp_path):
+    """A Ctrl-C that code inside the run catches and goes on from (a run once ended 0 and
+    wrote its artifacts) still ends the command as interrupted, leaving nothing."""
+    (tmp_path / "swallow.py").write_text(SWALLOWING_SCRIPT)
+    done = run_cli("profile", "swallow.py", "--device", "cpu", "--out", "traces", cwd=tmp_path)
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr
+    # the script went on to its end: the artifacts are whole, and the line says so
+    (line,) = error_lines(done.stderr)
+    assert line.startswith("kinetoscope: interrupted; kept traces/swallow/"), line
+
+
+UNWINDING_SCRIPT = """
+import os, signal, torch
+try:
+    os.kill(os.getpid(), signal.SIGINT)
+    torch.randn(8, 8) @ torch.randn(8, 8)
+finally:  # what torch's profiler exit did while a Ctrl-C unwound
+    raise AssertionError("Profiler must be initialized before starting trace")
+"""
+
+
+def test_an_error_raised_while_an_interrupt_unwinds_is_the_interrupt(tmp_path):
+    """An exception raised while a KeyboardInterrupt unwinds is the interrupt's doing:
+    exit 130 and the one line, not `internal error` or the script's traceback."""
+    (tmp_path / "unwind.py").write_text(UNWINDING_SCRIPT)
+    done = run_cli("profile", "unwind.py", "--device", "cpu", "--out", "traces", cwd=tmp_path)
+    assert done.returncode == 130, done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    assert error_lines(done.stderr) == ["kinetoscope: interrupted; nothing written"]

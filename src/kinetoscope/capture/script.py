@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import progress
-from ..errors import UsageError
+from ..errors import UsageError, raised_by_interrupt
 from .deps import require_torch
 from .device import DeviceChoice, activities, resolve_device
 from .main_hook import hooked_code, run_as_main
@@ -236,7 +236,9 @@ def _run(script: Path, main_hook=None) -> int:
         if exc.code is None:
             return 0
         return exc.code if isinstance(exc.code, int) else 1
-    except Exception:  # noqa: BLE001 - the user's script failing is reported, not our crash
+    except Exception as exc:  # noqa: BLE001 - the user's script failing is reported, not our crash
+        if raised_by_interrupt(exc):  # raised while a Ctrl-C unwound: the Ctrl-C's doing
+            raise KeyboardInterrupt from None
         traceback.print_exc()
         return 1
     return 0

@@ -1,0 +1,20 @@
+"""The console entry point: a Ctrl-C is honoured from the first instant.
+
+`kinetoscope` and `python -m kinetoscope` start here, in a module that imports
+nothing heavy (the package's `__init__` loads its reader lazily), so a Ctrl-C that
+arrives while typer, numpy or rich load exits 130 with the CLI's one line; it was
+a Python traceback. From then on `cli.main` handles interrupts.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    try:
+        from .cli import main as run
+    except KeyboardInterrupt:
+        print("kinetoscope: interrupted; nothing written", file=sys.stderr, flush=True)
+        sys.exit(130)
+    run()
