@@ -40,6 +40,8 @@ from ..trace import Trace
 #: version keys only a ROCm build of the profiler writes
 _ROCM_VERSIONS = ("hip_runtime_version", "hip_driver_version", "roctracer_version")
 
+_TRT_COMM = r"(?:all_?reduce|lamport|all_?gather|reduce_?scatter|all_?to_?all|a2a)"
+
 #: (pattern on the lower-cased name, family), first match wins: the specific
 #: namespaces before the kernel names that several libraries share.
 _FAMILIES: list[tuple[re.Pattern, str]] = [
@@ -49,8 +51,18 @@ _FAMILIES: list[tuple[re.Pattern, str]] = [
     (re.compile(r"nvshmem"), "NVSHMEM"),
     (re.compile(r"\bpplx::"), "pplx"),
     (re.compile(r"mori::moe::ep"), "mori"),
-    (re.compile(r"\bsglang::|\btrt_llm::"), "SGLang custom all-reduce"),
-    (re.compile(r"tensorrt_llm|allreduce_fusion_kernel|lamport"), "TensorRT-LLM all-reduce"),
+    # TensorRT-LLM's namespace holds GEMM, quantization and MoE kernels too: only its
+    # communication kernels count (customAllReduceKernels.cu, allReduceFusionKernels.cu)
+    (
+        re.compile(
+            r"\bsglang::.*" + _TRT_COMM + r"|\bsglang::cross_device|\btrt_llm::.*" + _TRT_COMM
+        ),
+        "SGLang custom all-reduce",
+    ),
+    (
+        re.compile(r"tensorrt_llm::.*" + _TRT_COMM + r"|allreduce_fusion_kernel"),
+        "TensorRT-LLM all-reduce",
+    ),
     (re.compile(r"cross_device_reduce"), "vLLM custom all-reduce"),
     (re.compile(r"quick_?reduce"), "quick all-reduce"),
     (
