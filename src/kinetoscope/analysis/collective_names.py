@@ -86,7 +86,8 @@ KINDS = (
     "combine",
     "notify",
     "barrier",
-    "other",
+    # a kernel whose name says no collective and that nothing recorded links to one
+    "unknown",
 )
 
 #: (pattern on the name with `_` removed and lower-cased, kind), first match wins.

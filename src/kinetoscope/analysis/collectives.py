@@ -183,7 +183,7 @@ def _kind(trace: Trace, kernel: int, recorded: dict) -> str:
     op = int(trace.op_of[kernel])
     if op >= 0 and (from_op := collective_kind(trace.name(op))):
         return from_op
-    return named or "other"
+    return named or "unknown"
 
 
 def _bytes(trace: Trace, kernel: int, kind: str, recorded: dict) -> int | None:
@@ -217,7 +217,7 @@ def _gloo_calls(trace: Trace) -> list[Call]:
     for k, i in enumerate(idx.tolist()):
         op = int(comm[i]) if comm is not None else -1
         recorded = json.loads(trace.collective_args[op]) if op >= 0 else {}
-        kind = collective_kind(trace.name(i)) or "other"
+        kind = collective_kind(trace.name(i)) or "unknown"
         calls.append(
             Call(
                 "Gloo",
