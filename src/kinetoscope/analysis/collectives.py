@@ -77,6 +77,8 @@ class CollectiveRow:
     #: calls whose bytes the trace records, and their bytes
     calls_with_bytes: int
     bytes: int
+    #: summed duration of the calls with bytes: the bandwidths' denominator
+    bytes_us: float
     #: the recorded group sizes (one value in a normal run)
     ranks: list[int]
     #: bytes over the duration of the calls with bytes, GB/s (1e9 bytes/s)
@@ -267,6 +269,7 @@ def _rows(calls: list[Call]) -> list[CollectiveRow]:
                 max_us=float(durs.max()),
                 calls_with_bytes=len(sized),
                 bytes=size,
+                bytes_us=float(sized_us),
                 ranks=sorted({c.ranks for c in group if c.ranks is not None}),
                 algbw_gbps=algbw,
                 busbw_gbps=busbw,

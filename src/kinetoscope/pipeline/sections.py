@@ -104,6 +104,7 @@ def communication_section(trace: Trace) -> dict[str, Any]:
                 "max_us": r.max_us,
                 "calls_with_bytes": r.calls_with_bytes,
                 "bytes": r.bytes,
+                "bytes_us": r.bytes_us,
                 "ranks": r.ranks,
                 "algbw_gbps": r.algbw_gbps,
                 "busbw_gbps": r.busbw_gbps,
