@@ -118,6 +118,8 @@ BUS_FACTOR = {
     "send_recv": lambda n: 1.0,
 }
 
+_ONE_TO_ONE = frozenset({"broadcast", "reduce", "send_recv"})
+
 #: `dtype` of record_param_comms (c10's ScalarType names) -> bytes per element
 ITEMSIZE = {
     "Float": 4,
@@ -186,6 +188,8 @@ def collective_kind(text: str) -> str | None:
 def bus_factor(kind: str, ranks: int | None) -> float | None:
     """nccl-tests' factor from algorithm to bus bandwidth; None where the kind has none
     (dispatch/combine move a data-dependent share) or the group size is not recorded."""
+    if kind in _ONE_TO_ONE:  # the message crosses each link once, whatever the group
+        return 1.0
     factor = BUS_FACTOR.get(kind)
     if factor is None or not ranks or ranks < 1:
         return None

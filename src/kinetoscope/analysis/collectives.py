@@ -194,7 +194,12 @@ def _bytes(trace: Trace, kernel: int, kind: str, recorded: dict) -> int | None:
     if itemsize and nelems is not None:
         return nelems * itemsize
     op = int(trace.op_of[kernel])
-    if op < 0 or kind not in _INPUT_IS_MESSAGE:
+    return _input_bytes(trace, op, kind) if op >= 0 else None
+
+
+def _input_bytes(trace: Trace, op: int, kind: str) -> int | None:
+    """Bytes of the op's first recorded input tensor, for kinds whose input is the message."""
+    if kind not in _INPUT_IS_MESSAGE:
         return None
     args = recorded_args(trace, op)
     shape = args.shape(0)
@@ -236,9 +241,13 @@ def _gloo_calls(trace: Trace) -> list[Call]:
 
 
 def _gloo_bytes(trace: Trace, event: int, kind: str, recorded: dict) -> int | None:
+    """From record_param_comms where it was recorded, else the annotation's own input
+    tensor (ProcessGroupGloo records it with record_shapes)."""
     itemsize = COMM_ITEMSIZE.get(str(recorded.get("dtype")))
     nelems = _int(recorded.get("Out msg nelems" if kind == "all_gather" else "In msg nelems"))
-    return nelems * itemsize if itemsize and nelems is not None else None
+    if itemsize and nelems is not None:
+        return nelems * itemsize
+    return _input_bytes(trace, event, kind)
 
 
 def _rows(calls: list[Call]) -> list[CollectiveRow]:
