@@ -237,3 +237,21 @@ def test_gloo_cpu_collectives_from_a_recording(gloo_trace):
     assert rows[("Gloo", "all_reduce")].bytes == 3 * 4096 * 4
     assert rows[("Gloo", "all_reduce")].busbw_gbps is None  # group size not recorded
     assert rows[("Gloo", "broadcast")].busbw_gbps is not None  # factor 1 needs none
+
+
+def test_communication_section_in_every_format(tmp_path):
+    """The built custom all-reduce run: the family and bandwidth reach JSON, text,
+    Markdown and HTML."""
+    from kinetoscope.api import explain
+    from kinetoscope.report.html import render_html
+    from kinetoscope.report.markdown import render_markdown
+    from kinetoscope.report.text import render_text
+
+    report = explain(str(_custom_ar_trace(tmp_path)))
+    data = json.loads(report.to_json())
+    families = {f["family"] for f in data["communication"]["families"]}
+    assert families == {"vLLM custom all-reduce", "DeepEP", "TensorRT-LLM all-reduce"}
+    for text in (render_text(report), render_markdown(report), render_html(report)):
+        assert "vLLM custom all-reduce" in text
+        assert "15.7 GB/s" in text  # bus bandwidth, 15.72864 GB/s to 3 digits
+        assert "not recorded" in text  # the TRT-LLM kernel's bytes
