@@ -50,6 +50,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "quality": OBJ,
             "kernel_types": OBJ,
             "streams": OBJ,
+            "communication": OBJ,
             "llm": OBJ,
             "trimmed": TRIMMED,
         },  # fmt: skip

@@ -35,6 +35,7 @@ import dataclasses
 import re
 
 from ..trace import Trace
+from .collective_names import collective_family, on_rocm
 from .cpp_kernel_names import demangled_parts, functor_of, strip_cpp, strip_declaration
 from .kernel_name_fields import arch_of, dtype_from_cpp, dtype_from_tokens, epilogue_of, name_tokens
 from .kernel_name_record import KernelName
@@ -124,7 +125,10 @@ def decoded(trace: Trace, name: str) -> KernelName:
 
 
 def _decoded(trace: Trace, name: str) -> KernelName:
-    return decode(name)
+    k = decode(name)
+    if k.library == "NCCL" and trace.memo(on_rocm):  # RCCL keeps NCCL's kernel names
+        return dataclasses.replace(k, library="RCCL", family=k.family.replace("NCCL:", "RCCL:", 1))
+    return k
 
 
 def decode(name: str) -> KernelName:
@@ -157,6 +161,9 @@ def decode(name: str) -> KernelName:
         return decode_prefixed_blas(name, "cuDNN", "conv")
 
     library = _library_of(name)
+    family = collective_family(name)  # collectives: the library that moves the data
+    if family is not None:
+        library = family
     if name.startswith("_Z"):
         parts = demangled_parts(name)
         base = parts[-1] if parts else name
@@ -177,6 +184,8 @@ def decode(name: str) -> KernelName:
         if dtype is None:
             dtype = dtype_from_tokens(name_tokens(base))
         arch_text = base
+    if family is not None:
+        kind = "collective"
     if library == "MIOpen":
         if name.startswith("igemm_"):  # implicit-GEMM convolutions (fwd, bwd data, wrw)
             kind = "conv"

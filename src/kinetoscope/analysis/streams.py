@@ -117,6 +117,34 @@ def _hidden_in(starts, ends, device, comm, compute) -> float:
     return total
 
 
+def _lane_devices(trace: Trace) -> np.ndarray:
+    """Device of each lane (-1 where none), for one lookup per lane rather than per event."""
+    return np.array(
+        [-1 if lane.device is None else lane.device for lane in trace.lanes] or [-1],
+        dtype=np.int64,
+    )
+
+
+def compute_unions(trace: Trace) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Each device's compute in the window (device work that is not communication) as
+    merged intervals: what `hidden_in` measures communication against."""
+    work = window_device_work(trace)
+    is_comm = np.isin(
+        type_codes(trace, work), [KERNEL_TYPES.index(t) for t in sorted(COMMUNICATION_TYPES)]
+    )
+    device = _lane_devices(trace)[trace.lane[work]]
+    return _compute_unions(trace.ts[work], trace.end[work], is_comm, device)
+
+
+def hidden_in(trace: Trace, indices: np.ndarray, compute) -> float:
+    """Time of the device events `indices` (one family's collectives) that runs while
+    compute (`compute_unions`) runs on the same device."""
+    device = _lane_devices(trace)[trace.lane[indices]]
+    return _hidden_in(
+        trace.ts[indices], trace.end[indices], device, np.arange(len(indices)), compute
+    )
+
+
 def stream_report(trace: Trace) -> StreamReport:
     """Busy time per stream and communication overlap, over the active window."""
     work = window_device_work(trace)
@@ -139,11 +167,7 @@ def stream_report(trace: Trace) -> StreamReport:
             )
         )
     rows.sort(key=lambda r: -r.busy_us)
-    lane_device = np.array(
-        [-1 if lane.device is None else lane.device for lane in trace.lanes] or [-1],
-        dtype=np.int64,
-    )
-    device = lane_device[trace.lane[work]]  # one lookup per lane, not per event
+    device = _lane_devices(trace)[trace.lane[work]]  # one lookup per lane, not per event
     numbers = device_steps(trace, work) if trace.steps else np.full(len(work), -1)
     # each step's work is one slice of the events ordered by step (a mask per step was
     # steps x events), in event order within it as the mask gave them

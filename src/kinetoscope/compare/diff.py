@@ -305,6 +305,7 @@ def waits(trace: Trace) -> Waits:
 def diff_runs(run_a: Run, run_b: Run) -> TraceDiff:
     """Compare two runs; `conclusion` holds the plain-words summary."""
     from ..analysis.attention import backend_change
+    from .comm_diff import comm_diff
     from .conclusion import conclude
     from .llm_diff import llm_diff, llm_sentence
 
@@ -332,6 +333,7 @@ def diff_runs(run_a: Run, run_b: Run) -> TraceDiff:
         waits=(waits(run_a.trace), waits(run_b.trace)),
     )
     result.llm = llm_diff(run_a.trace, run_b.trace)  # owned by compare/llm_diff.py
+    result.communication = comm_diff(run_a.trace, run_b.trace)  # compare/comm_diff.py
     result.conclusion = conclude(result)
     if generation := llm_sentence(result.llm):  # owned by compare/llm_diff.py
         result.conclusion = f"{result.conclusion} {generation}"

@@ -144,6 +144,9 @@ class TraceDiff:
     conclusion: str = ""
     #: both runs' LLM passes per phase, TTFT and TPOT (compare/llm_diff.py); {} without
     llm: dict[str, Any] = field(default_factory=dict)
+    #: both runs' collectives per family: time, per step, exposed, bus bandwidth
+    #: (compare/comm_diff.py); {} when neither run holds a collective
+    communication: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -32,7 +32,13 @@ from ..trace import Trace
 from ..trace.top_meta import recorded_versions, run_metadata
 from .interactive import interactive_data
 from .path_section import path_section
-from .sections import kernel_types_section, llm_section, quality_section, streams_section
+from .sections import (
+    communication_section,
+    kernel_types_section,
+    llm_section,
+    quality_section,
+    streams_section,
+)
 
 #: Timeline intervals closer than this share of the window are drawn as one.
 TIMELINE_RESOLUTION = 1 / 2000
@@ -105,6 +111,7 @@ def build_report(
         quality=quality_section(trace),
         kernel_types=kernel_types_section(trace),
         streams=streams_section(trace),
+        communication=communication_section(trace),
         llm=llm_section(trace),
         interactive=partial(interactive_data, trace, outcome.findings, timeline.steps),
         notebook_html=notebook_html,

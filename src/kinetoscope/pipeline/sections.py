@@ -1,4 +1,5 @@
-"""The report's `quality`, `kernel_types`, `streams` and `llm` sections as plain data.
+"""The report's `quality`, `kernel_types`, `streams`, `communication` and `llm` sections,
+as plain data.
 
 Built once here from the analyses (`analysis.quality`, `analysis.kernel_types`,
 `analysis.streams`) so that every renderer lays out the same numbers; the
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..analysis.collectives import collectives
 from ..analysis.kernel_types import kernel_types
 from ..analysis.llm import PHASES, llm_view
 from ..analysis.quality import trace_quality
@@ -68,6 +70,48 @@ def streams_section(trace: Trace) -> dict[str, Any]:
                 "exposed_share": s.exposed_share,
             }
             for s in sr.steps
+        ],
+    }
+
+
+def communication_section(trace: Trace) -> dict[str, Any]:
+    """Every collective by family and kind (analysis.collectives); {} without any."""
+    c = collectives(trace)
+    if not c.rows:
+        return {}
+    return {
+        "total_us": c.total_us,
+        "families": [
+            {
+                "family": f.family,
+                "calls": f.calls,
+                "total_us": f.total_us,
+                "busy_us": f.busy_us,
+                "hidden_us": f.hidden_us,
+                "exposed_us": f.exposed_us,
+            }
+            for f in c.families
+        ],
+        "collectives": [
+            {
+                "family": r.family,
+                "kind": r.kind,
+                "calls": r.calls,
+                "total_us": r.total_us,
+                "median_us": r.median_us,
+                "p90_us": r.p90_us,
+                "min_us": r.min_us,
+                "max_us": r.max_us,
+                "calls_with_bytes": r.calls_with_bytes,
+                "bytes": r.bytes,
+                "bytes_us": r.bytes_us,
+                "ranks": r.ranks,
+                "algbw_gbps": r.algbw_gbps,
+                "busbw_gbps": r.busbw_gbps,
+                "skew": r.skew,
+                "step_skew": r.step_skew,
+            }
+            for r in c.rows
         ],
     }
 

@@ -285,6 +285,7 @@ def _sections(d, limit: int) -> list[Section]:
         _kernels(d, limit),
         _ops(d, limit),
         *_llm(d),
+        *_communication(d),
         _findings(d),
     ]
 
@@ -295,6 +296,38 @@ def _llm(d) -> list[Section]:
         return []
     text, rows = llm_lines(d.llm)
     return [Section("LLM phases (A -> B)", text=text, headers=LLM_HEADERS, rows=rows)]
+
+
+def _communication(d) -> list[Section]:
+    """Per collective family: time per step, exposed time and bus bandwidth of both runs
+    (compare/comm_diff.py); none without collectives."""
+    if not d.communication:
+        return []
+    rows = []
+    for f in d.communication["families"]:
+        a, b = f["a"] or {}, f["b"] or {}
+        rows.append(
+            [
+                inert(f["family"]),
+                str(a.get("calls", 0)),
+                str(b.get("calls", 0)),
+                fmt_change(a.get("per_step_us"), b.get("per_step_us")),
+                fmt_change(a.get("exposed_us"), b.get("exposed_us")),
+                _bandwidth(a.get("busbw_gbps"), b.get("busbw_gbps")),
+            ]
+        )
+    text = ["time per step, exposed time and bus bandwidth of each collective family"]
+    return [Section("Communication (A -> B)", text=text, headers=COMM_HEADERS, rows=rows)]
+
+
+COMM_HEADERS = ["family", "calls A", "calls B", "per step", "exposed", "bus bandwidth"]
+
+
+def _bandwidth(a: float | None, b: float | None) -> str:
+    def one(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3g} GB/s"
+
+    return f"{one(a)} -> {one(b)}"
 
 
 LLM_HEADERS = ["phase", "passes A", "passes B", "per pass", "host per pass", "device per pass"]

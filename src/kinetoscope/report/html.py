@@ -26,6 +26,7 @@ from .._version import __version__
 from ..errors import UsageError
 from ..formatting.escaping import inert
 from ..formatting.units import fmt_pct, fmt_us
+from . import comm_render
 from .evidence import evidence_line, short_name
 from .model import Report
 from .phrases import ACCOUNT_CSS, account_line, path_rows
@@ -43,6 +44,7 @@ SECTIONS = [
     "findings",
     "kernel_types",
     "streams",
+    "communication",
     "kernels",
     "ops",
     "not_checked",
@@ -77,7 +79,7 @@ def _environment():
     env.filters["pct"] = fmt_pct  # the text and Markdown form: one printed digit everywhere
     env.filters["short"] = short_name
     env.filters["line"] = evidence_line
-    env.globals.update(run_line=run_line, version_parts=version_parts)
+    env.globals.update(run_line=run_line, version_parts=version_parts, comm=comm_render)
     return env
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..formatting.units import fmt_pct, fmt_us
 from ..rules.base import Evidence
-from . import llm_render
+from . import comm_render, llm_render
 from .evidence import evidence_line, short_name
 from .model import Report
 from .phrases import account_line, device_cell, path_rows, step_counts, steps_line
@@ -56,6 +56,7 @@ def render_markdown(report: Report) -> str:
     ]
     out += _kernel_types(report)
     out += _streams(report)
+    out += _communication(report)
     out += _llm(report)
     out += ["## Findings", ""]
     if not report.findings:
@@ -165,6 +166,18 @@ def _streams(report: Report) -> list[str]:
             f"{fmt_us(s['communication_us'])} |"
         )
     return out + [""]
+
+
+def _communication(report: Report) -> list[str]:
+    """Every collective by family and kind (report.comm_render: the text's cells)."""
+    comm = report.communication
+    if not comm:
+        return []
+    out = ["## Communication", ""]
+    out += [f"- {md_cell(line)}" for line in comm_render.family_lines(comm)] + [""]
+    rows = [[md_cell(c) for c in comm_render.row_cells(r)] for r in comm["collectives"]]
+    out += _table(comm_render.COLUMNS, rows, left=2)
+    return out + [md_cell(comm_render.NOTE), ""]
 
 
 def _llm(report: Report) -> list[str]:

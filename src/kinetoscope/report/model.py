@@ -121,6 +121,8 @@ class Report:
     kernel_types: dict[str, Any] = field(default_factory=dict)
     #: busy time per device stream, communication hidden/exposed per step
     streams: dict[str, Any] = field(default_factory=dict)
+    #: every collective by family and kind: time, spread, bytes, bandwidth; {} if none
+    communication: dict[str, Any] = field(default_factory=dict)
     #: LLM generation passes (prefill/decode), time to first token, decode latency; {} if none
     llm: dict[str, Any] = field(default_factory=dict)
     #: Builds what only the HTML report shows (pipeline.interactive: event timeline, kernel
@@ -152,6 +154,7 @@ class Report:
                 "quality": self.quality,
                 "kernel_types": self.kernel_types,
                 "streams": self.streams,
+                "communication": self.communication,
                 "llm": self.llm,
                 "critical_path": self.critical_path,
             }

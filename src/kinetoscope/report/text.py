@@ -17,7 +17,7 @@ from rich.text import Text
 
 from ..formatting.units import fmt_us
 from ..rules.base import Evidence, Finding
-from . import llm_render
+from . import comm_render, llm_render
 from .console import inert
 from .evidence import evidence_line
 from .model import Report
@@ -72,6 +72,9 @@ def print_report(report: Report, console: Console) -> None:
     if report.kernel_types.get("types"):
         console.print()
         console.print(_kernel_types(report))
+    if report.communication:
+        console.print()
+        console.print(_communication(report))
     if report.llm:
         console.print()
         console.print(_llm(report))
@@ -160,6 +163,17 @@ def _kernel_types(report: Report) -> Group:
                 style="dim",
             )
         )
+    return Group(*parts)
+
+
+def _communication(report: Report) -> Group:
+    """Every collective by family and kind: one line per family, then one per collective
+    (a sentence: thirteen columns do not fit a terminal)."""
+    comm = report.communication
+    parts: list = [Text("Communication", style="bold")]
+    parts += [Text(inert(line), style="dim") for line in comm_render.family_lines(comm)]
+    parts += [_hanging("-", Text(inert(comm_render.row_line(row)))) for row in comm["collectives"]]
+    parts.append(Text(comm_render.NOTE, style="dim"))
     return Group(*parts)
 
 

@@ -77,6 +77,16 @@ _EXTERNAL_ID, _EXTERNAL_ID_OLD, _CORRELATION, _STREAM, _DEVICE = (
     )
 )
 
+_COMM_NAME = attrgetter("comm_name")
+#: record_param_comms' arguments kept for a collective: (attribute, the trace's key)
+_COMM_FIELDS = (
+    ("comm_name", "Collective name"),
+    ("comm_in", "In msg nelems"),
+    ("comm_out", "Out msg nelems"),
+    ("comm_group", "Group size"),
+    ("comm_dtype", "dtype"),
+    ("comm_pg", "Process Group Name"),
+)
 
 #: every column the builder collects: key -> (dtype, width of a row or None)
 COLUMNS: dict[str, tuple[Any, int | None]] = {
@@ -114,6 +124,9 @@ COLUMNS: dict[str, tuple[Any, int | None]] = {
     "concrete_index": (np.int64, None),
     "concrete_len": (np.int64, None),
     "concrete_blob": (np.uint8, None),
+    "comm_index": (np.int64, None),
+    "comm_len": (np.int64, None),
+    "comm_blob": (np.uint8, None),
     "flops_index": (np.int64, None),
     "flops_value": (np.float64, None),
     "copy_index": (np.int64, None),
@@ -126,6 +139,7 @@ _INDEX_COLUMNS = (
     "dims_index",
     "types_index",
     "concrete_index",
+    "comm_index",
     "flops_index",
     "copy_index",
     "m_index",
@@ -260,12 +274,34 @@ class TraceBuilder:
                 put(f"{key}_index", at + base)
                 put(f"{key}_len", lengths)
                 put(f"{key}_blob", blob)
+        self._collective_args(args, base)
         for getter, key, column in ((_FLOPS, "flops", float_column), (_COPY_BYTES, "copy", _ints)):
             values = list(map(getter, args))
             if values.count(None) < len(values):
                 at = present_mask(values)
                 put(f"{key}_index", at + base)
                 put(f"{key}_value", column([values[i] for i in at.tolist()]))
+
+    def _collective_args(self, args: list[Any], base: int) -> None:
+        """What record_param_comms says of a collective (name, element counts, dtype, group
+        size and name), as one JSON object per event that names a collective."""
+        names = list(map(_COMM_NAME, args))
+        if names.count(None) == len(names):
+            return
+        at = present_mask(names)
+        texts = []
+        for i in at.tolist():
+            a = args[i]
+            fields = [(key, getattr(a, attr)) for attr, key in _COMM_FIELDS]
+            texts.append(
+                "{"
+                + ",".join(f'"{key}":{json_text(v)}' for key, v in fields if v is not None)
+                + "}"
+            )
+        lengths, blob = SparseTexts.encode(texts)
+        self.sink.append("comm_index", at + base)
+        self.sink.append("comm_len", lengths)
+        self.sink.append("comm_blob", blob)
 
     def _untimed(self, events: list[Any]) -> None:
         """Flow events (launch -> device links) and metadata (thread names)."""
@@ -385,6 +421,7 @@ class TraceBuilder:
             input_dims=self._texts("dims"),
             input_types=self._texts("types"),
             concrete_inputs=self._texts("concrete"),
+            collective_args=self._texts("comm"),
             flops=SparseValues(self._column("flops_index"), self._column("flops_value")),
             copy_bytes=SparseValues(self._column("copy_index"), self._column("copy_value")),
             warnings=warnings,

@@ -129,6 +129,10 @@ class Trace:
     copy_bytes: Mapping[int, int] = field(default_factory=dict)
     #: `Concrete Inputs` (scalar arguments as text, JSON list) of ops, by event index (sparse)
     concrete_inputs: Mapping[int, str] = field(default_factory=dict)
+    #: what record_param_comms recorded of a collective, a JSON object by event index
+    #: ("Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype",
+    #: "Process Group Name"; torch >= 2.2), sparse
+    collective_args: Mapping[int, str] = field(default_factory=dict)
     #: why the columns live in temporary files rather than memory (`--max-memory`),
     #: None when they are in memory
     out_of_core: str | None = None

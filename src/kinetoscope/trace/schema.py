@@ -30,6 +30,13 @@ ARG_FIELDS: list[tuple[str, str, Any, Any]] = [
     ("input_type", "Input type", msgspec.Raw, None),
     # scalar arguments as the profiler printed them (stride, is_causal, ...), torch >= 2.1
     ("concrete_inputs", "Concrete Inputs", msgspec.Raw, None),
+    # what record_param_comms records of a collective (torch >= 2.2; kept as JSON text)
+    ("comm_name", "Collective name", msgspec.Raw, None),
+    ("comm_in", "In msg nelems", msgspec.Raw, None),
+    ("comm_out", "Out msg nelems", msgspec.Raw, None),
+    ("comm_group", "Group size", msgspec.Raw, None),
+    ("comm_dtype", "dtype", msgspec.Raw, None),
+    ("comm_pg", "Process Group Name", msgspec.Raw, None),
     ("alloc_bytes", "Bytes", int | None, None),
     ("addr", "Addr", int | None, None),
     ("total_allocated", "Total Allocated", int | None, None),
