@@ -95,9 +95,11 @@ class LlmView:
 
     @property
     def ttft_us(self) -> float | None:
-        """Time to first token: the first prefill pass (prompt in, first token out)."""
+        """Time to first token: the first prefill pass, from its start until its work is
+        done (prompt in, first token out), even where its device work runs into the next
+        pass."""
         prefill = self.phase("prefill")
-        return prefill[0].dur if prefill else None
+        return prefill[0].done - prefill[0].start if prefill else None
 
     @property
     def tpot_us(self) -> float | None:

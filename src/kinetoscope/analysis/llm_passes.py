@@ -99,6 +99,9 @@ class Pass:
     compute_busy_us: float = 0.0
     #: CPU ops that started in the host window (a pass on a CPU-only trace launches these)
     host_ops: int = 0
+    #: when the pass's own work was done (host window and device work), before tiling
+    #: cut `end` at the next pass's start: its token exists from here
+    done: float = 0.0
 
     @property
     def dur(self) -> float:
@@ -187,6 +190,7 @@ class Costs:
             comm_busy_us=union_length(t.ts[comm], t.end[comm]),
             compute_busy_us=union_length(t.ts[rest], t.end[rest]),
             host_ops=int(np.diff(np.searchsorted(self.op_ts, [start, end]))[0]),
+            done=max(end, device_end),
         )
 
 
