@@ -119,4 +119,3 @@ def _json(text: str | None):
         return json.loads(text or "null")
     except ValueError:
         return None
-

@@ -167,7 +167,9 @@ class Costs:
         tokens, tokens_from = spec.tokens, spec.tokens_from
         if tokens is None:
             tokens = _copied_tokens(t, memcpy)
-            tokens_from = "copies (N x 4 B int32 ids and N x 8 B int64 positions)" if tokens else None
+            tokens_from = (
+                "copies (N x 4 B int32 ids and N x 8 B int64 positions)" if tokens else None
+            )
         return Pass(
             label=spec.label,
             phase=spec.phase,
