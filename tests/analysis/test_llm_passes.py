@@ -18,7 +18,7 @@ from kinetoscope.analysis.llm_find import annotated
 from kinetoscope.analysis.llm_passes import Costs
 
 from ..conftest import corpus, kernel, launch, op, write_trace
-from ..llm_traces import llm_traces  # noqa: F401  (the session fixture)
+from ..llm_traces import llm_traces  # noqa: F401 - the fixture
 
 SGLANG = "gpu/tracelens_sglang_decode__sglang_Qwen3-8B_decode.json.gz"
 VLLM = "gpu/tracelens_vllm_prefilldecode_piecewise__graph_execution.json.gz"
@@ -36,7 +36,7 @@ def _tiled(view, trace):
 # ---- CPU recordings: the hand-written decoder --------------------------------------
 
 
-def test_prefill_only_is_one_prefill_filling_an_empty_cache(llm_traces):
+def test_prefill_only_is_one_prefill_filling_an_empty_cache(llm_traces):  # noqa: F811
     """One forward on [1, 6] ids; each of 2 layers cats its keys and values onto an empty
     [1, 2, 0, 16] cache: 4 appends of [1, 2, 6, 16] fp32 (768 B each)."""
     trace = kinetoscope.load(llm_traces["prefill"])
@@ -49,7 +49,7 @@ def test_prefill_only_is_one_prefill_filling_an_empty_cache(llm_traces):
     assert "KV cache" in view.evidence
 
 
-def test_prefill_without_cache_is_known_by_causal_attention_and_vocab_choice(llm_traces):
+def test_prefill_without_cache_is_known_by_causal_attention_and_vocab_choice(llm_traces):  # noqa: F811
     """No cache, no decode: the prompt's attention is masked with torch.triu and argmax
     picks the next token over the head's 97 logits, the embedding table's 97 rows (the
     older code found no generation here)."""
@@ -60,7 +60,7 @@ def test_prefill_without_cache_is_known_by_causal_attention_and_vocab_choice(llm
     assert view.evidence.startswith("causal attention")
 
 
-def test_decode_only_appends_to_a_cache_filled_before_profiling(llm_traces):
+def test_decode_only_appends_to_a_cache_filled_before_profiling(llm_traces):  # noqa: F811
     """3 forwards on [1, 1]: the cache held 6 tokens before the window, so each pass's 4
     cats write [1, 2, T, 16] fp32 for T = 7, 8, 9 (128 x T bytes each)."""
     trace = kinetoscope.load(llm_traces["decode"])
@@ -73,7 +73,7 @@ def test_decode_only_appends_to_a_cache_filled_before_profiling(llm_traces):
     _tiled(view, trace)
 
 
-def test_prefill_then_decodes_tile_and_split_by_the_account(llm_traces):
+def test_prefill_then_decodes_tile_and_split_by_the_account(llm_traces):  # noqa: F811
     """A prefill on 6 tokens, then 3 decodes; each pass's split (CPU compute, Python,
     dispatch, waits, other) adds up to its duration, and every format shows it."""
     from kinetoscope.report.markdown import render_markdown
@@ -99,7 +99,7 @@ def test_prefill_then_decodes_tile_and_split_by_the_account(llm_traces):
 
 
 @pytest.mark.parametrize("name", ["encoder", "detector"])
-def test_encoder_and_detector_get_no_llm_view(llm_traces, name):
+def test_encoder_and_detector_get_no_llm_view(llm_traces, name):  # noqa: F811
     """The encoder embeds token ids [2, 7] three times: no cache, no causal mask, no token
     chosen. The detector embeds 5 object queries ([1, 5] ids) three times and joins a
     class token [1, 1, 32] to its patches [1, 64, 32] along dim 1, the shape of a cache

@@ -65,7 +65,10 @@ def generation_evidence(trace: Trace, passes: list[Pass]) -> str | None:
     if not shaped or len(ops_named(trace, CONV_OPS)):
         return None  # no token-shaped ids, or pixels went in: not a language model
     if _causal(trace, shaped) and _chooses_from_vocab(trace, shaped):
-        return "causal attention on token ids [batch, tokens], then a token chosen from vocabulary-sized logits"
+        return (
+            "causal attention on token ids [batch, tokens], then a token chosen from "
+            "vocabulary-sized logits"
+        )
     return None
 
 
@@ -92,9 +95,9 @@ def _causal(trace: Trace, passes: list[Pass]) -> bool:
         return True
     for i in _within(trace, ops_named(trace, frozenset({SDPA})), passes):
         args = _json(trace.concrete_inputs.get(i))
-        if isinstance(args, list) and len(args) > IS_CAUSAL_ARG:
-            if str(args[IS_CAUSAL_ARG]).lower() == "true":
-                return True
+        causal = isinstance(args, list) and len(args) > IS_CAUSAL_ARG
+        if causal and str(args[IS_CAUSAL_ARG]).lower() == "true":
+            return True
     return False
 
 
@@ -108,9 +111,9 @@ def _chooses_from_vocab(trace: Trace, passes: list[Pass]) -> bool:
             vocab.add(dims[0][0])
     for i in _within(trace, ops_named(trace, TOKEN_CHOICE_OPS), passes):
         dims = _json(trace.input_dims.get(i))
-        if isinstance(dims, list) and dims and isinstance(dims[0], list) and dims[0]:
-            if dims[0][-1] in vocab:
-                return True
+        logits = dims[0] if isinstance(dims, list) and dims else None
+        if isinstance(logits, list) and logits and logits[-1] in vocab:
+            return True
     return False
 
 

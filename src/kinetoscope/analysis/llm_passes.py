@@ -43,6 +43,8 @@ from .steps import device_anchor, host_activity_mask
 
 #: Device kernels that write new keys/values into a preallocated (paged) cache.
 KV_WRITE_KERNEL_RE = re.compile(r"reshape_and_cache|store_kvcache|kv_cache", re.IGNORECASE)
+#: How a token count read from copies is said (see the module docstring).
+COPIED = "copies (N x 4 B int32 ids and N x 8 B int64 positions, dtypes assumed)"
 DTYPE_BYTES = {
     "float": 4,
     "double": 8,
