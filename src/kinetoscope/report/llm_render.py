@@ -5,8 +5,8 @@ summary line (phases, what they were read from, time to first token, time per
 output token), one row per phase (passes, tokens, wall, host and device time,
 graph replays: `graphs`, the cudaGraphLaunch / hipGraphLaunch calls) and one row
 per pass, with its split from the window account (device / Python / dispatch /
-waits, `analysis.llm_split`) and its token count marked `~` where copies inferred it. Cells are plain strings; each renderer
-escapes trace-provided text (labels) its own way.
+waits, `analysis.llm_split`) and its token count marked `~` where copies inferred it.
+Cells are plain strings; each renderer escapes trace-provided text (labels) its own way.
 """
 
 from __future__ import annotations
