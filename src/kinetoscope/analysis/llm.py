@@ -57,6 +57,8 @@ class PhaseTotals:
     host_us: float  # sum of host windows
     device_busy_us: float
     graph_launches: int
+    compute_busy_us: float = 0.0  # device time less communication kernels
+    comm_busy_us: float = 0.0  # communication kernels' device time
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,8 @@ class LlmView:
                 host_us=sum(p.host_us for p in passes),
                 device_busy_us=sum(p.device_busy_us for p in passes),
                 graph_launches=sum(p.graph_launches for p in passes),
+                compute_busy_us=sum(p.compute_busy_us for p in passes),
+                comm_busy_us=sum(p.comm_busy_us for p in passes),
             )
         return out
 
