@@ -136,9 +136,10 @@ class Costs:
         self.cache_ops = self.cache_ops[np.argsort(trace.ts[self.cache_ops], kind="stable")]
         self.cache_kinds = _cache_kinds(trace, self.cache_ops)
         self.op_ts = np.sort(trace.ts[ops])
-        self.comm_name = np.array(
-            [kernel_type_in(trace, n) == "communication" for n in trace.names] or [False]
-        )
+        # by name id, typing only the kernels' names (kernel_types: "communication")
+        self.comm_name = np.zeros(max(len(trace.names), 1), dtype=bool)
+        for name_id in np.unique(trace.name_id[trace.cat == int(Cat.KERNEL)]).tolist():
+            self.comm_name[name_id] = kernel_type_in(trace, trace.names[name_id]) == "communication"
         self.kv_kernel = np.array(
             [bool(KV_WRITE_KERNEL_RE.search(n)) for n in trace.names] or [False]
         )
