@@ -417,10 +417,11 @@ def test_diff_compares_phases_ttft_and_tpot(tmp_path):
     assert "time per output token" in text and "(+0%)" in text
     assert "## LLM phases (A -> B)" in to_markdown(d)
     assert '"tpot_us"' in to_json(d)
-    assert d.conclusion.endswith(
+    assert (
         "Generation: time to first token 20.1 ms -> 30.1 ms (+50%), "
         "time per output token 16.3 ms -> 16.3 ms (+0%)."
-    )
+    ) in d.conclusion
+    assert d.conclusion.endswith("the slowdown is on the device (compute kernels).")
 
 
 def test_diff_of_training_runs_has_no_llm_section():
@@ -526,17 +527,25 @@ def test_compiled_loop_without_token_choice_is_no_generation(tmp_path):
 
 
 def test_backward_means_training_not_generation(tmp_path):
-    """Two embedding forwards in one step with a backward: gradient accumulation."""
+    """Two embedding forwards in one step, a token chosen (argmax) after each, with a
+    backward: gradient accumulation. Without the backward they are a prompt and a
+    decode; without the argmax as well, two forwards that choose nothing (no shapes, no
+    cache): no generation."""
     events = [op("ProfilerStep#1", 0, 10_000, cat="user_annotation")]
     for k in range(2):
         t0 = 100 + 4000 * k
         events.append(op("aten::embedding", t0, 10))
         events.append(op("aten::linear", t0 + 20, 1000))
+        events.append(op("aten::argmax", t0 + 1100, 10))
         events.append(op("autograd::engine::evaluate_function: MmBackward0", t0 + 2000, 500))
     trace = kinetoscope.load(write_trace(tmp_path / "accum.json", events))
     assert llm_view(trace) is None
     without = [e for e in events if not e["name"].startswith("autograd")]
-    assert llm_view(kinetoscope.load(write_trace(tmp_path / "fwd.json", without))) is not None
+    view = llm_view(kinetoscope.load(write_trace(tmp_path / "fwd.json", without)))
+    assert [p.phase for p in view.passes] == ["prefill", "decode"]
+    assert "chosen" in view.evidence
+    plain = [e for e in without if e["name"] != "aten::argmax"]
+    assert llm_view(kinetoscope.load(write_trace(tmp_path / "plain.json", plain))) is None
 
 
 @pytest.mark.parametrize(

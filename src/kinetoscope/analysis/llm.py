@@ -19,7 +19,18 @@ the phase is read from order and device time: a prefill runs the same weights
 as a decode of the same batch on more tokens per sequence, so it does strictly
 more device work; the first pass is called the prefill only when it is longer
 than every later pass, the later ones decode. Otherwise the phases stay
-`unknown` (a window that starts mid-generation, or a batch of prefills).
+`unknown` (a window that starts mid-generation, or a batch of prefills). An engine
+step that replays exactly one graph is a decode: engines capture whole-forward
+graphs for decode batches only (piecewise graphs, dozens per step, serve any phase).
+
+A pass is an engine step or forward that launched work: a step with no device
+work (an empty 0.1 ms engine step after the last token) is no pass, nor part of
+TTFT or TPOT. Passes never overlap: a pass whose device work runs past the next
+pass's start ends there (its device time still counts in full), so the passes'
+durations add up to at most the window. Model forwards found from embeddings are
+a generation only on the evidence `analysis.llm_evidence` lists (a decoder, not
+an encoder or a detector); graph replays followed by a token choice are the last
+resort (`llm_find.graph_replays`).
 """
 
 from __future__ import annotations
@@ -28,14 +39,11 @@ from dataclasses import dataclass, replace
 
 from ..formatting.units import fmt_us
 from ..trace import Trace
-from .llm_find import annotated, engine_ranges, forwards
-from .llm_passes import Costs, Pass
+from .llm_evidence import generation_evidence
+from .llm_find import annotated, engine_ranges, forwards, graph_replays
+from .llm_passes import Costs, Pass, PassSpec
 from .stats import Spread
 
-#: transformers' KV-cache module, as it appears in with_stack Python frames.
-CACHE_FRAME = "transformers/cache_utils.py"
-#: autograd's per-node backward ops: `autograd::engine::evaluate_function: MmBackward0`
-BACKWARD_PREFIX = "autograd::engine::evaluate_function"
 PHASES = ("prefill", "chunked prefill", "decode", "mixed", "unknown")
 
 
@@ -49,6 +57,8 @@ class PhaseTotals:
     host_us: float  # sum of host windows
     device_busy_us: float
     graph_launches: int
+    compute_busy_us: float = 0.0  # device time less communication kernels
+    comm_busy_us: float = 0.0  # communication kernels' device time
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,10 @@ class LlmView:
     phase_from: str
     passes: list[Pass]
     engine: str | None = None
+    #: what says the trace generates, in words (engine steps: the engine's own records)
+    evidence: str = "the serving engine's step records"
+    #: empty engine steps (no work launched) left out of the passes
+    dropped: int = 0
 
     def phase(self, name: str) -> list[Pass]:
         return [p for p in self.passes if p.phase == name]
@@ -78,14 +92,18 @@ class LlmView:
                 host_us=sum(p.host_us for p in passes),
                 device_busy_us=sum(p.device_busy_us for p in passes),
                 graph_launches=sum(p.graph_launches for p in passes),
+                compute_busy_us=sum(p.compute_busy_us for p in passes),
+                comm_busy_us=sum(p.comm_busy_us for p in passes),
             )
         return out
 
     @property
     def ttft_us(self) -> float | None:
-        """Time to first token: the first prefill pass (prompt in, first token out)."""
+        """Time to first token: the first prefill pass, from its start until its work is
+        done (prompt in, first token out), even where its device work runs into the next
+        pass."""
         prefill = self.phase("prefill")
-        return prefill[0].dur if prefill else None
+        return prefill[0].done - prefill[0].start if prefill else None
 
     @property
     def tpot_us(self) -> float | None:
@@ -107,45 +125,78 @@ def llm_view(trace: Trace) -> LlmView | None:
 
 def _view(trace: Trace) -> LlmView | None:
     if specs := annotated(trace):
-        costs = Costs(trace)
+        passes, dropped = _measure(trace, specs)
         phase_from = "the engine's step annotations (request and token counts per step)"
-        return LlmView("annotations", phase_from, [costs.measure(s) for s in specs])
+        return LlmView("annotations", phase_from, passes, dropped=dropped) if passes else None
     specs, engine = engine_ranges(trace)
     if specs:
-        costs = Costs(trace)
-        passes = [costs.measure(s) for s in specs]
+        passes, dropped = _measure(trace, specs)
+        if not passes:
+            return None
         passes, phase_from = _engine_phases(passes, engine)
-        return LlmView("engine ranges", phase_from, passes, engine)
+        return LlmView("engine ranges", phase_from, passes, engine, dropped=dropped)
     specs, shaped, compiled = forwards(trace)
-    if not specs:
-        return None
-    costs = Costs(trace)
-    passes = [costs.measure(s) for s in specs]
-    if not _generates(trace, passes):
-        return None  # a plain forward (an encoder such as BERT): no generation to read
+    passes, _ = _measure(trace, specs)
+    evidence = generation_evidence(trace, passes) if passes else None
+    if evidence is None:
+        return _replays(trace)  # a plain forward (an encoder, a detector): no generation
     where = (
         "calls of the compiled forward (Torch-Compiled Region), a token chosen between each two; "
         if compiled
         else ""
     )
     if shaped == len(passes):
-        return LlmView(
-            "shapes", where + "input ids' shape [batch, tokens] (1 token: decode)", passes
-        )
+        phase_from = where + "input ids' shape [batch, tokens] (1 token: decode)"
+        return LlmView("shapes", phase_from, passes, evidence=evidence)
     order = (
         "order: the first forward in each step or annotation is the prompt, as generate() "
         "always runs it first; the later ones decode"
     )
     if shaped:
         phase_from = f"{where}input ids' shape where recorded, else {order}"
-        return LlmView("shapes and order", phase_from, passes)
-    return LlmView("order", f"{where}{order} (no input shapes)", passes)
+        return LlmView("shapes and order", phase_from, passes, evidence=evidence)
+    return LlmView("order", f"{where}{order} (no input shapes)", passes, evidence=evidence)
+
+
+def _replays(trace: Trace) -> LlmView | None:
+    passes, _ = _measure(trace, graph_replays(trace))
+    if not passes:
+        return None
+    phase_from = (
+        "graph replays: a captured graph has static shapes, and the one-token decode step "
+        "is what engines and static-cache generation capture"
+    )
+    evidence = "each graph replay followed by the next token's choice (argmax, sampling)"
+    return LlmView("graph replays", phase_from, passes, evidence=evidence)
+
+
+def _measure(trace: Trace, specs: list[PassSpec]) -> tuple[list[Pass], int]:
+    """The passes that launched work, tiled (see the module docstring); how many
+    were dropped for launching none."""
+    costs = Costs(trace) if specs else None
+    measured = [costs.measure(s) for s in specs] if costs else []
+    on_cpu = not bool(trace.device_work.any())
+    kept = [p for p in measured if p.kernels or p.device_busy_us > 0 or (on_cpu and p.host_ops)]
+    tiled = []
+    for k, p in enumerate(kept):
+        if k + 1 < len(kept) and p.end > kept[k + 1].start:
+            nxt = kept[k + 1].start
+            p = replace(p, end=max(nxt, p.start), host_end=min(p.host_end, max(nxt, p.start)))
+        tiled.append(p)
+    return tiled, len(measured) - len(kept)
 
 
 def _engine_phases(passes: list[Pass], engine: str | None) -> tuple[list[Pass], str]:
     """Phases of engine passes whose input ids recorded none, from order and device time
     (host time where the trace has no device work), see the module docstring."""
+    graphed = [k for k, p in enumerate(passes) if p.phase is None and p.graph_launches == 1]
+    passes = [replace(p, phase="decode") if k in graphed else p for k, p in enumerate(passes)]
     unread = [k for k, p in enumerate(passes) if p.phase is None]
+    if graphed and not unread:
+        return passes, (
+            f"graph replays: each {engine} step replays one whole-forward graph, which "
+            "engines capture for decode batches only"
+        )
     if not unread:
         return passes, "input ids' shape [batch, tokens] inside each step (1 token: decode)"
     work = [_work(passes[k]) for k in unread]
@@ -172,19 +223,3 @@ def _engine_phases(passes: list[Pass], engine: str | None) -> tuple[list[Pass], 
 
 def _work(p: Pass) -> float:
     return p.device_busy_us if p.device_busy_us else p.host_us
-
-
-def _generates(trace: Trace, passes: list[Pass]) -> bool:
-    """Whether forwards belong to a generation: only incremental decoding runs a forward
-    on one new token per sequence (without shapes: a second forward in the same step or
-    annotation), and only a generation keeps a KV cache (cache ops in the passes, or
-    transformers' cache module in the recorded Python stacks). A generation never runs
-    backward: a trace with autograd's backward is training (two forwards in one step are
-    gradient accumulation, not a decode)."""
-    if any(n.startswith(BACKWARD_PREFIX) for n in trace.names):
-        return False
-    if any(p.phase == "decode" for p in passes):
-        return True
-    if any(p.kv_appends or p.kv_writes for p in passes):
-        return True
-    return any(CACHE_FRAME in name for name in trace.names)

@@ -76,19 +76,20 @@ def annotated(trace: Trace) -> list[PassSpec]:
             decode_reqs, decode_q = int(m[5]), int(m[6])
             phase = _phase(prefill_reqs, decode_reqs, chunked=prefill_k > prefill_q)
             tokens, batch = prefill_q + decode_q, prefill_reqs + decode_reqs
-            serving.append(PassSpec(name, phase, i, start, end, tokens, batch))
+            serving.append(PassSpec(name, phase, i, start, end, tokens, batch, "annotation"))
         elif m := SERVING_OLD_RE.match(name):
             prefill_reqs, prefill_q, q_times_k, decode_reqs, decode_q = (int(g) for g in m.groups())
             # one request: its keys are q_times_k / q; more than its queries means cached ones
             chunked = prefill_reqs == 1 and q_times_k > prefill_q * prefill_q
             phase = _phase(prefill_reqs, decode_reqs, chunked=chunked)
             tokens, batch = prefill_q + decode_q, prefill_reqs + decode_reqs
-            serving.append(PassSpec(name, phase, i, start, end, tokens, batch))
+            serving.append(PassSpec(name, phase, i, start, end, tokens, batch, "annotation"))
         elif m := SGLANG_RE.match(name):
             phase = {"DECODE": "decode", "MIXED": "mixed"}.get(m[1], "prefill")
             batch = int(m[2])
             tokens = batch if phase == "decode" else None
-            sglang.append(PassSpec(name, phase, i, start, end, tokens, batch))
+            from_ = "annotation" if tokens else None
+            sglang.append(PassSpec(name, phase, i, start, end, tokens, batch, from_))
     return serving or sglang
 
 
@@ -123,28 +124,29 @@ def engine_ranges(trace: Trace) -> tuple[list[PassSpec], str | None]:
             continue  # nested inside (or overlapping) the previous range: the same step
         kept.append(i)
     engine = found[int(trace.name_id[kept[0]])] if kept else None
-    embeddings = _ops_named(trace, frozenset({"aten::embedding"}))
-    attention = _ops_named(trace, ATTENTION_TOKEN_OPS)
+    embeddings = ops_named(trace, frozenset({"aten::embedding"}))
+    attention = ops_named(trace, ATTENTION_TOKEN_OPS)
     out = []
     for k, i in enumerate(kept):
         start, end = float(trace.ts[i]), float(trace.end[i])
         lo, hi = np.searchsorted(trace.ts[embeddings], [start, end])
         shape = _ids_shape(trace.input_dims.get(int(embeddings[lo]))) if hi > lo else None
-        phase = tokens = batch = None
+        phase = tokens = batch = from_ = None
         if shape is not None:
             batch, seq = shape
-            tokens = (batch or 1) * seq
+            tokens, from_ = (batch or 1) * seq, "input ids' shape"
             if batch is not None:  # [batch, tokens]: one new token per sequence is a decode
                 phase = "decode" if seq == 1 else "prefill"
         else:
             lo, hi = np.searchsorted(trace.ts[attention], [start, end])
             tokens = _query_tokens(trace.input_dims.get(int(attention[lo]))) if hi > lo else None
+            from_ = "the attention op's query [tokens, heads, head size]" if tokens else None
         label = f"{engine} step {k + 1}"
-        out.append(PassSpec(label, phase, i, start, end, tokens, batch))
+        out.append(PassSpec(label, phase, i, start, end, tokens, batch, from_))
     return out, engine
 
 
-def _ops_named(trace: Trace, names: frozenset[str]) -> np.ndarray:
+def ops_named(trace: Trace, names: frozenset[str]) -> np.ndarray:
     """Host ops with one of `names`, by start time."""
     ids = trace.name_ids_matching(lambda n: n in names)
     ops = np.flatnonzero(
@@ -198,14 +200,15 @@ def forwards(trace: Trace) -> tuple[list[PassSpec], int, bool]:
         else:
             phase = "prefill" if first_in_group else "decode"
         label = f"forward {k + 1}" + (f" ({trace.name(i)})" if i in region_set else "")
-        out.append(PassSpec(label, phase, i, float(trace.ts[i]), end, tokens, batch))
+        from_ = "input ids' shape" if tokens is not None else None
+        out.append(PassSpec(label, phase, i, float(trace.ts[i]), end, tokens, batch, from_))
     return out, sum(s is not None for s in shapes), bool(region_set)
 
 
 def _embedding_forwards(trace: Trace) -> list[int]:
     """The first `aten::embedding` of each eager forward: a second one with no matrix
     product since the first is the same forward (GPT-2 embeds tokens, then positions)."""
-    emb = _ops_named(trace, frozenset({"aten::embedding"}))
+    emb = ops_named(trace, frozenset({"aten::embedding"}))
     if not len(emb):
         return []
     host = trace.mask(Cat.CPU_OP) & (trace.lane_kind == 1)
@@ -252,7 +255,7 @@ def compiled_forwards(trace: Trace) -> np.ndarray:
     frames = Counter(region_ids[int(trace.name_id[i])] for i in top)
     frame = min(frames, key=lambda f: (-frames[f], f))
     calls = np.array([i for i in top if region_ids[int(trace.name_id[i])] == frame])
-    choices = _ops_named(trace, TOKEN_CHOICE_OPS)
+    choices = ops_named(trace, TOKEN_CHOICE_OPS)
     choice_ts = trace.ts[choices]
     starts, ends = trace.ts[np.array(top)], trace.end[np.array(top)]
     outside = choice_ts[np.searchsorted(ends, choice_ts, side="right") >= np.searchsorted(
@@ -295,3 +298,54 @@ def _group(trace: Trace, i: int) -> tuple[int, float]:
         if s.start <= trace.ts[i] < s.end:
             return s.index, s.end
     return -1, trace.end_time
+
+
+def graph_replays(trace: Trace) -> list[PassSpec]:
+    """Decode passes replayed as whole CUDA/HIP graphs, with nothing else to find them by:
+    each `cudaGraphLaunch`/`hipGraphLaunch` followed on the host, before the next, by the
+    next token's choice (`aten::argmax` over `[batch, vocab]` logits, multinomial, topk).
+    A captured graph has static shapes, and engines and static-cache generation capture
+    the one-token decode step (a prompt's length varies: it runs eagerly), so each such
+    replay is a decode of `batch` tokens. [] unless every launch is followed by a choice."""
+    host = trace.mask(Cat.RUNTIME, Cat.DRIVER) & (trace.lane_kind == 1)
+    ids = trace.name_ids_matching(lambda n: n in ("cudaGraphLaunch", "hipGraphLaunch"))
+    launches = np.flatnonzero(host & np.isin(trace.name_id, ids))
+    launches = launches[np.argsort(trace.ts[launches], kind="stable")]
+    choices = ops_named(trace, TOKEN_CHOICE_OPS)
+    if not len(launches) or not len(choices):
+        return []
+    bounds = [*trace.ts[launches[1:]].tolist(), np.inf]
+    out = []
+    for k, (i, nxt) in enumerate(zip(launches.tolist(), bounds, strict=True)):
+        lo, hi = np.searchsorted(trace.ts[choices], [trace.ts[i], nxt])
+        if hi == lo:
+            return []  # a replay with no token chosen after it: not a decode step
+        choice = int(choices[lo])
+        tokens = _choice_rows(trace.input_dims.get(choice))
+        start = float(trace.ts[_outermost(trace, i)])
+        out.append(
+            PassSpec(
+                f"graph replay {k + 1}", "decode", i, start, float(trace.end[choice]),
+                tokens, tokens, "the token choice's logits [batch, vocab]" if tokens else None,
+            )
+        )  # fmt: skip
+    return out
+
+
+def _choice_rows(dims_json: str | None) -> int | None:
+    """Sequences of a token choice's logits `[batch, vocab]` (or `[batch, 1, vocab]`)."""
+    try:
+        logits = json.loads(dims_json or "null")[0]
+    except (ValueError, IndexError, TypeError):
+        return None
+    if isinstance(logits, list) and len(logits) >= 2 and all(isinstance(d, int) for d in logits):
+        return int(np.prod(logits[:-1]))
+    return None
+
+
+def _outermost(trace: Trace, i: int) -> int:
+    """The outermost host event enclosing event `i` (itself when nothing does), below any
+    annotation or ProfilerStep."""
+    while (p := int(trace.parent[i])) >= 0 and trace.cat[p] != int(Cat.USER_ANNOTATION):
+        i = p
+    return i

@@ -13,6 +13,7 @@ from typing import Any
 from ..analysis.collectives import collectives
 from ..analysis.kernel_types import kernel_types
 from ..analysis.llm import PHASES, llm_view
+from ..analysis.llm_split import pass_split
 from ..analysis.quality import trace_quality
 from ..analysis.streams import stream_report
 from ..trace import Trace
@@ -127,6 +128,8 @@ def llm_section(trace: Trace) -> dict[str, Any]:
     return {
         "source": view.source,
         "phase_from": view.phase_from,
+        "evidence": view.evidence,
+        "dropped_passes": view.dropped,
         "engine": view.engine,
         "has_profiler_steps": bool(trace.steps),
         "ttft_us": view.ttft_us,
@@ -156,8 +159,12 @@ def llm_section(trace: Trace) -> dict[str, Any]:
                 "dur_us": p.dur,
                 "host_us": p.host_us,
                 "tokens": p.tokens,
+                "tokens_from": p.tokens_from,
                 "batch": p.batch,
                 "device_busy_us": p.device_busy_us,
+                "comm_busy_us": p.comm_busy_us,
+                "compute_busy_us": p.compute_busy_us,
+                "split_us": pass_split(trace, p),
                 "kernels": p.kernels,
                 "graph_launches": p.graph_launches,
                 "blocked_us": p.blocked_us,

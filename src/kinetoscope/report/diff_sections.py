@@ -330,7 +330,17 @@ def _bandwidth(a: float | None, b: float | None) -> str:
     return f"{one(a)} -> {one(b)}"
 
 
-LLM_HEADERS = ["phase", "passes A", "passes B", "per pass", "host per pass", "device per pass"]
+LLM_HEADERS = [
+    "phase",
+    "passes A",
+    "passes B",
+    "per pass",
+    "host per pass",
+    "device per pass",
+    "compute kernels per pass",
+    "communication per pass",
+    "change on",
+]
 
 
 def llm_lines(llm: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -345,6 +355,7 @@ def llm_lines(llm: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         text.append(f"time to first token {fmt_change(ttft['a'], ttft['b'])}")
     if tpot["a"] is not None or tpot["b"] is not None:
         text.append(f"time per output token {fmt_change(tpot['a'], tpot['b'])}")
+    text += [row["side"]["sentence"] for row in llm["phases"] if row.get("side")]
     rows = []
     for row in llm["phases"]:
         a, b = row["a"] or {}, row["b"] or {}
@@ -356,6 +367,9 @@ def llm_lines(llm: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                 fmt_change(a.get("per_pass_us"), b.get("per_pass_us")),
                 fmt_change(a.get("host_per_pass_us"), b.get("host_per_pass_us")),
                 fmt_change(a.get("device_per_pass_us"), b.get("device_per_pass_us")),
+                fmt_change(a.get("compute_per_pass_us"), b.get("compute_per_pass_us")),
+                fmt_change(a.get("comm_per_pass_us"), b.get("comm_per_pass_us")),
+                (row.get("side") or {}).get("side", "-"),
             ]
         )
     return text, rows

@@ -4,8 +4,9 @@ Both lay out the same numbers from `Report.llm` (pipeline.sections.llm_section):
 summary line (phases, what they were read from, time to first token, time per
 output token), one row per phase (passes, tokens, wall, host and device time,
 graph replays: `graphs`, the cudaGraphLaunch / hipGraphLaunch calls) and one row
-per pass. Cells are plain strings; each renderer
-escapes trace-provided text (labels) its own way.
+per pass, with its split from the window account (device / Python / dispatch /
+waits, `analysis.llm_split`) and its token count marked `~` where copies inferred it.
+Cells are plain strings; each renderer escapes trace-provided text (labels) its own way.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 from ..formatting.units import fmt_us
 
 PHASE_COLUMNS = ("phase", "passes", "tokens", "wall", "host", "device busy", "graphs")
+#: The pass table's split column: the window account inside the pass (llm_split).
+SPLIT_COLUMN = "dev/py/disp/wait"
 PASS_COLUMNS = (
     "pass",
     "phase",
@@ -22,10 +25,13 @@ PASS_COLUMNS = (
     "duration",
     "host",
     "device busy",
+    SPLIT_COLUMN,
     "kernels",
     "graphs",
     "KV cache",
 )
+#: The account split's parts, in the order of the pass table's split column.
+SPLIT_KEYS = ("device", "python", "dispatch", "waits")
 
 
 def summary(llm: dict[str, Any]) -> list[str]:
@@ -47,9 +53,34 @@ def summary(llm: dict[str, Any]) -> list[str]:
 def phases_from(llm: dict[str, Any]) -> str:
     """What the phases were read from; and, without ProfilerStep, that passes are steps."""
     line = f"Phases from {llm['phase_from']}."
+    if llm.get("evidence"):
+        line += f" A generation by: {llm['evidence']}."
     if not llm.get("has_profiler_steps", True):
         line += " The trace has no ProfilerStep: each pass below is one step of the window."
+    if llm.get("dropped_passes"):
+        line += (
+            f" {llm['dropped_passes']} step(s) that launched no work are not passes "
+            "(nor in TTFT or TPOT)."
+        )
+    copied = {p["tokens_from"] for p in llm["passes"] if _copied(p)}
+    if copied:
+        line += f" Tokens marked ~ are inferred from {', '.join(sorted(copied))}."
     return line
+
+
+def _copied(p: dict[str, Any]) -> bool:
+    return bool(p.get("tokens_from")) and p["tokens_from"].startswith("copies")
+
+
+def tokens_cell(p: dict[str, Any]) -> str:
+    if p["tokens"] is None:
+        return "-"
+    return f"~{p['tokens']}" if _copied(p) else str(p["tokens"])
+
+
+def split_cell(p: dict[str, Any]) -> str:
+    split = p.get("split_us") or {}
+    return "/".join(fmt_us(split.get(k, 0.0)).replace(" ", "") for k in SPLIT_KEYS)
 
 
 def phase_rows(llm: dict[str, Any]) -> list[list[str]]:
@@ -81,10 +112,11 @@ def pass_row(p: dict[str, Any]) -> list[str]:
     return [
         p["label"],
         p["phase"],
-        "-" if p["tokens"] is None else str(p["tokens"]),
+        tokens_cell(p),
         fmt_us(p["dur_us"]),
         fmt_us(p["host_us"]),
         fmt_us(p["device_busy_us"]),
+        split_cell(p),
         str(p["kernels"]),
         str(p["graph_launches"]),
         ", ".join(cache) or "-",

@@ -187,7 +187,11 @@ def _llm(report: Report) -> Group:
         phases.add_row(*row)
     table = Table(box=None, pad_edge=False, header_style="dim", padding=(0, 1))
     for name in llm_render.PASS_COLUMNS:
-        table.add_column(name, justify="left" if name in ("pass", "phase") else "right")
+        table.add_column(
+            name,
+            justify="left" if name in ("pass", "phase") else "right",
+            no_wrap=name == llm_render.SPLIT_COLUMN,
+        )
     for p in llm["passes"][:MAX_STEP_ROWS]:
         label, *cells = llm_render.pass_row(p)
         table.add_row(Text(inert(label[:32])), *cells)
