@@ -20,6 +20,7 @@ an all-to-all alone is not evidence (sequence parallelism uses one too).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +33,7 @@ from .moe_names import (
     ALL_TO_ALL,
     DISPATCH,
     EXPERT_GEMM,
+    FUSED,
     OTHER,
     PARTS,
     PERMUTATION,
@@ -53,7 +55,8 @@ class MoePart:
     device_us: float = 0.0
     ops: int = 0
     host_us: float = 0.0
-    #: (name, device or host us) of the largest kernels or ops, largest first
+    #: (name, us) of the part's largest kernels by device time, or where it launched none
+    #: its largest ops by host time; largest first
     names: list[tuple[str, float]] = field(default_factory=list)
 
 
@@ -109,14 +112,18 @@ def moe_view(trace: Trace) -> MoeView | None:
     kernel_named = _names_part(trace, trace.name_id[kernels])
     parts = {p: MoePart(p) for p in PARTS}
     seen: dict[str, dict[str, float]] = {p: {} for p in PARTS}
+    host_seen: dict[str, dict[str, float]] = {p: {} for p in PARTS}
     # host: outermost ops with a role
     for i in top.tolist():
         nid = int(trace.name_id[i])
-        part = op_part.get(i) or named.get(nid) or (OTHER if nid in scope_ids else None)
+        part = op_part.get(i) or named.get(nid) or (FUSED if nid in scope_ids else None)
         if part is None:
             continue
         parts[part].ops += 1
         parts[part].host_us += float(trace.dur[i])
+        host_seen[part][trace.names[nid]] = host_seen[part].get(trace.names[nid], 0.0) + float(
+            trace.dur[i]
+        )
     # device: a kernel's own name, else the role of the op that launched it
     op_of = trace.op_of
     for k in kernels.tolist():
@@ -145,7 +152,8 @@ def moe_view(trace: Trace) -> MoeView | None:
     if not layers and not evidence_names and not evidence_kernels and not scope_ids and not deep_ep:
         return None
     for part in PARTS:
-        parts[part].names = sorted(seen[part].items(), key=lambda kv: -kv[1])[:MAX_NAMES]
+        by_time = seen[part] or host_seen[part]  # kernels where the part has any, else ops
+        parts[part].names = sorted(by_time.items(), key=lambda kv: -kv[1])[:MAX_NAMES]
     dispatch, why, fused = _dispatch(trace, layers, {**named, **kernel_named}, scope_ids)
     device_total = float(trace.dur[kernels].sum()) if len(kernels) else 0.0
     window = sum(max(end - start, 0.0) for _, _, start, end in windows(trace))
@@ -182,13 +190,19 @@ def _dispatch(trace: Trace, layers, named: dict[int, str], scopes: set[int]):
                 f"{', '.join(map(str, s.rows))} add up to {s.tokens:,} tokens x k={s.top_k})"
             )
         return " and ".join(kinds), "; ".join(why), False
-    routing = sorted({trace.names[n] for n, p in named.items() if p == ROUTING})
+    routing = sorted({_qualified(trace.names[n]) for n, p in named.items() if p == ROUTING})
     if routing:
         return (
             "sparse (fused)",
-            f"top-k routing kernels ({routing[0][:60]}) feed fused expert kernels; "
+            f"top-k routing kernels ({', '.join(routing[:MAX_NAMES])}) feed fused expert kernels; "
             "per-expert token counts stay inside those kernels",
             True,
         )
     unknown = "no recorded shapes or routing kernels say how tokens reach the experts"
     return None, unknown, bool(scopes)
+
+
+def _qualified(name: str) -> str:
+    """`void moe::dev::routing::f<...>(...)` -> `moe::dev::routing::f`: the kernel's name
+    without its return type, template arguments and parameters."""
+    return re.split(r"[<(]", re.sub(r"^void\s+", "", name), maxsplit=1)[0]

@@ -35,8 +35,10 @@ PERMUTATION = "permutation"
 EXPERT_GEMM = "expert GEMMs"
 DISPATCH = "dispatch/combine"
 OTHER = "other in MoE"
+#: An op holding a whole fused layer: its host time (its kernels go to the parts above).
+FUSED = "fused MoE op"
 #: The parts, in the order a layer runs them (and the section lists them).
-PARTS = (ROUTING, PERMUTATION, EXPERT_GEMM, DISPATCH, OTHER)
+PARTS = (ROUTING, PERMUTATION, EXPERT_GEMM, DISPATCH, OTHER, FUSED)
 
 _PATTERNS = (
     # DeepEP: csrc/kernels/{intranode,internode,internode_ll}.cu, namespace deep_ep

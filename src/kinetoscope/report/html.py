@@ -40,6 +40,7 @@ SECTIONS = [
     "timeline",
     "steps",
     "llm",
+    "moe",
     "findings",
     "kernel_types",
     "streams",

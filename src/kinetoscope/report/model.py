@@ -123,6 +123,8 @@ class Report:
     streams: dict[str, Any] = field(default_factory=dict)
     #: LLM generation passes (prefill/decode), time to first token, decode latency; {} if none
     llm: dict[str, Any] = field(default_factory=dict)
+    #: mixture-of-experts parts, dense/sparse dispatch, expert loads (pipeline/moe_section.py)
+    moe: dict[str, Any] = field(default_factory=dict)
     #: Builds what only the HTML report shows (pipeline.interactive: event timeline, kernel
     #: and op tables) on demand: it costs a pass over every event.
     interactive: Callable[[], dict] | None = field(default=None, compare=False)
@@ -153,6 +155,7 @@ class Report:
                 "kernel_types": self.kernel_types,
                 "streams": self.streams,
                 "llm": self.llm,
+                "moe": self.moe,
                 "critical_path": self.critical_path,
             }
         )
