@@ -12,8 +12,9 @@ Recorded in a fresh interpreter (as tests/torch_traces.py does), 3 profiled step
   `index_add_` puts the weighted results back; the seed and bias fix the loads,
   which the script writes to `moe_topk_loads.json` for the tests to compare;
 - "mlp_topk_head": not an MoE: an MLP whose classifier head (linear -> softmax ->
-  topk(3) over 10 classes) has the gate's shape but no experts after it;
-- "encoder": an nn.TransformerEncoderLayer (no topk at all).
+  topk(3) over 10 classes) has the gate's shape but no experts after it.
+
+(Transformer encoders without experts are the corpus' BERT and tiny transformer block.)
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pytest
 
 from .conftest import recorded_once
 
-NAMES = ("moe_dense", "moe_topk", "mlp_topk_head", "encoder")
+NAMES = ("moe_dense", "moe_topk", "mlp_topk_head")
 
 SCRIPT = r"""
 import json, sys
@@ -97,13 +98,11 @@ models = {
     "moe_dense": DenseMoE(),
     "moe_topk": TopKMoE(),
     "mlp_topk_head": Head(),
-    "encoder": nn.TransformerEncoderLayer(H, 4, F, batch_first=True),
 }
 with open(f"{out}/moe_topk_loads.json", "w") as f:
     with torch.no_grad():
         json.dump(models["moe_topk"].loads(x), f)
 for name, model in models.items():
-    inp = x.view(4, 16, H) if name == "encoder" else x
     with torch.no_grad(), profile(
         activities=[ProfilerActivity.CPU],
         record_shapes=True,
@@ -111,7 +110,7 @@ for name, model in models.items():
         on_trace_ready=lambda p, name=name: p.export_chrome_trace(f"{out}/{name}.json"),
     ) as prof:
         for _ in range(4):
-            model(inp)
+            model(x)
             prof.step()
 """
 
