@@ -144,6 +144,8 @@ class TraceDiff:
     conclusion: str = ""
     #: both runs' LLM passes per phase, TTFT and TPOT (compare/llm_diff.py); {} without
     llm: dict[str, Any] = field(default_factory=dict)
+    #: both runs' MoE parts per step, dispatch and worst load (compare/moe_diff.py); {} without
+    moe: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
