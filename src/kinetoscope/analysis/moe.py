@@ -42,7 +42,7 @@ from .moe_names import (
     part_of_name,
 )
 from .steps import windows
-from .window import in_window, window_kernels
+from .window import in_window, time_by_name, window_kernels
 
 #: Names listed as evidence per part.
 MAX_NAMES = 3
@@ -76,23 +76,37 @@ class MoeView:
     scope_ops: list[str]
 
 
-def _names_part(trace: Trace, ids: np.ndarray) -> dict[int, str]:
-    """Part per interned name id among `ids` (names of no part left out)."""
-    out = {}
-    for nid in np.unique(ids).tolist():
-        name = trace.names[nid]
-        part = part_of_name(name)
-        if part is not None:
-            out[nid] = part
-        elif ALL_TO_ALL.search(name):
-            out[nid] = DISPATCH
+def _name_codes(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per interned name: its part's index in PARTS (-1: none), whether it is an
+    all-to-all (a dispatch/combine only beside other MoE evidence), whether it is an
+    op holding a whole fused layer."""
+    n = len(trace.names)
+    part = np.full(n, -1, dtype=np.int8)
+    a2a = np.zeros(n, dtype=bool)
+    scope = np.zeros(n, dtype=bool)
+    for nid, name in enumerate(trace.names):
+        p = part_of_name(name)
+        if p is not None:
+            part[nid] = PARTS.index(p)
+        a2a[nid] = ALL_TO_ALL.search(name) is not None
+        scope[nid] = is_moe_scope(name)
+    return part, a2a, scope
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """values[k] where keys[k] == at (keys sorted), else -1."""
+    out = np.full(len(at), -1, dtype=np.int8)
+    if not len(keys) or not len(at):
+        return out
+    pos = np.minimum(np.searchsorted(keys, at), len(keys) - 1)
+    hit = keys[pos] == at
+    out[hit] = values[pos[hit]]
     return out
 
 
-def moe_view(trace: Trace) -> MoeView | None:
-    """The MoE view of the window, None when the trace shows no MoE layer."""
-    layers = find_layers(trace)
-    op_part: dict[int, str] = {}
+def _layer_codes(layers: list[MoeLayer]) -> tuple[np.ndarray, np.ndarray]:
+    """(op event indices, sorted; their part codes) of the layers' ops."""
+    roles = {}
     for layer in layers:
         for part, ops in (
             (ROUTING, layer.routing),
@@ -100,76 +114,93 @@ def moe_view(trace: Trace) -> MoeView | None:
             (EXPERT_GEMM, layer.expert_gemms),
             (OTHER, layer.other),
         ):
-            op_part.update(dict.fromkeys(ops, part))
+            roles.update(dict.fromkeys(ops, PARTS.index(part)))
+    keys = np.array(sorted(roles), dtype=np.int64)
+    return keys, np.array([roles[k] for k in keys.tolist()], dtype=np.int8)
+
+
+def moe_view(trace: Trace) -> MoeView | None:
+    """The MoE view of the window, None when the trace shows no MoE layer."""
+    name_part, a2a, scope = trace.memo(_name_codes)
+    layers = find_layers(trace)
+    if not layers and not (name_part >= 0).any() and not scope.any():
+        return None  # no MoE op or kernel name anywhere (an all-to-all alone is none)
+    keys, values = _layer_codes(layers)
+    by_name = np.where(name_part >= 0, name_part, np.where(a2a, PARTS.index(DISPATCH), -1))
+    by_name = by_name.astype(np.int8)
     is_op = trace.mask(Cat.CPU_OP)
     outermost = ancestor_of_kind(trace, is_op, outermost=True)
     top = np.flatnonzero(is_op & (outermost == np.arange(len(trace))))
     top = top[in_window(trace, trace.ts[top])]
-    named = _names_part(trace, trace.name_id[top])
-    top_ids = np.unique(trace.name_id[top]).tolist()
-    scope_ids = {nid for nid in top_ids if is_moe_scope(trace.names[nid])}
+    # host: each outermost op's role in a layer, else its name's part, else a fused layer
+    top_code = _lookup(keys, values, top)
+    named = top_code < 0
+    top_code[named] = by_name[trace.name_id[top[named]]]
+    fused_op = (top_code < 0) & scope[trace.name_id[top]]
+    top_code[fused_op] = PARTS.index(FUSED)
+    # device: a kernel's own name, else the part of the op (or outermost op) launching it
     kernels = window_kernels(trace)
-    kernel_named = _names_part(trace, trace.name_id[kernels])
-    parts = {p: MoePart(p) for p in PARTS}
-    seen: dict[str, dict[str, float]] = {p: {} for p in PARTS}
-    host_seen: dict[str, dict[str, float]] = {p: {} for p in PARTS}
-    # host: outermost ops with a role
-    for i in top.tolist():
-        nid = int(trace.name_id[i])
-        part = op_part.get(i) or named.get(nid) or (FUSED if nid in scope_ids else None)
-        if part is None:
-            continue
-        parts[part].ops += 1
-        parts[part].host_us += float(trace.dur[i])
-        host_seen[part][trace.names[nid]] = host_seen[part].get(trace.names[nid], 0.0) + float(
-            trace.dur[i]
-        )
-    # device: a kernel's own name, else the role of the op that launched it
-    op_of = trace.op_of
-    for k in kernels.tolist():
-        nid = int(trace.name_id[k])
-        part = kernel_named.get(nid)
-        if part is None:
-            op = int(op_of[k])
-            if op < 0:
-                continue
-            inner = part_of_name(trace.name(op))
-            outer = int(outermost[op])
-            part = inner or op_part.get(outer) or named.get(int(trace.name_id[outer]))
-            if part is None and int(trace.name_id[outer]) in scope_ids:
-                gemm = kernel_type_in(trace, trace.names[nid]) == "gemm"
-                part = EXPERT_GEMM if gemm else OTHER
-            if part is None:
-                continue
-        dur = float(trace.dur[k])
-        parts[part].kernels += 1
-        parts[part].device_us += dur
-        name = trace.names[nid]
-        seen[part][name] = seen[part].get(name, 0.0) + dur
-    evidence_names = {n for n, p in named.items() if p != DISPATCH}
-    evidence_kernels = {n for n, p in kernel_named.items() if p != DISPATCH}
-    deep_ep = any("deep_ep" in trace.names[n] for n in (*named, *kernel_named))
-    if not layers and not evidence_names and not evidence_kernels and not scope_ids and not deep_ep:
+    code = by_name[trace.name_id[kernels]]
+    op = trace.op_of[kernels].astype(np.int64)
+    open_ = (code < 0) & (op >= 0)
+    inner = op[open_]
+    outer = outermost[inner].astype(np.int64)
+    via = name_part[trace.name_id[inner]]
+    via = np.where(via >= 0, via, _lookup(keys, values, outer))
+    via = np.where(via >= 0, via, by_name[trace.name_id[outer]])
+    in_scope = (via < 0) & scope[trace.name_id[outer]]
+    if in_scope.any():
+        gemm = {
+            int(nid): kernel_type_in(trace, trace.names[nid]) == "gemm"
+            for nid in np.unique(trace.name_id[kernels[open_][in_scope]]).tolist()
+        }
+        is_gemm = np.array([gemm[int(n)] for n in trace.name_id[kernels[open_][in_scope]]])
+        via[in_scope] = np.where(is_gemm, PARTS.index(EXPERT_GEMM), PARTS.index(OTHER))
+    code[open_] = via
+    if not layers and not _evidence(trace, top, top_code, kernels, code, a2a):
         return None
-    for part in PARTS:
-        by_time = seen[part] or host_seen[part]  # kernels where the part has any, else ops
-        parts[part].names = sorted(by_time.items(), key=lambda kv: -kv[1])[:MAX_NAMES]
-    dispatch, why, fused = _dispatch(trace, layers, {**named, **kernel_named}, scope_ids)
-    device_total = float(trace.dur[kernels].sum()) if len(kernels) else 0.0
+    parts = []
+    for k, name in enumerate(PARTS):
+        ops, ks = top[top_code == k], kernels[code == k]
+        if not len(ops) and not len(ks):
+            continue
+        chosen = ks if len(ks) else ops  # kernels by device time, else ops by host time
+        parts.append(
+            MoePart(
+                name,
+                kernels=len(ks),
+                device_us=float(trace.dur[ks].sum()),
+                ops=len(ops),
+                host_us=float(trace.dur[ops].sum()),
+                names=time_by_name(trace, chosen, trace.dur[chosen])[:MAX_NAMES],
+            )
+        )
+    in_scope_ops = np.unique(trace.name_id[top[fused_op]]).tolist()
     window = sum(max(end - start, 0.0) for _, _, start, end in windows(trace))
+    seen = np.unique(np.concatenate([trace.name_id[kernels], trace.name_id[top]]))
+    dispatch, why, fused = _dispatch(trace, layers, seen, name_part, bool(in_scope_ops))
     return MoeView(
         layers=layers,
-        parts=[parts[p] for p in PARTS if parts[p].ops or parts[p].kernels],
-        device_total_us=device_total,
+        parts=parts,
+        device_total_us=float(trace.dur[kernels].sum()) if len(kernels) else 0.0,
         window_us=float(window),
         dispatch=dispatch,
         dispatch_evidence=why,
         fused=fused,
-        scope_ops=sorted(trace.names[n] for n in scope_ids),
+        scope_ops=sorted(trace.names[n] for n in in_scope_ops),
     )
 
 
-def _dispatch(trace: Trace, layers, named: dict[int, str], scopes: set[int]):
+def _evidence(trace, top, top_code, kernels, code, a2a) -> bool:
+    """Whether anything in the window with a part got it from more than an all-to-all name."""
+    for events, codes in ((top, top_code), (kernels, code)):
+        placed = events[codes >= 0]
+        if len(placed) and not a2a[trace.name_id[placed]].all():
+            return True
+    return False
+
+
+def _dispatch(trace: Trace, layers, seen: np.ndarray, name_part: np.ndarray, scopes: bool):
     """(dispatch, its evidence, fused) from the layers' shapes, else from fused names."""
     kinds = sorted({layer.dispatch for layer in layers})
     if kinds:
@@ -190,7 +221,8 @@ def _dispatch(trace: Trace, layers, named: dict[int, str], scopes: set[int]):
                 f"{', '.join(map(str, s.rows))} add up to {s.tokens:,} tokens x k={s.top_k})"
             )
         return " and ".join(kinds), "; ".join(why), False
-    routing = sorted({_qualified(trace.names[n]) for n, p in named.items() if p == ROUTING})
+    ids = seen[name_part[seen] == PARTS.index(ROUTING)].tolist()
+    routing = sorted({_qualified(trace.names[n]) for n in ids})
     if routing:
         return (
             "sparse (fused)",
@@ -199,7 +231,7 @@ def _dispatch(trace: Trace, layers, named: dict[int, str], scopes: set[int]):
             True,
         )
     unknown = "no recorded shapes or routing kernels say how tokens reach the experts"
-    return None, unknown, bool(scopes)
+    return None, unknown, scopes
 
 
 def _qualified(name: str) -> str:
