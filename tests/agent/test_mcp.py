@@ -209,3 +209,13 @@ def test_a_step_out_of_range_names_the_steps_there_are(root):
     with pytest.raises(UsageError, match=r"\(steps: 1009, 1010\)"):
         shutil.copy(corpus("gpu/compare_base.json.gz"), root / "two.json.gz")
         tools.explain(root, "two.json.gz", step=5)
+
+
+def test_explain_cuts_moe_layers_like_steps(root):
+    from kinetoscope.agent import tools
+
+    # the Switch-Transformer forward holds 10 MoE layers (tests/analysis/test_moe.py)
+    shutil.copy(corpus("gpu/switch_transformer_moe_a100.json.gz"), root / "switch.json.gz")
+    data = tools.explain(root, "switch.json.gz", steps=3)
+    assert len(data["moe"]["layers"]) == 3 and data["trimmed"]["moe.layers"] == 7
+    assert data["moe"]["dispatch"] == "dense"

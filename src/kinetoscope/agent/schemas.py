@@ -51,6 +51,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "kernel_types": OBJ,
             "streams": OBJ,
             "llm": OBJ,
+            "moe": {**OBJ, "description": "MoE parts, dense/sparse dispatch, expert loads"},
             "trimmed": TRIMMED,
         },  # fmt: skip
         ["kinetoscope", "schema_version", "verdict", "metrics", "findings", "trimmed"],
