@@ -236,3 +236,13 @@ def test_a_call_timeout_outside_its_range_is_refused():
     done = _cli("mcp", "--call-timeout", "0")
     assert done.returncode == 2
     assert "--call-timeout 0: give seconds between 0 and 86400" in done.stderr
+
+
+def test_explain_cuts_moe_layers_like_steps(root):
+    from kinetoscope.agent import tools
+
+    # the Switch-Transformer forward holds 10 MoE layers (tests/analysis/test_moe.py)
+    shutil.copy(corpus("gpu/switch_transformer_moe_a100.json.gz"), root / "switch.json.gz")
+    data = tools.explain(root, "switch.json.gz", steps=3)
+    assert len(data["moe"]["layers"]) == 3 and data["trimmed"]["moe.layers"] == 7
+    assert data["moe"]["dispatch"] == "dense"

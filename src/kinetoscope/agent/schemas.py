@@ -52,6 +52,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "streams": OBJ,
             "communication": OBJ,
             "llm": OBJ,
+            "moe": {**OBJ, "description": "MoE parts, dense/sparse dispatch, expert loads"},
             "trimmed": TRIMMED,
         },  # fmt: skip
         ["kinetoscope", "schema_version", "verdict", "metrics", "findings", "trimmed"],

@@ -57,6 +57,10 @@ def explain(root: Path, path: str, top: int = 10, steps: int = 20, step: int | N
     else:
         _cut(data, "steps", steps, trimmed)
     _cut(data, "findings", top, trimmed)
+    layers = data.get("moe", {}).get("layers", [])
+    if len(layers) > steps:  # one row per MoE layer call: layers x steps of a real model
+        trimmed["moe.layers"] = len(layers) - steps
+        data["moe"]["layers"] = layers[:steps]
     if not timeline:
         lanes = data["timeline"].get("lanes", {})
         trimmed["timeline.lanes"] = sum(len(v) for v in lanes.values())

@@ -147,6 +147,8 @@ class TraceDiff:
     #: both runs' collectives per family: time, per step, exposed, bus bandwidth
     #: (compare/comm_diff.py); {} when neither run holds a collective
     communication: dict[str, Any] = field(default_factory=dict)
+    #: both runs' MoE parts per step, dispatch and worst load (compare/moe_diff.py); {} without
+    moe: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

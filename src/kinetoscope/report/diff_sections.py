@@ -286,6 +286,7 @@ def _sections(d, limit: int) -> list[Section]:
         _ops(d, limit),
         *_llm(d),
         *_communication(d),
+        *_moe(d),
         _findings(d),
     ]
 
@@ -373,6 +374,32 @@ def llm_lines(llm: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             ]
         )
     return text, rows
+
+
+def _moe(d) -> list[Section]:
+    """Each MoE part's time per step in both runs (compare/moe_diff.py); none without MoE."""
+    if not d.moe:
+        return []
+    text = []
+    for side in ("a", "b"):
+        s = d.moe[side]
+        if s is None:
+            text.append(f"{side.upper()}: no MoE")
+            continue
+        worst = f", busiest expert {s['max_imbalance']:.2f}x the mean" if s["max_imbalance"] else ""
+        text.append(f"{side.upper()}: dispatch {s['dispatch'] or 'not determined'}{worst}")
+    rows = []
+    for row in d.moe["parts"]:
+        a, b = row["a"] or {}, row["b"] or {}
+        rows.append(
+            [
+                row["part"],
+                fmt_change(a.get("device_per_step_us"), b.get("device_per_step_us")),
+                fmt_change(a.get("host_per_step_us"), b.get("host_per_step_us")),
+            ]
+        )
+    headers = ["part", "device per step", "host per step"]
+    return [Section("Mixture of experts (A -> B)", text=text, headers=headers, rows=rows)]
 
 
 def more_line(sec: Section) -> str:

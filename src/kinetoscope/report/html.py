@@ -41,6 +41,7 @@ SECTIONS = [
     "timeline",
     "steps",
     "llm",
+    "moe",
     "findings",
     "kernel_types",
     "streams",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..formatting.units import fmt_pct, fmt_us
 from ..rules.base import Evidence
-from . import comm_render, llm_render
+from . import comm_render, llm_render, moe_render
 from .evidence import evidence_line, short_name
 from .model import Report
 from .phrases import account_line, device_cell, path_rows, step_counts, steps_line
@@ -58,6 +58,7 @@ def render_markdown(report: Report) -> str:
     out += _streams(report)
     out += _communication(report)
     out += _llm(report)
+    out += _moe(report)
     out += ["## Findings", ""]
     if not report.findings:
         out += ["No rule fired.", ""]
@@ -189,6 +190,25 @@ def _llm(report: Report) -> list[str]:
     out += [md_cell(llm_render.phases_from(llm)), ""]
     out += _table(llm_render.PHASE_COLUMNS, llm_render.phase_rows(llm), left=1)
     out += _table(llm_render.PASS_COLUMNS, [llm_render.pass_row(p) for p in llm["passes"]], left=2)
+    return out
+
+
+def _moe(report: Report) -> list[str]:
+    """Mixture-of-experts parts and dispatch (report.moe_render: the text's cells)."""
+    moe = report.moe
+    if not moe:
+        return []
+    out = ["## Mixture of experts", ""]
+    for line in moe_render.summary(moe):
+        out += [md_cell(line), ""]
+    out += _table(moe_render.PART_COLUMNS, moe_render.part_rows(moe), left=2)
+    layers = moe["layers"]
+    if layers:
+        rows = [moe_render.layer_row(layer) for layer in layers[: moe_render.MAX_LAYERS]]
+        out += _table(moe_render.LAYER_COLUMNS, rows, left=2)
+        if len(layers) > moe_render.MAX_LAYERS:
+            more = len(layers) - moe_render.MAX_LAYERS
+            out += [f"... {more} more layers (see --format json).", ""]
     return out
 
 

@@ -125,6 +125,8 @@ class Report:
     communication: dict[str, Any] = field(default_factory=dict)
     #: LLM generation passes (prefill/decode), time to first token, decode latency; {} if none
     llm: dict[str, Any] = field(default_factory=dict)
+    #: mixture-of-experts parts, dense/sparse dispatch, expert loads (pipeline/moe_section.py)
+    moe: dict[str, Any] = field(default_factory=dict)
     #: Builds what only the HTML report shows (pipeline.interactive: event timeline, kernel
     #: and op tables) on demand: it costs a pass over every event.
     interactive: Callable[[], dict] | None = field(default=None, compare=False)
@@ -156,6 +158,7 @@ class Report:
                 "streams": self.streams,
                 "communication": self.communication,
                 "llm": self.llm,
+                "moe": self.moe,
                 "critical_path": self.critical_path,
             }
         )

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from ..formatting.units import fmt_us
 from ..rules.base import Evidence, Finding
-from . import comm_render, llm_render
+from . import comm_render, llm_render, moe_render
 from .console import inert
 from .evidence import evidence_line
 from .model import Report
@@ -78,6 +78,9 @@ def print_report(report: Report, console: Console) -> None:
     if report.llm:
         console.print()
         console.print(_llm(report))
+    if report.moe:
+        console.print()
+        console.print(_moe(report))
     console.print()
     console.print(_findings(report))
     if report.not_checked:
@@ -205,6 +208,31 @@ def _llm(report: Report) -> Group:
     if len(llm["passes"]) > MAX_STEP_ROWS:
         more = len(llm["passes"]) - MAX_STEP_ROWS
         parts.append(Text(f"... {more} more passes (see --format json)"))
+    return Group(*parts)
+
+
+def _moe(report: Report) -> Group:
+    """Mixture of experts: dispatch and its evidence, time per part, layers."""
+    moe = report.moe
+    parts: list = [Text("Mixture of experts", style="bold")]
+    parts += [Text(inert(line), style="dim") for line in moe_render.summary(moe)]
+    table = Table(box=None, pad_edge=False, header_style="dim", padding=(0, 1))
+    for k, name in enumerate(moe_render.PART_COLUMNS):
+        table.add_column(name, justify="left" if k < 2 else "right", overflow="fold")
+    for row in moe_render.part_rows(moe):
+        table.add_row(*(Text(inert(cell)) for cell in row))
+    parts.append(table)
+    layers = moe["layers"]
+    if layers:
+        grid = Table(box=None, pad_edge=False, header_style="dim", padding=(0, 1))
+        for k, name in enumerate(moe_render.LAYER_COLUMNS):
+            grid.add_column(name, justify="left" if k < 2 else "right")
+        for layer in layers[: moe_render.MAX_LAYERS]:
+            grid.add_row(*moe_render.layer_row(layer))
+        parts.append(grid)
+        if len(layers) > moe_render.MAX_LAYERS:
+            more = len(layers) - moe_render.MAX_LAYERS
+            parts.append(Text(f"... {more} more layers (see --format json)"))
     return Group(*parts)
 
 
