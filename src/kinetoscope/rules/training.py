@@ -91,7 +91,7 @@ def dataloader_bound(ctx) -> list[Finding]:
                 + f"{fmt_pct(held_share)} of the window"
             ),
             explanation=(
-                f"The training loop spends {share:.0%} of its step time waiting for the next "
+                f"The loop spends {share:.0%} of its step time waiting for the next "
                 f"batch from the DataLoader, and {device} for {idle_share:.0%} of that wait. "
                 "The model is starved: batches are produced slower than they are consumed."
             ),
