@@ -68,10 +68,12 @@ def test_host_sync_fires_on_item_inside_step():
     # `if tensor:` in step 100: aten::is_nonzero -> aten::item -> _local_scalar_dense ->
     # cudaMemcpyAsync (29 us, its copy is "Memcpy DtoH (Device -> Pageable)": CUDA returns
     # only once it completed) + cudaStreamSynchronize (6 us) is one site, named by the op
-    # the user wrote; the host was blocked in both calls, 35 us
+    # the user wrote; the host was blocked in both calls, 35 us, and the copy held it (29 of
+    # the 35 us): the site is named by the copy, not by the synchronize that found it done
     item = [s for s in sites if trace.name(s.index) == "aten::is_nonzero"]
     assert len(item) == 1 and item[0].wait_us == 35.0 and item[0].step == 100
-    assert item[0].kind == "scalar read" and item[0].call == "cudaStreamSynchronize"
+    assert item[0].kind == "scalar read" and item[0].call == "cudaMemcpyAsync"
+    assert item[0].pageable_copy
     assert [trace.name(c) for c in item[0].calls] == ["cudaMemcpyAsync", "cudaStreamSynchronize"]
     found, _ = findings(trace, "host-sync")
     assert len(found) == 1

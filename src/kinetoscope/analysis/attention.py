@@ -8,7 +8,11 @@ calls one backend op, which the profiler records as a child:
 CUTLASS `fmha_cutlass*` kernels), `_scaled_dot_product_cudnn_attention` (cuDNN's
 SDPA graph, launched with cuLaunchKernelEx), `_scaled_dot_product_attention_math`
 (the unfused fallback: bmm, softmax, bmm as separate kernels), or on the CPU
-`_scaled_dot_product_flash_attention_for_cpu`. The backend op is the first
+`_scaled_dot_product_flash_attention_for_cpu` (ATen's own CPU flash-attention
+kernel, no CUDA library: blocked over the keys, parallel over batch x heads x
+query blocks on the intra-op thread pool). A call runs on the CPU when its
+backend op is the `_for_cpu` one or the trace has no device; such a use is kept
+apart (`BackendUse.cpu`) so it is described and advised as a CPU one. The backend op is the first
 witness; where a trace has no such op (serving engines call their own
 attention ops: vLLM's `unified_attention_with_output`, SGLang's aiter backend,
 SageAttention), the kernel names tell the family.
@@ -59,6 +63,10 @@ BACKEND_OPS = {
     "aten::_scaled_dot_product_fused_attention_overrideable": "overrideable",
 }
 
+#: Backend ops that only run on the CPU: ATen's CPU kernels, no CUDA library.
+CPU_BACKEND_OPS = frozenset({"aten::_scaled_dot_product_flash_attention_for_cpu"})
+CPU_FLASH_LIBRARY = "ATen's CPU flash-attention kernel"
+
 _DTYPES = {
     "float": "fp32",
     "double": "fp64",
@@ -95,6 +103,8 @@ class BackendUse:
     shapes: list[CallShape] = field(default_factory=list)
     dropout: bool = False  # a dropout op ran under a call
     native_mha: bool = False  # a call was nn.MultiheadAttention's fast path
+    #: the calls ran on the CPU (the `_for_cpu` backend op, or a trace without a device)
+    cpu: bool = False
     #: hand-written chains: device time of their non-GEMM kernels (scale, mask, softmax,
     #: dropout, casts: passes over the seq x seq scores that a fused kernel keeps on chip)
     score_pass_us: float = 0.0
@@ -167,11 +177,14 @@ def attention_use(trace: Trace) -> AttentionUse:
     owner = {i: int(outermost[i]) for i in ops.tolist()}
     calls = sorted({o for o in owner.values() if o >= 0})
     backend_of: dict[int, str] = {}
+    on_cpu = {top: not trace.device_lanes for top in calls}
     for i, top in sorted(owner.items()):
         name = trace.name(i)
         backend = BACKEND_OPS.get(name) or library_op_backend(name)
         if backend and top not in backend_of:
             backend_of[top] = backend
+        if name in CPU_BACKEND_OPS and top >= 0:
+            on_cpu[top] = True
     dropout = _calls_with_dropout(trace, outermost)
     chains = find_unfused(trace, outermost >= 0)
 
@@ -194,7 +207,11 @@ def attention_use(trace: Trace) -> AttentionUse:
             backend = next((f[0] for f in fams if f), None)
         if backend is None:  # native MHA without SDPA under it ran unfused; else unknowable
             backend = "math" if trace.name(call) == NATIVE_MHA_OP else "unknown"
-        use = uses.setdefault((backend, "op"), BackendUse(backend, "op", first=call))
+        source = "cpu op" if on_cpu[call] else "op"
+        use = uses.setdefault((backend, source), BackendUse(backend, "op", first=call))
+        use.cpu = on_cpu[call]
+        if use.cpu and backend == "flash":
+            use.libraries.add(CPU_FLASH_LIBRARY)
         use.calls += 1
         use.host_us += float(trace.dur[call])
         use.shapes.append(_call_shape(trace, call))

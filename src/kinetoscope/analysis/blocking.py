@@ -79,7 +79,7 @@ def _blocking(trace: Trace) -> np.ndarray:
     if not len(calls):
         return np.zeros(0, dtype=np.int64)
     blocking = np.isin(trace.name_id[calls], trace.name_ids_matching(named_blocking))
-    blocking |= np.isin(calls, _pageable_dtoh_launchers(trace))
+    blocking |= np.isin(calls, pageable_dtoh_launchers(trace))
     blocking |= np.isin(calls, _waited_by_timing(trace, calls[~blocking]))
     out = calls[blocking]
     out = out[np.argsort(trace.ts[out], kind="stable")]
@@ -87,7 +87,8 @@ def _blocking(trace: Trace) -> np.ndarray:
     return out
 
 
-def _pageable_dtoh_launchers(trace: Trace) -> np.ndarray:
+def pageable_dtoh_launchers(trace: Trace) -> np.ndarray:
+    """Host calls that enqueued a copy into pageable host memory (they block: point 2)."""
     copies = np.flatnonzero(trace.device_work & trace.mask(Cat.MEMCPY))
     copies = copies[np.isin(trace.name_id[copies], trace.name_ids_matching(is_pageable_dtoh))]
     launchers = trace.launch_of[copies]

@@ -12,6 +12,14 @@ itself (`torch.cuda.synchronize()`). The time blocked is the summed duration of
 the blocking calls inside it. `.item()` on a CPU tensor (Adam's step counter
 without `capturable=True`) runs no runtime call and is no site.
 
+A site is named by the call that held the host longest, not the last one: in
+`.item()` the `cudaMemcpyAsync` into pageable memory returns only once the copy
+and everything queued before it on the stream have finished, so it holds the
+wait (33 ms behind a vLLM sampler's kernels) and the `cudaStreamSynchronize`
+after it finds the stream drained (31 us). `pageable_copy` says when the holder
+is such a copy: its fix is a pinned destination and non_blocking=True, not the
+removal of a synchronize.
+
 The profiler's own flush at the end of the window (a device synchronize
 after the last step, or after the last host op when the trace has no steps)
 is not a site: no line of the program is there to change. The host still
@@ -26,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace import Cat, Trace
-from .blocking import blocking_calls
+from .blocking import blocking_calls, pageable_dtoh_launchers
 from .stepmap import step_of
 
 #: Scalar reads: `.item()`, `bool(tensor)` / `if tensor:`.
@@ -40,12 +48,29 @@ class SyncSite:
     #: "scalar read" (.item(), bool(tensor)), "blocking op" (.cpu(), nonzero, x[mask], ...),
     #: "sync call" (a synchronize), "blocking copy" (a bare copy), "waiting call" (other)
     kind: str
-    call: str  # the (last) blocking call, e.g. cudaStreamSynchronize
+    call: str  # the blocking call that held the host longest, e.g. cudaStreamSynchronize
     calls: tuple[int, ...]  # event indices of the blocking calls in the site
     context: int  # innermost enclosing op that is not itself part of the site (-1 if none)
     frame: int  # innermost enclosing python_function event (-1 without with_stack)
     step: int | None
     wait_us: float  # host time blocked: summed duration of the blocking calls
+    #: the holder (`call`) launched a device-to-pageable copy (`Memcpy DtoH (Device ->
+    #: Pageable)`): a copy that blocks until it and all earlier work on its stream finish
+    pageable_copy: bool = False
+
+    @property
+    def held_by(self) -> str:
+        """The holding call as a reader should see it: `cudaMemcpyAsync (device-to-pageable
+        copy)` where the copy, not a synchronize, held the host."""
+        return f"{self.call} (device-to-pageable copy)" if self.pageable_copy else self.call
+
+
+#: What a device-to-pageable copy costs and how to avoid the wait, for rules and renderers.
+PAGEABLE_COPY_ADVICE = (
+    "device-to-pageable copy: blocks until the copy and all earlier work on the stream "
+    "finish; pin the destination (pin_memory) and use non_blocking=True, then wait on an "
+    "event only where the values are read, so the host enqueues the next work first"
+)
 
 
 def sync_sites(trace: Trace) -> list[SyncSite]:
@@ -63,6 +88,7 @@ def _sync_sites(trace: Trace) -> list[SyncSite]:
             root, p = p, int(parent[p])
         groups.setdefault(root, []).append(call)
     last_host_op = {} if trace.steps else _last_op_start_per_lane(trace)
+    pageable = set(pageable_dtoh_launchers(trace).tolist())
     sites = []
     for root, calls in groups.items():
         ts = float(trace.ts[root])
@@ -76,16 +102,19 @@ def _sync_sites(trace: Trace) -> list[SyncSite]:
                 int(trace.lane[root]), -np.inf
             ):
                 continue  # nothing runs after it on its thread: the final flush
+        # the longest call held the wait; ties go to the later one (the synchronize)
+        holder = max(reversed(calls), key=lambda c: float(trace.dur[c]))
         sites.append(
             SyncSite(
                 index=root,
                 kind=_kind(trace, root, calls),
-                call=trace.name(calls[-1]),
+                call=trace.name(holder),
                 calls=tuple(calls),
                 context=_enclosing(trace, root, (Cat.CPU_OP, Cat.USER_ANNOTATION)),
                 frame=_enclosing(trace, root, (Cat.PYTHON,)),
                 step=step,
                 wait_us=float(trace.dur[calls].sum()),
+                pageable_copy=holder in pageable,
             )
         )
     return sites

@@ -291,7 +291,7 @@ def waits(trace: Trace) -> Waits:
     for s in sites:
         around = s.index if s.kind == "scalar read" else s.context
         where = readable(trace.name(around)) if around >= 0 else ""
-        by_site[(s.call, where)] = by_site.get((s.call, where), 0.0) + s.wait_us
+        by_site[(s.held_by, where)] = by_site.get((s.held_by, where), 0.0) + s.wait_us
     top = max(by_site.items(), key=lambda kv: kv[1], default=(("", ""), 0.0))[0]
     return Waits(
         total_us=sum(s.wait_us for s in sites),

@@ -43,10 +43,33 @@ _MATH_CHOSEN_FIX = (
 )
 
 
+#: ... where the math calls ran on the CPU: the CPU flash kernel's own conditions
+_CPU_MATH_FIX = (
+    "On the CPU, SDPA's flash kernel (aten::_scaled_dot_product_flash_attention_for_cpu) "
+    "takes fp32, fp64, bf16 and fp16 and an attn_mask, but no dropout: pass dropout_p=0.0 "
+    "outside training (model.eval() does not change the argument: pass "
+    "dropout_p=self.p if self.training else 0.0), make q/k/v "
+    "contiguous in the last dimension, and check with sdpa_kernel(SDPBackend.FLASH_ATTENTION), "
+    "which raises with the reason when flash cannot run."
+)
+#: What a CPU attention run can change: the matmul units its dtype reaches, and threads.
+_CPU_TUNING = (
+    "On the CPU the fused kernel's speed follows the dtype and the threads: bf16 "
+    "(torch.autocast('cpu', dtype=torch.bfloat16)) runs its matmuls on AMX or AVX512-BF16 "
+    "units where the CPU has them (Intel Sapphire Rapids and later, AMD Zen 4 and later; "
+    "elsewhere bf16 is emulated and fp32 is as fast); the kernel splits batch x heads x "
+    "query blocks over the intra-op threads (torch.set_num_threads, OMP_NUM_THREADS): up to "
+    "one per physical core, no more than that product."
+)
+
+
 def _math_fix(math: BackendUse, reasons: list[str]) -> str:
     """The generic list, unless the recorded dtypes are all fp16/bf16 and no recorded
     property explains the fallback: then "use fp16/bf16" would tell the run to do what it
-    does (an H100 run with the math backend pinned on bf16 inputs was told so)."""
+    does (an H100 run with the math backend pinned on bf16 inputs was told so). CPU calls
+    get the CPU kernel's conditions: fp32 is no reason to fall back there."""
+    if math.cpu:
+        return _CPU_MATH_FIX
     dtypes = sorted({s.dtype for s in math.shapes if s.dtype})
     if dtypes and set(dtypes) <= {"fp16", "bf16"} and not reasons:
         return _MATH_CHOSEN_FIX.format(dtypes="/".join(dtypes))
@@ -85,6 +108,14 @@ ADVICE = {
     "torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=..., dropout_p=..., "
     "is_causal=...), which picks a fused kernel and never writes the seq x seq scores to memory.",
     "overrideable": "a backend registered by an out-of-tree device (PrivateUse1).",
+}
+#: ... for calls that ran on the CPU (`BackendUse.cpu`): no CUDA library is involved.
+CPU_ADVICE = {
+    "flash": "SDPA's CPU flash backend: ATen's own flash-attention kernel for the CPU "
+    "(aten::_scaled_dot_product_flash_attention_for_cpu), blocked over the keys so the "
+    "seq x seq scores never reach memory; it takes fp32, fp64, bf16 and fp16.",
+    "math": "the math fallback (aten::_scaled_dot_product_attention_math) runs bmm, softmax "
+    "and bmm as separate ATen ops on the CPU, writing the seq x seq scores to memory.",
 }
 
 
@@ -128,9 +159,10 @@ def _advice(found: AttentionUse, arch: GpuArch | None) -> str:
     deviceProperties) could use instead."""
     out = []
     for use in found.uses:
-        if use.backend not in ADVICE:
+        advice = CPU_ADVICE if use.cpu and use.backend in CPU_ADVICE else ADVICE
+        if use.backend not in advice:
             continue
-        text = f"{use.backend}: {ADVICE[use.backend]}"
+        text = f"{use.backend}: {advice[use.backend]}"
         fa2 = use.backend == "flash-attn 2" or (
             use.backend == "flash" and "FlashAttention-2 (pytorch_flash)" in use.libraries
         )
@@ -234,6 +266,7 @@ def attention_backend(ctx) -> list[Finding]:
     measured = {
         "backends": found.backends(),
         "shares": {u.backend: found.share(u) for u in found.uses},
+        "cpu_backends": [u.backend for u in found.uses if u.cpu],
     }
     slow = [u for u in found.uses if u.backend in _UNFUSED and u.calls]
     if not slow:
@@ -248,7 +281,8 @@ def attention_backend(ctx) -> list[Finding]:
                     f"{_roofline_sentence(ctx)} {_advice(found, gpu_arch(trace))}"
                 ),
                 suggestion="Nothing to change in the backend choice; compare backends with "
-                "`kinetoscope diff` after switching with torch.nn.attention.sdpa_kernel.",
+                "`kinetoscope diff` after switching with torch.nn.attention.sdpa_kernel."
+                + (f" {_CPU_TUNING}" if any(u.cpu for u in found.uses) else ""),
                 evidence=evidence,
                 measured=measured,
             )
@@ -258,7 +292,7 @@ def attention_backend(ctx) -> list[Finding]:
     parts, saved = [], 0.0
     reasons: list[str] = []
     if math is not None:
-        reasons = math_reasons(math, found.on_device)
+        reasons = math_reasons(math, found.on_device and not math.cpu)
         parts.append(
             "Recorded properties that rule the fused kernels out: " + "; ".join(reasons) + "."
             if reasons
@@ -305,6 +339,7 @@ def attention_backend(ctx) -> list[Finding]:
             suggestion=" ".join(
                 ([ADVICE["unfused"]] if unfused is not None else [])
                 + ([_math_fix(math, reasons)] if math is not None else [])
+                + ([_CPU_TUNING] if any(u.cpu for u in slow) else [])
             ),
             impact_us=saved / steps,
             evidence=evidence,

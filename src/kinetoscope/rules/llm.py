@@ -9,7 +9,7 @@ cache (preallocated, written in place) instead of one grown by concatenation.
 
 from __future__ import annotations
 
-from ..analysis.llm import llm_view
+from ..analysis.llm import CACHE_FRAME, llm_view
 from ..analysis.stepmap import step_count
 from ..formatting.units import fmt_pct, fmt_us
 from .base import Evidence, Finding, rule
@@ -19,6 +19,20 @@ STATIC_COMPILE = (
     'model.generation_config.cache_implementation = "static"; '
     'model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)'
 )
+#: the same for a model whose cache is its own code (no transformers frame recorded)
+STATIC_COMPILE_OWN = (
+    "preallocate keys and values to [batch, heads, max_len, head_dim] once and write each "
+    "new token in place (cache[:, :, pos] = k, or index_copy_); "
+    'decode = torch.compile(decode, mode="reduce-overhead", fullgraph=True)'
+)
+
+
+def _transformers_cache(trace) -> bool:
+    """Whether transformers' cache code ran: its module's frames in the recorded Python
+    stacks (with_stack=True). A cache that starts empty and grows by torch.cat along the
+    sequence is also what a hand-written decoder does, so the ops alone never say
+    transformers; without stacks the cache is described by its mechanism only."""
+    return any(CACHE_FRAME in name for name in trace.names)
 
 
 def _decode(ctx):
@@ -73,8 +87,9 @@ def llm_decode_overhead(ctx) -> list[Finding]:
             ),
             suggestion=(
                 "Replay the decode pass as one CUDA graph: a static KV cache plus "
-                f"torch.compile in reduce-overhead mode ({STATIC_COMPILE}); a larger "
-                "batch also amortises each launch over more tokens."
+                "torch.compile in reduce-overhead mode ("
+                + (STATIC_COMPILE if _transformers_cache(trace) else STATIC_COMPILE_OWN)
+                + "); a larger batch also amortises each launch over more tokens."
             ),
             impact_us=(wall - busy) / step_count(trace),
             evidence=[
@@ -113,6 +128,13 @@ def llm_kv_cache_concat(ctx) -> list[Finding]:
     last = growing[-1]
     per_pass = sum(p.kv_appends for p in growing) / len(growing)
     size = f", {last.kv_append_bytes / 2**20:.2f} MiB written" if last.kv_append_bytes else ""
+    hf = _transformers_cache(trace)
+    owner = (
+        f"transformers' DynamicCache: its {CACHE_FRAME} frames are in the recorded stacks"
+        if hf
+        else "a concatenating KV cache, torch.cat along the sequence dimension; no "
+        f"{CACHE_FRAME} frame recorded, so not attributed to transformers"
+    )
     return [
         Finding(
             id="llm-kv-cache-concat",
@@ -123,7 +145,7 @@ def llm_kv_cache_concat(ctx) -> list[Finding]:
             ),
             explanation=(
                 "Each decode pass appends the new token's keys and values with "
-                "torch.cat([past, new], dim=-2) (transformers' DynamicCache): the whole cache "
+                f"torch.cat([past, new], dim=-2) ({owner}): the whole cache "
                 "is copied into a new tensor, per layer, per token, so the copy grows with the "
                 f"context (the last pass: {last.kv_appends} copies{size}). The cache's shape "
                 "and address change every token, which also rules out CUDA graphs."
@@ -132,6 +154,11 @@ def llm_kv_cache_concat(ctx) -> list[Finding]:
                 'Use a static cache (generate(..., cache_implementation="static")): preallocated '
                 "to the maximum length and written in place (index_copy_), the shape every "
                 "compiled or graph-captured decode pass needs."
+                if hf
+                else "Preallocate the cache to the maximum length ([batch, heads, max_len, "
+                "head_dim]) and write each new token in place (cache[:, :, pos] = k, or "
+                "index_copy_), attending over cache[:, :, : pos + 1]: no copy per token, and "
+                "the fixed shape every compiled or graph-captured decode pass needs."
             ),
             impact_us=0.0,
             evidence=[
@@ -150,6 +177,7 @@ def llm_kv_cache_concat(ctx) -> list[Finding]:
                 "passes": len(growing),
                 "appends_per_pass": round(per_pass, 2),
                 "last_pass_bytes": last.kv_append_bytes,
+                "transformers_frames": hf,
             },
         )
     ]

@@ -6,6 +6,7 @@ without them both rules report "not checked" with how to record them.
 
 from __future__ import annotations
 
+from ..analysis.backward import TrainingEvidence, training_evidence
 from ..analysis.memory import DeviceMemory, memory_timeline, op_label
 from .base import Evidence, Finding, NotChecked, rule
 
@@ -37,6 +38,7 @@ def memory_peak(ctx) -> list[Finding]:
     trace = ctx.trace
     warn_share = ctx.threshold("warn_share")
     starts = {s.number: s.start for s in trace.steps}
+    trained = ctx.analysis(training_evidence)
     findings = []
     for m in timelines(ctx):
         capacity = _capacity(trace, m)
@@ -56,6 +58,7 @@ def memory_peak(ctx) -> list[Finding]:
                 unit="bytes",
             )
         ]
+        evidence.append(Evidence(f"training: {trained.said()}", name=trained.example or None))
         for a in m.largest[:5]:
             evidence.append(
                 Evidence(
@@ -81,6 +84,7 @@ def memory_peak(ctx) -> list[Finding]:
                 )
             )
         measured = {
+            "training": trained.training,
             "device": m.device,
             "peak_allocated_bytes": m.peak_bytes,
             "peak_reserved_bytes": reserved_peak,
@@ -95,23 +99,49 @@ def memory_peak(ctx) -> list[Finding]:
                 id="memory-peak",
                 severity="warn" if share is not None and share >= warn_share else "info",
                 title=f"{m.device} memory peaks at {fmt_bytes(m.peak_bytes)}{of_device} in {where}",
-                explanation=(
-                    "Allocated memory rises through the forward pass (activations kept for "
-                    "backward) and falls in backward; the peak decides the largest batch that "
-                    "fits. Reserved memory is what the caching allocator holds from the driver."
-                ),
-                suggestion=(
-                    "To lower the peak: activation checkpointing "
-                    "(torch.utils.checkpoint) around the big blocks, a smaller batch with "
-                    "gradient accumulation, bf16/fp16 autocast, in-place ops where safe, and "
-                    "freeing references to tensors you no longer need."
-                ),
+                explanation=_peak_explanation(trained),
+                suggestion=_peak_suggestion(trained),
                 impact_us=0.0,
                 evidence=evidence,
                 measured=measured,
             )
         )
     return findings
+
+
+def _peak_explanation(trained: TrainingEvidence) -> str:
+    """Why memory peaks where it does: saved activations only when a backward ran."""
+    reserved = " Reserved memory is what the caching allocator holds from the driver."
+    if trained.backward:
+        return (
+            "Allocated memory rises through the forward pass (activations kept for "
+            "backward) and falls in backward; the peak decides the largest batch that "
+            "fits." + reserved
+        )
+    return (
+        f"This window is forward-only: {trained.said()}. Its peak is weights, inputs, caches "
+        "(a KV cache grows with the tokens) and the forward's intermediate tensors, freed "
+        "as soon as no later op reads them; activations are kept only for a backward, which "
+        "this window does not run. If the forward ran with gradients enabled, autograd "
+        "still keeps each layer's inputs until the output is freed (the trace cannot tell "
+        "grad mode)." + reserved
+    )
+
+
+def _peak_suggestion(trained: TrainingEvidence) -> str:
+    if trained.backward:
+        return (
+            "To lower the peak: activation checkpointing "
+            "(torch.utils.checkpoint) around the big blocks, a smaller batch with "
+            "gradient accumulation, bf16/fp16 autocast, in-place ops where safe, and "
+            "freeing references to tensors you no longer need."
+        )
+    return (
+        "To lower the peak: run the forward under torch.inference_mode() (or "
+        "torch.no_grad()) so autograd saves nothing, a smaller batch or shorter sequences, "
+        "lower-precision weights (bf16/fp16, or quantized), in-place ops where safe, and "
+        "freeing references to tensors you no longer need."
+    )
 
 
 def _capacity(trace, m: DeviceMemory) -> float | None:

@@ -3,6 +3,7 @@ of each step waits on communication (docs/rules.md, "Trace quality")."""
 
 from __future__ import annotations
 
+from ..analysis.backward import TrainingEvidence, training_evidence
 from ..analysis.quality import trace_quality
 from ..analysis.resolution import resolvable, timestamp_resolution
 from ..analysis.streams import stream_report
@@ -83,12 +84,7 @@ def exposed_communication(ctx) -> list[Finding]:
                 "While no compute runs, the step waits on the collective, or on the slowest "
                 "rank, since a collective kernel spins until its peers arrive."
             ),
-            suggestion=(
-                "Overlap communication with compute: DDP gradient buckets (bucket_cap_mb) "
-                "so reduction starts during backward, FSDP prefetch (forward_prefetch, "
-                "backward_prefetch), no syncs between backward and the optimizer; compare "
-                "ranks (kinetoscope explain RANKS_DIR/) to see whether the wait is a straggler."
-            ),
+            suggestion=_overlap_advice(ctx.analysis(training_evidence)),
             impact_us=per_step,
             evidence=[
                 Evidence(
@@ -108,3 +104,27 @@ def exposed_communication(ctx) -> list[Finding]:
             },
         )
     ]
+
+
+_COMPARE_RANKS = (
+    "compare ranks (kinetoscope explain RANKS_DIR/) to see whether the wait is a straggler."
+)
+
+
+def _overlap_advice(trained: TrainingEvidence) -> str:
+    """Gradient-bucket and FSDP advice only where a backward ran: a forward-only window's
+    collectives are the forward's own (tensor, pipeline or expert parallel), which no
+    gradient bucket touches."""
+    if trained.backward:
+        return (
+            "Overlap communication with compute: DDP gradient buckets (bucket_cap_mb) "
+            "so reduction starts during backward, FSDP prefetch (forward_prefetch, "
+            "backward_prefetch), no syncs between backward and the optimizer; " + _COMPARE_RANKS
+        )
+    return (
+        f"This window is forward-only ({trained.said()}): its collectives belong to the "
+        "forward (tensor, pipeline or expert parallel), so gradient-bucket advice does not "
+        "apply. Overlap them with independent compute where the framework offers it "
+        "(micro-batch or two-batch overlap, async tensor parallel), or use fewer ranks per "
+        "model when the messages are small; " + _COMPARE_RANKS
+    )

@@ -129,7 +129,7 @@ def sync_bound(ctx) -> list[Finding]:
             event_evidence(
                 trace,
                 site.index,
-                f"{trace.name(site.index)} blocked {fmt_us(site.wait_us)} in {site.call}{frame}",
+                f"{trace.name(site.index)} blocked {fmt_us(site.wait_us)} in {site.held_by}{frame}",
                 step=site.step,
                 value=site.wait_us,
                 unit="us",

@@ -17,7 +17,7 @@ from ..analysis.account.account import window_account
 from ..analysis.compile import compile_events, during_compilation
 from ..analysis.dataloader import data_waits, next_events
 from ..analysis.steps import step_stats
-from ..analysis.syncs import sync_sites
+from ..analysis.syncs import PAGEABLE_COPY_ADVICE, sync_sites
 from ..formatting.units import count, fmt_pct, fmt_us
 from .base import Evidence, Finding, NotChecked, event_evidence, rule
 
@@ -91,7 +91,7 @@ def dataloader_bound(ctx) -> list[Finding]:
                 + f"{fmt_pct(held_share)} of the window"
             ),
             explanation=(
-                f"The training loop spends {share:.0%} of its step time waiting for the next "
+                f"The loop spends {share:.0%} of its step time waiting for the next "
                 f"batch from the DataLoader, and {device} for {idle_share:.0%} of that wait. "
                 "The model is starved: batches are produced slower than they are consumed."
             ),
@@ -191,7 +191,7 @@ def host_sync(ctx) -> list[Finding]:
     for s in sites:
         context = trace.name(s.context) if s.context >= 0 else "-"
         frame = trace.name(s.frame) if s.frame >= 0 else ""
-        groups[(trace.name(s.index), s.call, context, frame)].append(s)
+        groups[(trace.name(s.index), s.held_by, context, frame)].append(s)
     ranked = sorted(groups.items(), key=lambda kv: -sum(s.wait_us for s in kv[1]))
     evidence = []
     for (name, call, context, frame), members in ranked[:6]:
@@ -235,7 +235,7 @@ def host_sync(ctx) -> list[Finding]:
                 "Avoid .item(), .cpu(), .tolist(), printing tensors or Python control flow on "
                 "tensor values inside the loop (log every N steps, accumulate on the device); "
                 "copy with .to(device, non_blocking=True) from pinned memory; drop explicit "
-                "torch.cuda.synchronize() calls outside timing code."
+                "torch.cuda.synchronize() calls outside timing code." + _pageable_note(sites)
             ),
             impact_us=stall / n_steps if n_steps else stall,
             evidence=evidence,
@@ -247,6 +247,17 @@ def host_sync(ctx) -> list[Finding]:
                 "stall_us": round(stall, 1),
                 "share_of_steps": round(share, 4),
                 "warn_share": warn_share,
+                "pageable_copy_us": round(sum(s.wait_us for s in sites if s.pageable_copy), 1),
             },
         )
     ]
+
+
+def _pageable_note(sites) -> str:
+    """The copy's own advice where a device-to-pageable copy held a wait: removing a
+    synchronize does nothing there, the copy itself blocks."""
+    held = [s for s in sites if s.pageable_copy]
+    if not held:
+        return ""
+    us = sum(s.wait_us for s in held)
+    return f" {count(len(held), 'wait')} ({fmt_us(us)}) held by a {PAGEABLE_COPY_ADVICE}."
