@@ -9,7 +9,8 @@ cache (preallocated, written in place) instead of one grown by concatenation.
 
 from __future__ import annotations
 
-from ..analysis.llm import CACHE_FRAME, llm_view
+from ..analysis.llm import llm_view
+from ..analysis.llm_evidence import CACHE_FRAME
 from ..analysis.stepmap import step_count
 from ..formatting.units import fmt_pct, fmt_us
 from .base import Evidence, Finding, rule
