@@ -17,12 +17,13 @@ the diff and multi-rank pages from `pipeline.timeline_sides`.
 from __future__ import annotations
 
 import json
-from functools import cache
+from functools import cache, partial
 from importlib import resources
 from pathlib import PurePath
 from typing import Any
 
 from .._version import __version__
+from ..analysis.kernel_names import display_name
 from ..errors import UsageError
 from ..formatting.escaping import inert
 from ..formatting.units import fmt_pct, fmt_us
@@ -76,6 +77,8 @@ def _environment():
     env.filters["us"] = fmt_us
     env.filters["pct"] = fmt_pct  # the text and Markdown form: one printed digit everywhere
     env.filters["short"] = short_name
+    # a cell's hover title: the whole name as every view shows it (no enable_if return type)
+    env.filters["display"] = partial(display_name, limit=1000)
     env.filters["line"] = evidence_line
     env.globals.update(run_line=run_line, version_parts=version_parts)
     return env
