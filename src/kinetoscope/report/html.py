@@ -171,7 +171,7 @@ def path_view(report: Report) -> dict[str, Any]:
             "left": 100 * (s["start_us"] - lo) / span,
             "width": 100 * s["dur_us"] / span,
             "css": ACCOUNT_CSS.get(s["class"], ""),
-            "title": f"{words.get(s['class'], s['class'])}: {s['name']} "
+            "title": f"{words.get(s['class'], s['class'])}: {display_name(s['name'], 200)} "
             f"{fmt_us(s['dur_us'])} at +{fmt_us(s['start_us'])}",
         }
         for s in segments
