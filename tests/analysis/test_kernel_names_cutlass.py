@@ -74,3 +74,23 @@ def test_other_wrapped_kernels_are_left_to_the_other_decoders(name):
     k = decode(name)
     assert k.library != "FlashAttention"
     assert "FA3" not in k.short and "grouped GEMM" not in k.short
+
+
+def test_fa3_in_the_casted_demangler_form():
+    # nsys/cu++filt print constants with casts: `cute::C<(int)128>`, `(bool)1`, no space
+    # before `>>` (a profile write-up listing an H100 run's kernels; its epilogue was cut
+    # off there and is completed here with the forward's usual scheduler)
+    inner = (
+        "flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<"
+        "(int)2, cute::tuple<cute::C<(int)1>, cute::C<(int)1>, cute::C<(int)1>>, cute::tuple<"
+        "cute::C<(int)128>, cute::C<(int)128>, cute::C<(int)128>>, (int)128, cutlass::half_t, "
+        "float, cutlass::arch::Sm90, (bool)1, (bool)0, (bool)0, (bool)1, (bool)1, (bool)0, "
+        "(bool)0, (bool)1, (bool)1, (bool)1, (bool)0, (bool)0, cutlass::bfloat16_t>, "
+        "flash::CollectiveEpilogueFwd<cute::tuple<cute::C<(int)128>, cute::C<(int)128>, "
+        "cute::C<(int)128>>, cute::tuple<cute::C<(int)1>, cute::C<(int)1>, cute::C<(int)1>>, "
+        "cutlass::half_t, cutlass::arch::Sm90, (int)256, (bool)1, (bool)0, (bool)0, (bool)0>, "
+        "flash::StaticPersistentTileScheduler<(bool)0>>>"
+    )
+    k = decode(f"void cutlass::device_kernel<{inner}>({inner}::Params)")
+    assert k.short == "FlashAttnFwdSm90 (FA3 forward, f16, tile 128x128, hdim 128)"
+    assert (k.library, k.dtype, k.tile) == ("FlashAttention", "f16", "128x128")

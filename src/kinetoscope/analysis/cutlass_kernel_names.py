@@ -241,10 +241,19 @@ def _gemm(name: str, inner: str, leaf: str) -> KernelName:
     )
 
 
+#: A cheap first look (one C regex) before the per-character parse of the declaration.
+_MAYBE_WRAPPED = re.compile(r"(?:device_kernel|Kernel2?)\s*<")
+
+
+def maybe_wrapped(name: str) -> bool:
+    """Whether `name` may be a wrapped kernel: callers strip the declaration only then."""
+    return _MAYBE_WRAPPED.search(name) is not None
+
+
 def decode_wrapped(name: str) -> KernelName | None:
     """The `KernelName` of a CUTLASS/CuTe wrapped kernel (see the module docstring), None
-    where `name` is no such wrapper or its operator is one this module does not read (the
-    caller's generic C++ decoding then applies)."""
+    where `name` (a declaration's name, return type stripped) is no such wrapper or its
+    operator is one this module does not read (the generic C++ decoding then applies)."""
     inner = wrapped_operator(name)
     if inner is None:
         return None

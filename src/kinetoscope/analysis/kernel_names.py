@@ -43,7 +43,7 @@ from .cpp_kernel_names import (
     strip_cpp,
     strip_declaration,
 )
-from .cutlass_kernel_names import decode_wrapped
+from .cutlass_kernel_names import decode_wrapped, maybe_wrapped
 from .kernel_name_fields import arch_of, dtype_from_cpp, dtype_from_tokens, epilogue_of, name_tokens
 from .kernel_name_record import KernelName
 from .triton_kernel_names import decode_triton
@@ -66,7 +66,7 @@ def display_name(name: str, limit: int = 90) -> str:
     kernel without its return type (`std::enable_if<...>::type` included) or parameter
     list, a CUTLASS/CuTe `device_kernel<...>` as the kernel inside it (`FlashAttnFwdSm90
     (FA3 forward, bf16, ...)`), anything else as recorded; cut to `limit` characters."""
-    wrapped = decode_wrapped(strip_declaration(name)) if "<" in name else None
+    wrapped = decode_wrapped(strip_declaration(name)) if maybe_wrapped(name) else None
     if wrapped is None:
         return signature_display(name, limit)
     text = wrapped.short
@@ -158,7 +158,7 @@ def decode(name: str) -> KernelName:
         return triton
     if name.startswith("Cijk_"):
         return decode_tensile(name)
-    wrapped = decode_wrapped(strip_declaration(name))
+    wrapped = decode_wrapped(strip_declaration(name)) if maybe_wrapped(name) else None
     if wrapped:
         return dataclasses.replace(wrapped, raw=name)
     m3 = CUTLASS3_RE.search(low)
