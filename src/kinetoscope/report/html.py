@@ -23,11 +23,10 @@ from pathlib import PurePath
 from typing import Any
 
 from .._version import __version__
-from ..analysis.kernel_names import display_name
 from ..errors import UsageError
 from ..formatting.escaping import inert
 from ..formatting.units import fmt_pct, fmt_us
-from .evidence import evidence_line, short_name
+from .evidence import display, evidence_line, short_name
 from .model import Report
 from .phrases import ACCOUNT_CSS, account_line, path_rows
 from .run_text import run_line, version_parts
@@ -78,7 +77,7 @@ def _environment():
     env.filters["pct"] = fmt_pct  # the text and Markdown form: one printed digit everywhere
     env.filters["short"] = short_name
     # a cell's hover title: the whole name as every view shows it (no enable_if return type)
-    env.filters["display"] = partial(display_name, limit=1000)
+    env.filters["display"] = partial(display, limit=1000)
     env.filters["line"] = evidence_line
     env.globals.update(run_line=run_line, version_parts=version_parts)
     return env
@@ -171,7 +170,7 @@ def path_view(report: Report) -> dict[str, Any]:
             "left": 100 * (s["start_us"] - lo) / span,
             "width": 100 * s["dur_us"] / span,
             "css": ACCOUNT_CSS.get(s["class"], ""),
-            "title": f"{words.get(s['class'], s['class'])}: {display_name(s['name'], 200)} "
+            "title": f"{words.get(s['class'], s['class'])}: {display(s['name'], 200)} "
             f"{fmt_us(s['dur_us'])} at +{fmt_us(s['start_us'])}",
         }
         for s in segments

@@ -7,19 +7,19 @@ next to the `.txt` a profiling run exported. The build step
 
 from __future__ import annotations
 
-from ..analysis.kernel_names import display_name
 from ..formatting.units import table_percent, table_time
 from .console import inert
+from .evidence import display
 from .table_model import ProfilerRow, ProfilerTable
 
 _NAME_WIDTH = 55
 
 
 def _shorten(name: str) -> str:
-    """The name as every view shows it (`display_name`: no `std::enable_if<...>::type`
+    """The name as every view shows it (`evidence.display`: no `std::enable_if<...>::type`
     return type, CUTLASS wrappers read), control characters shown as `\\xNN`, cut to the
     column."""
-    name = inert(display_name(name, limit=len(name) + 1))
+    name = inert(display(name, limit=len(name) + 1))
     return name if len(name) < _NAME_WIDTH - 3 else name[: _NAME_WIDTH - 3] + "..."
 
 
