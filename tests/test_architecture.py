@@ -21,7 +21,8 @@ PACKAGE = "kinetoscope"
 #: cross one, and the list only shrinks (`test_allowed_edges_still_exist`).
 ALLOWED_EDGES = {
     # kernel-name decoding (a string parser, no Trace) that evidence lines shorten names
-    # with: to move to a leaf names package, or the evidence model to carry short names
+    # with and every renderer's display names (`evidence.display`) go through: to move to a
+    # leaf names package, or the evidence model to carry short names
     ("kinetoscope.report.evidence", "kinetoscope.analysis.kernel_names"),
 }
 

@@ -279,7 +279,7 @@ def _corpus_name(trace: str, part: str) -> str:
     ],
 )
 def test_display_name_drops_the_return_type_and_parameters(trace, part, shown):
-    from kinetoscope.analysis.cpp_kernel_names import display_name
+    from kinetoscope.analysis.kernel_names import display_name
 
     raw = _corpus_name(trace, part)
     assert raw.startswith(("std::enable_if<", "void "))
@@ -293,7 +293,7 @@ def test_display_name_drops_the_return_type_and_parameters(trace, part, shown):
     ["Memcpy HtoD (Pinned -> Device)", "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKv", "attn_fwd"],
 )
 def test_display_name_keeps_names_that_are_not_declarations(name):
-    from kinetoscope.analysis.cpp_kernel_names import display_name
+    from kinetoscope.analysis.kernel_names import display_name
 
     assert display_name(name) == name
 

@@ -516,3 +516,69 @@ def test_unfused_chains_time_their_score_passes():
     assert 0 < unfused.score_pass_us < unfused.device_us
     finding = _finding(trace)
     assert finding.impact_us == pytest.approx(unfused.score_pass_us)  # no steps: one window
+
+
+# ---- FlashAttention-3 in a training trace: named from its Hopper kernels --------------------
+
+
+def _fa3_training(tmp_path, with_attention):
+    from ..conftest import write_trace
+    from ..cutlass_names import fa3_training_events
+
+    return load(write_trace(tmp_path / "fa3.json", fa3_training_events(with_attention)))
+
+
+def test_fa3_forward_and_backward_kernels_name_the_backend_without_an_op(tmp_path):
+    # no SDPA call, no library op: the FA3 kernels (wrapped in cutlass::device_kernel) alone
+    trace = _fa3_training(tmp_path, with_attention=True)
+    use = _use(trace, "flash-attn 3")
+    assert (use.source, use.kernels, dict(use.passes)) == (
+        "kernel",
+        4,
+        {"forward": 2, "backward": 2},
+    )
+    finding = _finding(trace)
+    assert finding.severity == "info"
+    assert "flash-attn 3 (4 kernels, 2 forward and 2 backward, named from the kernels" in (
+        finding.title
+    )
+    # the library line: FA3's 2 x (90 + 180) us of 2 x 450 us is FlashAttention's, not CUTLASS's
+    names = [f for f in run_rules(trace, only=["kernel-name"]).findings]
+    share = names[0].measured["library_share"]
+    assert share["FlashAttention"] == pytest.approx(0.6)
+    assert share["CUTLASS"] == pytest.approx((50 + 60 + 30) / 450, abs=1e-4)
+    assert names[0].title.startswith("top kernels decoded; kernel time by library: FlashAttention")
+
+
+def test_cutlass_gemms_are_never_attention(tmp_path):
+    # the same steps without the FA3 kernels: grouped FP8 and bf16 CUTLASS 3 GEMMs only
+    trace = _fa3_training(tmp_path, with_attention=False)
+    assert attention_use(trace).uses == []
+    assert _finding(trace) is None
+    share = run_rules(trace, only=["kernel-name"]).findings[0].measured["library_share"]
+    assert "FlashAttention" not in share and share["CUTLASS"] > 0
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        (
+            "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128> >(Flash_fwd_params)",
+            "forward",
+        ),
+        (
+            "void flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<64> >"
+            "(Flash_bwd_params)",
+            "backward",
+        ),
+        ("fmha_cutlassB_f16_aligned_64x64_k64_sm80", "backward"),
+        ("attn_fwd", "forward"),
+        ("bwd_kernel_dk_dv", "backward"),
+        # a paged decode kernel's name says no pass
+        ("void vllm::paged_attention_v1_kernel<unsigned short, 128>(unsigned short*)", None),
+    ],
+)
+def test_attention_kernel_pass_from_the_name(name, expected):
+    from kinetoscope.analysis.attention_kernels import kernel_pass
+
+    assert kernel_pass(name) == expected

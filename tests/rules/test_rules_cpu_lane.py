@@ -123,6 +123,62 @@ def test_heavyweight_launch_silent_without_occupancy_queries():
     assert run(corpus(BERT), "heavyweight-launch")[0] == []
 
 
+def _occupancy_then_launch(path, with_kernel: bool):
+    """aten::mm: an occupancy query, then a launch (correlation 2) whose kernel is recorded
+    or not; an elementwise launch (correlation 1) links, so the trace does link launches."""
+    gemv = (
+        "std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, float, float, "
+        "float, float, false, true, true, false, 7, false, cublasGemvParamsEx<int, "
+        "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float "
+        "const>, cublasGemvTensorStridedBatched<float>, float> >(cublasGemvParamsEx<int, "
+        "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float "
+        "const>, cublasGemvTensorStridedBatched<float>, float>)"
+    )
+    events = [
+        op("ProfilerStep#1", 0.0, 100.0, cat="user_annotation"),
+        op("aten::add", 2.0, 10.0),
+        launch(3.0, 4.0, correlation=1),
+        kernel("void at::native::vectorized_elementwise_kernel<4>(int)", 20.0, 5.0, 1),
+        op("aten::mm", 20.0, 30.0),
+        op("cudaOccupancyMaxActiveBlocksPerMultiprocessor", 21.0, 2.0, cat="cuda_runtime"),
+        launch(25.0, 4.0, correlation=2),
+    ]
+    if with_kernel:
+        events.append(kernel(gemv, 40.0, 9.0, 2))
+    return write_trace(path, events)
+
+
+def test_heavyweight_launch_says_a_dropped_kernel_in_words(tmp_path):
+    # a launch with a correlation id and no device event in a trace whose other launches
+    # link: the profiler lost the record (before: "before launching ?")
+    path = _occupancy_then_launch(tmp_path / "t.json", False)
+    findings, report = run(path, "heavyweight-launch")
+    texts = [e.text for e in findings[0].evidence]
+    assert texts[0] == (
+        "1 occupancy query before launching a kernel not recorded (dropped by the profiler)"
+    )
+    assert not any("?" in t for t in texts)
+    # and the trace-quality section counts it
+    dropped = [i for i in report.to_dict()["quality"]["issues"] if i["id"] == "dropped-events"]
+    assert dropped and dropped[0]["count"] == 1
+
+
+def test_heavyweight_launch_names_a_recorded_kernel_by_its_display_name(tmp_path):
+    findings, _ = run(_occupancy_then_launch(tmp_path / "t.json", True), "heavyweight-launch")
+    text = findings[0].evidence[0].text
+    assert text.startswith("1 occupancy query before launching internal::gemvx::kernel<int,")
+    assert "dropped" not in text and "enable_if" not in text
+
+
+def test_heavyweight_launch_does_not_call_a_trace_without_kernels_dropped():
+    # a CUPTI range-profiling run records no kernels at all: nothing links, so no launch is
+    # said to be dropped (a drop cannot be told from ids the trace never pairs)
+    findings, _ = run(corpus("gpu/cupti_counters.json.gz"), "heavyweight-launch")
+    texts = [e.text for e in findings[0].evidence]
+    assert "a kernel the trace does not link to its launch" in texts[0]
+    assert not any("dropped" in t or "?" in t for t in texts)
+
+
 # ---- sync-flush --------------------------------------------------------------
 
 

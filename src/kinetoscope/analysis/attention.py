@@ -37,6 +37,7 @@ from .attention_kernels import (
     has_kernel_family,
     kernel_family,
     kernel_family_in,
+    kernel_pass,
     library_op_backend,
 )
 from .attention_pattern import UnfusedAttention, find_unfused
@@ -99,6 +100,8 @@ class BackendUse:
     host_us: float = 0.0  # summed duration of the calls (CPU-side)
     kernel_names: Counter = field(default_factory=Counter)
     libraries: set[str] = field(default_factory=set)
+    #: kernels per pass ("forward", "backward") where the kernel names say which
+    passes: Counter = field(default_factory=Counter)
     first: int = -1  # event index of the first call (or kernel), for evidence
     shapes: list[CallShape] = field(default_factory=list)
     dropout: bool = False  # a dropout op ran under a call
@@ -242,6 +245,9 @@ def attention_use(trace: Trace) -> AttentionUse:
             use.score_pass_us += float(trace.dur[k])
         if family is not None:
             use.libraries.add(family[1])
+            direction = kernel_pass(name)
+            if direction:
+                use.passes[direction] += 1
     ordered = sorted(uses.values(), key=lambda u: -(u.device_us or u.host_us))
     work = window_device_work(trace)
     return AttentionUse(

@@ -129,6 +129,23 @@ def kernel_family(name: str) -> tuple[str, str] | None:
     return None
 
 
+#: Which pass an attention kernel serves, as the libraries name it: FlashAttention-3's
+#: `FlashAttnFwdSm90`/`FlashAttnBwdSm90` (and the forward's split-KV `FlashAttnFwdCombine`),
+#: FlashAttention-2's `flash_fwd_*`/`flash_bwd_*`, xFormers' `fmha_cutlassF`/`fmha_cutlassB`,
+#: CK's `fmha_fwd`/`fmha_bwd`, AOTriton's `attn_fwd`/`bwd_kernel_*`. Backward first: a
+#: backward kernel's arguments never name the forward, while names without either (a paged
+#: decode kernel) say nothing.
+_PASSES = (
+    ("backward", re.compile(r"Bwd|_bwd|bwd_|cutlassB_|[Bb]ackward")),
+    ("forward", re.compile(r"Fwd|_fwd|fwd_|cutlassF_|[Ff]orward")),
+)
+
+
+def kernel_pass(name: str) -> str | None:
+    """ "forward" or "backward" where an attention kernel's name says which, else None."""
+    return next((p for p, pattern in _PASSES if pattern.search(name)), None)
+
+
 def library_op_backend(op_name: str) -> str | None:
     """The backend a library's own attention op names (`_vllm_fa3_C::fwd` -> flash-attn 3)."""
     return next((b for prefix, b in LIBRARY_OPS if op_name.startswith(prefix)), None)

@@ -95,9 +95,10 @@ def strip_declaration(name: str) -> str:
     return text
 
 
-def display_name(name: str, limit: int = 90) -> str:
-    """A kernel name for a table or a title: no return type, no parameter list, cut to
-    `limit` characters (`std::enable_if<...>::type ns::gemv<T>(args)` -> `ns::gemv<T>`)."""
+def signature_display(name: str, limit: int = 90) -> str:
+    """A C++ kernel name for a table or a title: no return type, no parameter list, cut to
+    `limit` characters (`std::enable_if<...>::type ns::gemv<T>(args)` -> `ns::gemv<T>`).
+    Callers show `kernel_names.display_name`, which also reads CUTLASS wrappers."""
     text = strip_declaration(name)
     if text.endswith(")"):
         masked = text.replace(_ANONYMOUS, "_anonymous_namespace_")

@@ -25,7 +25,8 @@ dies with it, where a module-level one kept every name of every trace a
 long process ever read.
 
 This module is the dispatcher: it picks the decoder for the name's grammar
-(`triton_kernel_names`, `vendor_kernel_names`) or reads library and kind from
+(`triton_kernel_names`, `vendor_kernel_names`, `cutlass_kernel_names` for the
+kernels CUTLASS 3 launches through `cutlass::device_kernel<...>`) or reads library and kind from
 the C++ name (`cpp_kernel_names`); the record lives in `kernel_name_record`.
 """
 
@@ -36,7 +37,14 @@ import re
 
 from ..trace import Trace
 from .collective_names import collective_family, on_rocm
-from .cpp_kernel_names import demangled_parts, functor_of, strip_cpp, strip_declaration
+from .cpp_kernel_names import (
+    demangled_parts,
+    functor_of,
+    signature_display,
+    strip_cpp,
+    strip_declaration,
+)
+from .cutlass_kernel_names import decode_wrapped, maybe_wrapped
 from .kernel_name_fields import arch_of, dtype_from_cpp, dtype_from_tokens, epilogue_of, name_tokens
 from .kernel_name_record import KernelName
 from .triton_kernel_names import decode_triton
@@ -51,7 +59,19 @@ from .vendor_kernel_names import (
     decode_xmma,
 )
 
-__all__ = ["KernelName", "decode", "decoded", "strip_cpp"]
+__all__ = ["KernelName", "decode", "decoded", "display_name", "strip_cpp"]
+
+
+def display_name(name: str, limit: int = 90) -> str:
+    """The one name every table, title and label shows for an event named `name`: a C++
+    kernel without its return type (`std::enable_if<...>::type` included) or parameter
+    list, a CUTLASS/CuTe `device_kernel<...>` as the kernel inside it (`FlashAttnFwdSm90
+    (FA3 forward, bf16, ...)`), anything else as recorded; cut to `limit` characters."""
+    wrapped = decode_wrapped(strip_declaration(name)) if maybe_wrapped(name) else None
+    if wrapped is None:
+        return signature_display(name, limit)
+    text = wrapped.short
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _kind_of(text: str) -> str:
@@ -142,6 +162,9 @@ def decode(name: str) -> KernelName:
         return triton
     if name.startswith("Cijk_"):
         return decode_tensile(name)
+    wrapped = decode_wrapped(strip_declaration(name)) if maybe_wrapped(name) else None
+    if wrapped:
+        return dataclasses.replace(wrapped, raw=name)
     m3 = CUTLASS3_RE.search(low)
     if m3:
         return decode_cutlass3(name, m3)

@@ -21,6 +21,7 @@ import numpy as np
 from .._version import __version__
 from ..analysis.account.account import WindowAccount
 from ..analysis.intervals import merge_indexed
+from ..analysis.kernel_names import display_name
 from ..analysis.stats import OUTLIER_FACTOR, STATISTIC, TraceStats, trace_stats
 from ..analysis.steps import host_activity_mask
 from ..analysis.window import in_window, window_device_work
@@ -186,7 +187,14 @@ def _timeline(trace: Trace, stats: TraceStats, window: dict, findings) -> Timeli
     host = host[in_window(trace, trace.ts, host)]
     work = window_device_work(trace)
     marks = [
-        TimelineMark(f.id, f.severity, ev.ts_us, ev.dur_us or 0.0, ev.name or ev.text)
+        # the name as every view shows it (no `std::enable_if<...>::type`, CUTLASS read)
+        TimelineMark(
+            f.id,
+            f.severity,
+            ev.ts_us,
+            ev.dur_us or 0.0,
+            display_name(ev.name, 200) if ev.name else ev.text,
+        )
         for f in findings
         for ev in f.evidence
         if ev.ts_us is not None

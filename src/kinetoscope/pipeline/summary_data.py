@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any
 
-from ..analysis.cpp_kernel_names import display_name
+from ..analysis.kernel_names import display_name
 from ..analysis.stats import OUTLIER_FACTOR, STATISTIC, decomposition_text
 from ..analysis.summary import TraceSummary
 from ..analysis.table import DEVICE_SHARE_BASE, HOST_SHARE_BASE, Ranked

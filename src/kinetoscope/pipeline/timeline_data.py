@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..analysis.kernel_names import display_name
 from ..rules.base import Finding
 from ..trace import Cat, Trace
 
@@ -75,10 +76,7 @@ def timeline_events(
         offset += count
     keys = trace.name_id[order].astype(np.int64) * 32 + trace.cat[order]
     label_keys, label_of = np.unique(keys, return_inverse=True)
-    labels = [
-        [trace.names[int(k) // 32], GROUP_ORDER.index(GROUPS.get(Cat(int(k) % 32), "other"))]
-        for k in label_keys
-    ]
+    labels = [[_label(trace, int(k)), _group(int(k))] for k in label_keys]
     number = np.full(len(trace), -1, dtype=np.int64)
     number[order] = np.arange(len(order))
     return {
@@ -95,6 +93,22 @@ def timeline_events(
         "steps": [[label, round(s, 3), round(e, 3)] for label, s, e in steps],
         "findings": _findings(trace, findings, order, start_q),
     }
+
+
+#: Longest kernel label: a readable name (`display_name`) is far shorter; the cap only
+#: bounds names no decoder shortens.
+_LABEL_CHARS = 300
+
+
+def _group(key: int) -> int:
+    return GROUP_ORDER.index(GROUPS.get(Cat(key % 32), "other"))
+
+
+def _label(trace: Trace, key: int) -> str:
+    """A kernel as every view names it (`display_name`: no `std::enable_if<...>::type`, the
+    CUTLASS wrapper read); any other event as recorded."""
+    name = trace.names[key // 32]
+    return display_name(name, _LABEL_CHARS) if key % 32 == int(Cat.KERNEL) else name
 
 
 def _pack(trace: Trace) -> _Packed:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..analysis.kernel_names import decode
+from ..analysis.kernel_names import decode, display_name
 from ..formatting.units import fmt_us
 from ..rules.base import Evidence
 
@@ -50,6 +50,13 @@ def location(e: Evidence, with_step: bool = True) -> str:
     if e.dur_us is not None:
         where.append(f"for {fmt_us(e.dur_us)}")
     return ", ".join(where)
+
+
+def display(name: str, limit: int = 90) -> str:
+    """An event's display name (`analysis.kernel_names.display_name`: no return type such as
+    `std::enable_if<...>::type`, no parameter list, a CUTLASS wrapper read as the kernel
+    inside), for every renderer: report/ reaches the name decoder only through here."""
+    return display_name(name, limit)
 
 
 def short_name(name: str, limit: int = 90) -> str:

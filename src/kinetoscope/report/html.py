@@ -17,7 +17,7 @@ the diff and multi-rank pages from `pipeline.timeline_sides`.
 from __future__ import annotations
 
 import json
-from functools import cache
+from functools import cache, partial
 from importlib import resources
 from pathlib import PurePath
 from typing import Any
@@ -27,7 +27,7 @@ from ..errors import UsageError
 from ..formatting.escaping import inert
 from ..formatting.units import fmt_pct, fmt_us
 from . import comm_render
-from .evidence import evidence_line, short_name
+from .evidence import display, evidence_line, short_name
 from .model import Report
 from .phrases import ACCOUNT_CSS, account_line, path_rows
 from .run_text import run_line, version_parts
@@ -79,6 +79,8 @@ def _environment():
     env.filters["us"] = fmt_us
     env.filters["pct"] = fmt_pct  # the text and Markdown form: one printed digit everywhere
     env.filters["short"] = short_name
+    # a cell's hover title: the whole name as every view shows it (no enable_if return type)
+    env.filters["display"] = partial(display, limit=1000)
     env.filters["line"] = evidence_line
     env.globals.update(run_line=run_line, version_parts=version_parts, comm=comm_render)
     return env
@@ -171,7 +173,7 @@ def path_view(report: Report) -> dict[str, Any]:
             "left": 100 * (s["start_us"] - lo) / span,
             "width": 100 * s["dur_us"] / span,
             "css": ACCOUNT_CSS.get(s["class"], ""),
-            "title": f"{words.get(s['class'], s['class'])}: {s['name']} "
+            "title": f"{words.get(s['class'], s['class'])}: {display(s['name'], 200)} "
             f"{fmt_us(s['dur_us'])} at +{fmt_us(s['start_us'])}",
         }
         for s in segments

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from ..formatting.units import table_percent, table_time
 from .console import inert
+from .evidence import display
 from .table_model import ProfilerRow, ProfilerTable
 
 _NAME_WIDTH = 55
 
 
 def _shorten(name: str) -> str:
-    """Control characters from the trace shown as `\\xNN`, then cut to the column."""
-    name = inert(name)
+    """The name as every view shows it (`evidence.display`: no `std::enable_if<...>::type`
+    return type, CUTLASS wrappers read), control characters shown as `\\xNN`, cut to the
+    column."""
+    name = inert(display(name, limit=len(name) + 1))
     return name if len(name) < _NAME_WIDTH - 3 else name[: _NAME_WIDTH - 3] + "..."
 
 

@@ -120,7 +120,8 @@ CPU_ADVICE = {
 
 
 def _details(use: BackendUse) -> str:
-    """`24 calls; 1 kernel per call; FlashAttention-2 (pytorch_flash)`."""
+    """`24 calls; 1 kernel per call; FlashAttention-2 (pytorch_flash)`; kernels found by
+    name alone say which passes they serve (`forward and backward`)."""
     if use.calls:
         parts = [_count(use.calls, "call")]
         if use.kernels:
@@ -128,12 +129,20 @@ def _details(use: BackendUse) -> str:
             parts.append(f"{per_call:.3g} kernel{'' if per_call == 1 else 's'} per call")
     else:
         kernels = _count(use.kernels, "kernel")
-        parts = [f"{kernels}, no recorded SDPA call (a library's own attention op)"]
+        parts = [
+            f"{kernels}{_passes(use)}, named from the kernels (no SDPA or attention op recorded)"
+        ]
     if use.source == "pattern":
         parts[0] = _count(use.calls, "matmul -> softmax -> matmul chain")
     if use.libraries:
         parts.append(", ".join(sorted(use.libraries)))
     return "; ".join(parts)
+
+
+def _passes(use: BackendUse) -> str:
+    """`, 2 forward and 2 backward`: the passes the kernel names say they serve."""
+    said = [f"{use.passes[p]} {p}" for p in ("forward", "backward") if use.passes[p]]
+    return f", {' and '.join(said)}" if said else ""
 
 
 def _count(n: int, noun: str) -> str:

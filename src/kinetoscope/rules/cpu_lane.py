@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from ..analysis.intervals import clip, union_length
+from ..analysis.kernel_names import display_name
 from ..analysis.resolution import timestamp_resolution
 from ..analysis.stepmap import step_count
 from ..analysis.window import in_window
@@ -167,8 +168,7 @@ def heavyweight_launch(ctx) -> list[Finding]:
             continue
         target = after[0]
         adaptive.add(target)
-        kernel = kernel_of.get(target)
-        groups[(trace.name(op), trace.name(kernel) if kernel is not None else "?")].append(int(q))
+        groups[(trace.name(op), _launched(trace, target, kernel_of))].append(int(q))
     if not groups:
         return []
     query_time = float(trace.dur[occupancy].sum())
@@ -304,9 +304,24 @@ def sync_flush(ctx) -> list[Finding]:
 
 
 def _short_kernel(name: str) -> str:
-    """`void at::native::foo<...>(...)` -> `at::native::foo`: enough to tell kernels apart."""
-    name = name.removeprefix("void ").replace("(anonymous namespace)::", "")
-    for stop in ("<", "("):
-        if stop in name[1:]:
-            name = name[: name.index(stop, 1)]
-    return name
+    """`void at::native::foo<...>(...)` -> `at::native::foo`: enough to tell kernels apart
+    (from `display_name`, so `std::enable_if<...>::type ns::k<...>(...)` gives `ns::k`)."""
+    name = display_name(name, limit=len(name) + 1).replace("(anonymous namespace)::", "")
+    return name[: name.index("<", 1)] if "<" in name[1:] else name
+
+
+#: Said for a launch whose kernel has no device record (`analysis.quality`: dropped events).
+NOT_RECORDED = "a kernel not recorded (dropped by the profiler)"
+
+
+def _launched(trace: Trace, launch: int, kernel_of: dict[int, int]) -> str:
+    """The kernel `launch` started, by its display name; in words where the trace has
+    none: a launch with a correlation id and no device event is a record the profiler lost
+    (the trace-quality section counts them, as `analysis.quality` does: only where other
+    launches did link, else a drop cannot be told from ids the trace never wrote)."""
+    kernel = kernel_of.get(launch)
+    if kernel is not None:
+        return display_name(trace.name(kernel))
+    if trace.correlation[launch] >= 0 and kernel_of:
+        return NOT_RECORDED
+    return "a kernel the trace does not link to its launch"

@@ -12,9 +12,9 @@ import statistics
 
 import numpy as np
 
-from ..analysis.cpp_kernel_names import display_name
 from ..analysis.dataloader import next_events
 from ..analysis.intervals import merge
+from ..analysis.kernel_names import display_name
 from ..analysis.stepmap import step_count
 from ..analysis.table import (
     KeyAverages,
