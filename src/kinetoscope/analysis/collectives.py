@@ -7,7 +7,13 @@ all-reduce, ...). Its kind is what the kernel name says where the library writes
 it, else what PyTorch recorded around the launch: `record_param_comms`'s
 "Collective name" or the `nccl:<collective>` annotation. NCCL runs all-to-all,
 gather and scatter as grouped send/recv, so a `SendRecv` kernel takes the recorded
-collective's name.
+collective's name. A kernel with no launch in the trace (launched before the profiler
+started, or by a process whose host events the file lacks) has no recorded op to ask:
+it takes the collective of the `nccl:*`/`rccl:*` `gpu_user_annotation` that encloses it
+on its own stream, if any. The profiler draws that annotation on the device from the
+kernels run inside the host's `record_function` range, so it covers them exactly; the
+host-side `record_param_comms` ran at enqueue time and its interval says nothing of
+when the kernel ran, so time never links a kernel to it.
 
 Bytes come only from what the trace records: `record_param_comms`'s element counts
 and dtype (torch >= 2.2), else the launching op's recorded input tensor (`Input
@@ -62,6 +68,8 @@ class Call:
     step: int
     #: device the kernels ran on (None for Gloo's CPU collectives)
     device: int | None
+    #: record_param_comms' "Process Group Name" where recorded: ranks match calls within it
+    group: str | None = None
 
 
 @dataclass(frozen=True)
@@ -167,6 +175,7 @@ def _device_calls(trace: Trace) -> tuple[list[Call], dict[str, np.ndarray]]:
                 ranks=ranks,
                 step=int(steps[members[0]]),
                 device=lane_device[int(trace.lane[first])],
+                group=_group(recorded),
             )
         )
         by_family.setdefault(family, []).extend(idx.tolist())
@@ -185,7 +194,42 @@ def _kind(trace: Trace, kernel: int, recorded: dict) -> str:
     op = int(trace.op_of[kernel])
     if op >= 0 and (from_op := collective_kind(trace.name(op))):
         return from_op
-    return named or "unknown"
+    return _annotated_kind(trace, kernel) or named or "unknown"
+
+
+#: the annotations PyTorch's NCCL process group (and RCCL, its ROCm build) records
+_COMM_ANNOTATION = ("nccl:", "rccl:")
+#: the profiler's clock resolution (1 ns): float rounding of an enclosure that is exact
+_EPS_US = 1e-3
+
+
+def _annotated_kind(trace: Trace, kernel: int) -> str | None:
+    """The collective of the innermost `nccl:*`/`rccl:*` device annotation enclosing
+    `kernel` on its own stream (lane); None where none does."""
+    lanes, starts, ends, kinds = trace.memo(_comm_annotations)
+    on_lane = lanes == trace.lane[kernel]
+    inside = on_lane & (starts <= trace.ts[kernel] + _EPS_US)
+    inside &= ends >= trace.end[kernel] - _EPS_US
+    hits = np.flatnonzero(inside)
+    if not len(hits):
+        return None
+    innermost = hits[np.argmin(ends[hits] - starts[hits])]
+    return kinds[innermost]
+
+
+def _comm_annotations(trace: Trace):
+    """(lane, start, end, kind) of the device-lane `nccl:*`/`rccl:*` annotations."""
+    ids = trace.name_ids_matching(lambda n: n.startswith(_COMM_ANNOTATION))
+    idx = np.flatnonzero(np.isin(trace.name_id, ids) & (trace.cat == int(Cat.GPU_ANNOTATION)))
+    kinds = [collective_kind(trace.name(i)) for i in idx.tolist()]
+    keep = np.array([k is not None for k in kinds], dtype=bool)
+    idx = idx[keep] if len(idx) else idx
+    return trace.lane[idx], trace.ts[idx], trace.end[idx], [k for k in kinds if k is not None]
+
+
+def _group(recorded: dict) -> str | None:
+    name = recorded.get("Process Group Name")
+    return name if isinstance(name, str) and name else None
 
 
 def _bytes(trace: Trace, kernel: int, kind: str, recorded: dict) -> int | None:
@@ -235,6 +279,7 @@ def _gloo_calls(trace: Trace) -> list[Call]:
                 _int(recorded.get("Group size")),
                 int(steps[k]),
                 None,
+                _group(recorded),
             )
         )
     return calls

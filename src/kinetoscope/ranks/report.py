@@ -9,6 +9,7 @@ from typing import Any
 
 from ..files.own_files import signature
 from ..formatting.units import fmt_us
+from . import skew_text
 from .compare import (
     MIN_WAIT_SHARE,
     STRAGGLER_WAIT_RATIO,
@@ -17,6 +18,7 @@ from .compare import (
     stragglers,
 )
 from .llm import align_passes, notes, table
+from .skew import collective_skew
 from .summary import RankSummary
 
 
@@ -35,6 +37,11 @@ class MultiRankReport:
         #: format shows them (None without LLM passes)
         self.llm_notes = notes(self.llm_passes) if self.llm_passes else None
         self.llm_table = table(self.llm_passes) if self.llm_passes else None
+        #: each collective compared across ranks (ranks/skew.py; None under two ranks with
+        #: collectives), and its sentences and table as every format shows them
+        self.collective_skew = collective_skew(ranks)
+        self.skew_notes = skew_text.notes(self.collective_skew) if self.collective_skew else None
+        self.skew_table = skew_text.table(self.collective_skew) if self.collective_skew else None
 
     def straggler_text(self) -> str:
         if not self.matched:
@@ -99,4 +106,5 @@ class MultiRankReport:
             },
             "findings": self.findings,
             "llm_passes": self.llm_passes,
+            "collective_skew": self.collective_skew,
         }

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.collectives import collectives
 from ..analysis.intervals import merge, union_length
 from ..analysis.kernel_types import KERNEL_TYPES, type_codes
 from ..analysis.llm import llm_view
@@ -66,6 +67,13 @@ class RankSummary:
     llm_passes: list[tuple[str, float, float, float, int]] = field(default_factory=list)
     #: distributedInfo.world_size (None when the trace has none)
     world_size: int | None = None
+    #: the window's collectives (analysis.collectives), one tuple a call: (family, kind,
+    #: process group or None, step number or -1, start us on the trace's clock, dur us);
+    #: matched across ranks by ranks/skew.py
+    calls: list[tuple[str, str, str | None, int, float, float]] = field(default_factory=list)
+    #: whether the file writes baseTimeNanoseconds (then its `ts` count from that base,
+    #: and `calls`' starts have it added back: the epoch clock every rank writes)
+    has_base_time: bool = False
 
     @property
     def collective_share(self) -> float:
@@ -149,7 +157,17 @@ def summarize_rank(path: str, config: dict | None = None) -> RankSummary:
         not_checked=[s.to_dict() for s in outcome.not_checked],
         exposed_us=median([s.exposed_us for s in stream_report(trace).steps] or [0.0]),
         llm_passes=_llm_passes(trace),
+        calls=_calls(trace),
+        has_base_time=trace.meta.base_time_ns is not None,
     )
+
+
+def _calls(trace: Trace) -> list[tuple[str, str, str | None, int, float, float]]:
+    """The window's collectives in time order, starts on the epoch clock: Kineto writes
+    `ts` as epoch microseconds, or relative to `baseTimeNanoseconds` where it writes one."""
+    base = (trace.meta.base_time_ns or 0) / 1e3
+    calls = sorted(collectives(trace).calls, key=lambda c: c.start)
+    return [(c.family, c.kind, c.group, c.step, c.start + base, c.dur_us) for c in calls]
 
 
 def _llm_passes(trace: Trace) -> list[tuple[str, float, float, float, int]]:

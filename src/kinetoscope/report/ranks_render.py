@@ -57,6 +57,7 @@ def render(report, markdown: bool) -> str:
         "",
         report.straggler_text(),
         "",
+        *(skew_lines(report, markdown) if report.collective_skew else []),
         *(passes_lines(report, markdown) if report.llm_passes else []),
         f"{h}Findings (merged across ranks)",
     ]
@@ -75,6 +76,19 @@ def _finding(f: dict[str, Any], markdown: bool) -> str:
         f"[{f['severity']}] {f['id']}: {f['title']} (worst on rank {f['worst_rank']}; {span})"
     )
     return f"- {md_cell(line)}" if markdown else f"  {inert(line)}"
+
+
+def skew_lines(report, markdown: bool) -> list[str]:
+    """Each collective compared across ranks (ranks/skew.py): a heading, the table of the
+    calls compared, then the sentences (matching, meaning, clocks, the widest call)."""
+    h = "## " if markdown else ""
+    head, rows = report.skew_table
+    lines = [f"{h}Collectives across ranks", ""]
+    if rows:
+        lines += _table(head, rows, 2, markdown) + [""]
+    notes = report.skew_notes
+    lines += [f"- {md_cell(n)}" for n in notes] if markdown else [inert(n) for n in notes]
+    return lines + [""]
 
 
 def passes_lines(report, markdown: bool) -> list[str]:
