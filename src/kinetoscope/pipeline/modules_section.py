@@ -19,9 +19,31 @@ def modules_section(trace: Trace) -> dict[str, Any]:
         "measure": view.measure,
         "forward": [node_dict(n) for n in view.forward],
         "backward": [node_dict(n) for n in view.backward],
+        "heaviest": {
+            "forward": _heaviest(view.forward, view.measure),
+            "backward": _heaviest(view.backward, view.measure),
+        },
         "backward_note": view.backward_note,
         "backward_unattributed": view.backward_unattributed,
         "backward_unattributed_us": view.backward_unattributed_us,
+    }
+
+
+def _heaviest(roots: list[ModuleNode], measure: str) -> dict[str, Any] | None:
+    """The marked path as names, with its last module's time and calls."""
+    path, level = [], roots
+    while level:
+        top = next((n for n in level if n.heaviest), None)
+        if top is None:
+            break
+        path.append(top)
+        level = top.children
+    if not path:
+        return None
+    return {
+        "path": [n.name for n in path],
+        measure: getattr(path[-1], measure),
+        "calls": path[-1].calls,
     }
 
 

@@ -26,12 +26,11 @@ def summary(modules: dict[str, Any]) -> list[str]:
     measure = modules["measure"]
     lines = []
     for kind in ("forward", "backward"):
-        path = heaviest_path(modules[kind])
-        if path:
-            last = path[-1]
+        top = modules["heaviest"][kind]
+        if top:
             lines.append(
-                f"Heaviest {kind} path by {WORDS[measure]}: {' > '.join(n['name'] for n in path)}"
-                f" ({fmt_us(last[measure])}, {last['calls']} call(s))."
+                f"Heaviest {kind} path by {WORDS[measure]}: {' > '.join(top['path'])}"
+                f" ({fmt_us(top[measure])}, {top['calls']} call(s))."
             )
     if not modules["backward"]:
         lines.append(modules["backward_note"] or "No backward ran in the trace's modules.")
@@ -43,17 +42,6 @@ def summary(modules: dict[str, Any]) -> list[str]:
         "launched under the module; backward calls count autograd nodes."
     )
     return lines
-
-
-def heaviest_path(roots: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    path, level = [], roots
-    while level:
-        top = next((n for n in level if n["heaviest"]), None)
-        if top is None:
-            break
-        path.append(top)
-        level = top["children"]
-    return path
 
 
 def rows(modules: dict[str, Any], kind: str) -> list[tuple[int, list[str]]]:
