@@ -133,8 +133,12 @@ def markdown_lines(modules: dict[str, Any]) -> list[str]:
             continue
         out += [f"**{kind.capitalize()}** (calls, host, device, kernels; `*` heaviest path):", ""]
         for depth, row in rows(modules, kind):
-            name, rest = md_cell(row[0]), [c for c in row[1:] if c]
-            detail = f" - {rest[0]} call(s), host {rest[1]}, device {rest[2]}, {rest[3]} kernel(s)"
-            out.append("  " * depth + f"- {name}" + (detail if rest else ""))
+            name, rest = md_cell(row[0]), row[1:]
+            detail = (
+                f" - {rest[0]} call(s), host {rest[1]}, device {rest[2]}, {rest[3]} kernel(s)"
+                if rest[0]
+                else ""
+            )
+            out.append("  " * depth + f"- {name}" + detail)
         out.append("")
     return out
