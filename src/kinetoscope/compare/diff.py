@@ -308,6 +308,7 @@ def diff_runs(run_a: Run, run_b: Run) -> TraceDiff:
     from .comm_diff import comm_diff
     from .conclusion import conclude
     from .llm_diff import llm_diff, llm_sentence
+    from .modules_diff import modules_diff
     from .moe_diff import moe_diff
 
     stats_a, stats_b = step_stats(run_a.trace), step_stats(run_b.trace)
@@ -336,6 +337,7 @@ def diff_runs(run_a: Run, run_b: Run) -> TraceDiff:
     result.llm = llm_diff(run_a.trace, run_b.trace)  # owned by compare/llm_diff.py
     result.communication = comm_diff(run_a.trace, run_b.trace)  # compare/comm_diff.py
     result.moe = moe_diff(run_a.trace, run_b.trace)  # owned by compare/moe_diff.py
+    result.modules = modules_diff(run_a.trace, run_b.trace)  # compare/modules_diff.py
     result.conclusion = conclude(result)
     if generation := llm_sentence(result.llm):  # owned by compare/llm_diff.py
         result.conclusion = f"{result.conclusion} {generation}"

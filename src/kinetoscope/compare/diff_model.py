@@ -149,6 +149,9 @@ class TraceDiff:
     communication: dict[str, Any] = field(default_factory=dict)
     #: both runs' MoE parts per step, dispatch and worst load (compare/moe_diff.py); {} without
     moe: dict[str, Any] = field(default_factory=dict)
+    #: each module path's time per step in both runs (compare/modules_diff.py); {} when
+    #: neither run has module ranges
+    modules: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -287,6 +287,7 @@ def _sections(d, limit: int) -> list[Section]:
         *_llm(d),
         *_communication(d),
         *_moe(d),
+        *_modules(d, limit),
         _findings(d),
     ]
 
@@ -400,6 +401,32 @@ def _moe(d) -> list[Section]:
         )
     headers = ["part", "device per step", "host per step"]
     return [Section("Mixture of experts (A -> B)", text=text, headers=headers, rows=rows)]
+
+
+def _modules(d, limit: int) -> list[Section]:
+    """Each module path's time per step in both runs, largest change first
+    (compare/modules_diff.py); none when neither run has module ranges."""
+    if not d.modules:
+        return []
+    text = [
+        f"{side}: no module ranges (record with with_stack=True or with_modules=True)"
+        for side in ("A", "B")
+        if not d.modules[f"{side.lower()}_has_modules"]
+    ]
+    rows = []
+    for row in d.modules["modules"][:limit]:
+        a, b = row["a"] or {}, row["b"] or {}
+        rows.append(
+            [
+                row["kind"],
+                row["path"],
+                fmt_change(a.get("device_per_step_us"), b.get("device_per_step_us")),
+                fmt_change(a.get("host_per_step_us"), b.get("host_per_step_us")),
+            ]
+        )
+    headers = ["kind", "module", "device per step", "host per step"]
+    more = max(0, len(d.modules["modules"]) - limit)
+    return [Section("Modules (A -> B)", text=text, headers=headers, rows=rows, more=more)]
 
 
 def more_line(sec: Section) -> str:

@@ -42,6 +42,7 @@ SECTIONS = [
     "steps",
     "llm",
     "moe",
+    "modules",
     "findings",
     "kernel_types",
     "streams",

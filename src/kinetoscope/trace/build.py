@@ -60,6 +60,8 @@ _EXTERNAL_ID, _EXTERNAL_ID_OLD, _CORRELATION, _STREAM, _DEVICE = (
     _CONCRETE,
     _FLOPS,
     _COPY_BYTES,
+    _SEQUENCE,
+    _FWD_THREAD,
 ) = (
     attrgetter(a)
     for a in (
@@ -74,6 +76,8 @@ _EXTERNAL_ID, _EXTERNAL_ID_OLD, _CORRELATION, _STREAM, _DEVICE = (
         "concrete_inputs",
         "flops",
         "copy_bytes",
+        "sequence",
+        "fwd_thread",
     )
 )
 
@@ -131,6 +135,9 @@ COLUMNS: dict[str, tuple[Any, int | None]] = {
     "flops_value": (np.float64, None),
     "copy_index": (np.int64, None),
     "copy_value": (np.int64, None),
+    "seq_index": (np.int64, None),
+    "seq_value": (np.int64, None),
+    "seq_thread": (np.int64, None),
     **{f"m_{field}": (np.float64 if field == "ts" else np.int64, None) for field in MEMORY_FIELDS},
 }
 #: columns holding event indices: shifted when another builder's state is absorbed
@@ -142,6 +149,7 @@ _INDEX_COLUMNS = (
     "comm_index",
     "flops_index",
     "copy_index",
+    "seq_index",
     "m_index",
 )
 
@@ -281,6 +289,18 @@ class TraceBuilder:
                 at = present_mask(values)
                 put(f"{key}_index", at + base)
                 put(f"{key}_value", column([values[i] for i in at.tolist()]))
+        self._sequence_numbers(args, base)
+
+    def _sequence_numbers(self, args: list[Any], base: int) -> None:
+        """Autograd's `Sequence number` and `Fwd thread id` of ops that carry them: what
+        ties a backward node to the forward op that made it (analysis/modules.py)."""
+        values = list(map(_SEQUENCE, args))
+        if values.count(None) == len(values):
+            return
+        at = present_mask(values).tolist()
+        self.sink.append("seq_index", np.array(at, np.int64) + base)
+        self.sink.append("seq_value", _ints([values[i] for i in at]))
+        self.sink.append("seq_thread", _ints([_FWD_THREAD(args[i]) for i in at]))
 
     def _collective_args(self, args: list[Any], base: int) -> None:
         """What record_param_comms says of a collective (name, element counts, dtype, group
@@ -399,6 +419,7 @@ class TraceBuilder:
         dur = self._column("dur")
         np.nan_to_num(dur, copy=False)
         np.maximum(dur, 0.0, out=dur)
+        seq_index = self._column("seq_index")  # read once: a column is handed over once
         return Trace(
             path=self.path,
             meta=meta,
@@ -424,6 +445,8 @@ class TraceBuilder:
             collective_args=self._texts("comm"),
             flops=SparseValues(self._column("flops_index"), self._column("flops_value")),
             copy_bytes=SparseValues(self._column("copy_index"), self._column("copy_value")),
+            sequence=SparseValues(seq_index, self._column("seq_value")),
+            fwd_thread=SparseValues(seq_index, self._column("seq_thread")),
             warnings=warnings,
         )
 

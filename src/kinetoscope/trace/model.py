@@ -133,6 +133,12 @@ class Trace:
     #: ("Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype",
     #: "Process Group Name"; torch >= 2.2), sparse
     collective_args: Mapping[int, str] = field(default_factory=dict)
+    #: autograd's `Sequence number` of ops, by event index (sparse): a backward node
+    #: carries the number of the forward op that recorded it
+    sequence: Mapping[int, int] = field(default_factory=dict)
+    #: `Fwd thread id` of the same events (same index): the profiler's own id (from 1) of
+    #: the forward's thread on backward nodes, 0 on forward ops, -1 where absent
+    fwd_thread: Mapping[int, int] = field(default_factory=dict)
     #: why the columns live in temporary files rather than memory (`--max-memory`),
     #: None when they are in memory
     out_of_core: str | None = None

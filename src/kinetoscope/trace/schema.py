@@ -47,6 +47,10 @@ ARG_FIELDS: list[tuple[str, str, Any, Any]] = [
     ("python_parent_id", "Python parent id", int | None, None),
     ("flops", "flops", int | float | None, None),
     ("copy_bytes", "bytes", int | None, None),  # device copies and memsets
+    # autograd's sequence number: a forward op's, and the backward node's that it made
+    ("sequence", "Sequence number", int | None, None),
+    # on backward nodes: the profiler's id of the thread that ran the forward (0 on forward ops)
+    ("fwd_thread", "Fwd thread id", int | None, None),
     ("meta_name", "name", str | None, None),
 ]
 #: args read as columns: (attribute, default when absent)
