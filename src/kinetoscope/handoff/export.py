@@ -56,7 +56,7 @@ def export_perfetto(path: Path, output: Path, report=None, force: bool = False) 
     fixes = plan_fixes(events)
     pid = _free_pid(events)
     added = report_events(report, pid) if report is not None else []
-    head, repaired = valid_json_text(_head(path, events, fixes, len(added)))
+    head, repaired = valid_json_text(_head(path, events, fixes, sum(1 for e in added if e['ph'] == 'X')))
     counts = {"repaired": repaired}
 
     def write(raw) -> None:
