@@ -21,8 +21,14 @@ def test_view_raw_serves_the_trace_to_perfetto_and_stops_on_ctrl_c():
     path = corpus(TRACE)
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), CI="1")
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from kinetoscope.cli import main; main()", "view", str(path),
-         "--raw"],
+        [
+            sys.executable,
+            "-c",
+            "from kinetoscope.cli import main; main()",
+            "view",
+            str(path),
+            "--raw",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -56,7 +56,9 @@ def export_perfetto(path: Path, output: Path, report=None, force: bool = False) 
     fixes = plan_fixes(events)
     pid = _free_pid(events)
     added = report_events(report, pid) if report is not None else []
-    head, repaired = valid_json_text(_head(path, events, fixes, sum(1 for e in added if e['ph'] == 'X')))
+    head, repaired = valid_json_text(
+        _head(path, events, fixes, sum(1 for e in added if e["ph"] == "X"))
+    )
     counts = {"repaired": repaired}
 
     def write(raw) -> None:
@@ -168,6 +170,8 @@ def _head(path: Path, events: Events, fixes: Fixes, added: int) -> bytes:
         "flow_ends_moved": fixes.flows,
         "kinetoscope_slices": added,
     }
-    parts = [encode(k) + b": " + bytes(v) for k, v in top.items() if k not in ("traceEvents", EXPORT_KEY)]
+    parts = [
+        encode(k) + b": " + bytes(v) for k, v in top.items() if k not in ("traceEvents", EXPORT_KEY)
+    ]
     parts.append(encode(EXPORT_KEY) + b": " + encode(about))
     return b"{" + b",\n".join(parts) + b',\n"traceEvents": [\n'

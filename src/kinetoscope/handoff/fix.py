@@ -90,8 +90,8 @@ def _clamp(events: Events, ts: np.ndarray, fixes: Fixes) -> None:
             continue
         at = launched.get(events.corr[k])
         if at is not None and to_ns(at) > to_ns(ts[k]):
-            fixes.ts[k] = at
-            fixes.clamped_us[k] = at - ts[k]
+            fixes.ts[k] = float(at)
+            fixes.clamped_us[k] = float(at - ts[k])
 
 
 def _follow_flows(events: Events, ts: np.ndarray, dur: np.ndarray, fixes: Fixes) -> None:

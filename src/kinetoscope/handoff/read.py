@@ -97,4 +97,3 @@ def _number(value, default: float = math.nan) -> float:
         value = float(value)
         return value if math.isfinite(value) else default
     return default
-

@@ -66,7 +66,9 @@ def _laid_out(pid: int, pieces: list, tid: int, name: str, names: dict) -> list[
     dur = np.round(np.maximum([p[2] for p in pieces], 0.0), 3)
     lane = lanes(to_ns(ts), to_ns(dur)).tolist()
     out = []
-    for (title, _, _, cat, args), start, length, n in zip(pieces, ts.tolist(), dur.tolist(), lane, strict=True):
+    for (title, _, _, cat, args), start, length, n in zip(
+        pieces, ts.tolist(), dur.tolist(), lane, strict=True
+    ):
         names[tid + n] = name if n == 0 else f"{name} (overlap {n})"
         out.append({"ph": "X", "cat": f"kinetoscope_{cat}", "name": title, "pid": pid,
                     "tid": tid + n, "ts": start, "dur": length, "args": args})  # fmt: skip
