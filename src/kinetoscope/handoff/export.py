@@ -94,14 +94,17 @@ def _texts(events: Events, fixes: Fixes, added: list[dict]):
     """The events' text in blocks: metadata first, then by time as Perfetto opens them."""
     encode = msgspec.json.encode
     ts, dur = events.arrays()
+    ts_int, dur_int = events.exact()
     for k, new in fixes.ts.items():
-        ts[k] = new
+        ts[k], ts_int[k] = new, fixes.ts_int[k]
     timed = ~np.isnan(ts)
     meta = [k for k, ph in enumerate(events.ph) if ph == "M"]
     rest = np.flatnonzero(timed & np.array([ph != "M" for ph in events.ph], bool))
     untimed = np.flatnonzero(~timed & np.array([ph != "M" for ph in events.ph], bool))
     not_slice = np.array([events.ph[k] != "X" for k in rest.tolist()], np.int8)
-    sorted_rest = rest[order(to_ns(ts[rest]), to_ns(dur[rest]), not_slice)]
+    sorted_rest = rest[
+        order(to_ns(ts[rest], ts_int[rest]), to_ns(dur[rest], dur_int[rest]), not_slice)
+    ]
     extra_meta = [encode(e) for e in added if e["ph"] == "M"]
     extra_meta += [
         encode({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}})
@@ -130,7 +133,7 @@ def _rewritten(events: Events, fixes: Fixes, k: int) -> bytes:
     event = msgspec.json.decode(events.raw[k])
     args = event.get("args") if isinstance(event.get("args"), dict) else {}
     if k in fixes.ts:
-        event["ts"] = fixes.ts[k]
+        event["ts"] = int(fixes.ts[k]) if fixes.ts_int[k] else fixes.ts[k]
     if k in fixes.clamped_us:
         args["kinetoscope_clamped_us"] = round(fixes.clamped_us[k], 3)
         args["kinetoscope_note"] = (

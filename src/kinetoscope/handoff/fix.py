@@ -35,6 +35,7 @@ class Fixes:
     """Changes to event k: `ts[k]` (new start, us), `tid[k]` (new tid), per event index."""
 
     ts: dict[int, float] = field(default_factory=dict)
+    ts_int: dict[int, bool] = field(default_factory=dict)  # the new ts is a JSON integer
     clamped_us: dict[int, float] = field(default_factory=dict)
     tid: dict[int, int] = field(default_factory=dict)
     #: (pid, new tid) -> the sub-track's name
@@ -50,10 +51,12 @@ class Fixes:
 def plan_fixes(events: Events) -> Fixes:
     fixes = Fixes()
     ts, dur = events.arrays()
-    _clamp(events, ts, fixes)
+    ts_int, dur_int = events.exact()
+    _clamp(events, ts, ts_int, fixes)
     start_us = ts.copy()
+    start_int = ts_int.copy()
     for k, new in fixes.ts.items():
-        start_us[k] = new
+        start_us[k], start_int[k] = new, fixes.ts_int[k]
     slices = [k for k, ph in enumerate(events.ph) if ph == "X" and not math.isnan(ts[k])]
     tracks: dict[tuple, list[int]] = {}
     for k in slices:
@@ -62,7 +65,7 @@ def plan_fixes(events: Events) -> Fixes:
     new_tid = _tid_allocator(events)
     for key, members in tracks.items():
         idx = np.asarray(members)
-        lane = lanes(to_ns(start_us[idx]), to_ns(dur[idx]))
+        lane = lanes(to_ns(start_us[idx], start_int[idx]), to_ns(dur[idx], dur_int[idx]))
         if not lane.any():
             continue
         name = names.get(key, f"thread {key[1]}")
@@ -77,20 +80,22 @@ def plan_fixes(events: Events) -> Fixes:
     return fixes
 
 
-def _clamp(events: Events, ts: np.ndarray, fixes: Fixes) -> None:
+def _clamp(events: Events, ts: np.ndarray, ts_int: np.ndarray, fixes: Fixes) -> None:
     """Device work starting before its launch starts at the launch instead."""
-    launched: dict[int, float] = {}
+    launched: dict[int, int] = {}  # correlation -> the launch
     for k, kind in enumerate(events.kind):
         if kind == LAUNCH and events.corr[k] >= 0 and not math.isnan(ts[k]):
-            launched.setdefault(events.corr[k], ts[k])
+            launched.setdefault(events.corr[k], k)
     if not launched:
         return
+    ns = to_ns(np.nan_to_num(ts), ts_int)
     for k, kind in enumerate(events.kind):
         if kind != DEVICE or events.ph[k] != "X" or math.isnan(ts[k]):
             continue
-        at = launched.get(events.corr[k])
-        if at is not None and to_ns(at) > to_ns(ts[k]):
-            fixes.ts[k] = float(at)
+        j = launched.get(events.corr[k])
+        if j is not None and ns[j] > ns[k]:
+            at = ts[j]
+            fixes.ts[k], fixes.ts_int[k] = float(at), bool(ts_int[j])
             fixes.clamped_us[k] = float(at - ts[k])
 
 
@@ -100,7 +105,7 @@ def _follow_flows(events: Events, ts: np.ndarray, dur: np.ndarray, fixes: Fixes)
     if not fixes.ts and not fixes.tid:
         return
     starts: dict[tuple, tuple[float, int]] = {}  # (pid, tid, ns) -> (dur, the slice)
-    start_ns = to_ns(np.nan_to_num(ts)).tolist()
+    start_ns = to_ns(np.nan_to_num(ts), events.exact()[0]).tolist()
     for k, ph in enumerate(events.ph):
         if ph == "X" and not math.isnan(ts[k]):
             key = (events.pid[k], events.tid[k], start_ns[k])
@@ -114,7 +119,7 @@ def _follow_flows(events: Events, ts: np.ndarray, dur: np.ndarray, fixes: Fixes)
             continue
         target = hit[1]
         if target in fixes.ts:
-            fixes.ts[k] = fixes.ts[target]
+            fixes.ts[k], fixes.ts_int[k] = fixes.ts[target], fixes.ts_int[target]
         if target in fixes.tid:
             fixes.tid[k] = fixes.tid[target]
         fixes.flows += 1

@@ -12,7 +12,7 @@ clock skews, `ProfilerStep` and `record_function` spans against Python frames un
 So each track is laid out like Perfetto reads it: slices in start order, longer first at
 a tie; each goes on the first lane (the track itself, then sub-tracks) where it nests
 or follows, else on a new lane. Times are compared in integer nanoseconds rounded the way
-Perfetto converts them (`llround(us * 1000)`, json_utils.h `CoerceToTs`), so a slice
+Perfetto converts them (`to_ns`, after json_utils.h `CoerceToTs`), so a slice
 that ends a rounding step past its parent here does there too. One pass over the sorted
 slices; each lane is a stack, and a track rarely needs more than a few lanes.
 """
@@ -22,11 +22,19 @@ from __future__ import annotations
 import numpy as np
 
 
-def to_ns(us: np.ndarray) -> np.ndarray:
-    """Microseconds (float) to integer nanoseconds as Perfetto rounds them: half away
-    from zero (`std::llround`), where numpy's `rint` rounds half to even."""
-    scaled = np.asarray(us, np.float64) * 1000.0
-    return (np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)).astype(np.int64)
+def to_ns(us: np.ndarray, exact: np.ndarray | None = None) -> np.ndarray:
+    """Microseconds to integer nanoseconds as Perfetto converts them: a JSON integer
+    exactly (`value * 1000`, int64), a number with a fraction or exponent through a
+    double, rounded half away from zero (`std::llround(value * 1000.0)`). Epoch
+    microseconds (1.7e15) times 1000 pass 2^53, so the double path is off by up to 128 ns,
+    and Perfetto nests by those values: this reads them the same way. `exact`: which values
+    were JSON integers (None: none were)."""
+    us = np.asarray(us, np.float64)
+    whole = np.zeros(us.shape, bool) if exact is None else np.asarray(exact, bool)
+    whole = whole & np.isfinite(us)
+    scaled = np.where(whole, 0.0, us) * 1000.0
+    rounded = (np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)).astype(np.int64)
+    return np.where(whole, np.where(whole, us, 0.0).astype(np.int64) * 1000, rounded)
 
 
 def order(start: np.ndarray, dur: np.ndarray, later: np.ndarray | None = None) -> np.ndarray:

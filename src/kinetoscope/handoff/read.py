@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
+import msgspec
 import numpy as np
 
 from ..errors import TraceError, input_name
@@ -22,6 +24,17 @@ from ..trace.decode import EventStream
 from ..trace.source import trace_chunks
 
 OTHER, LAUNCH, DEVICE = 0, 1, 2
+
+
+class _Times(msgspec.Struct, gc=False):
+    """ts and dur as written: Perfetto reads a JSON integer exactly, a fraction through a
+    double (`layout.to_ns`), so which one it was decides how it nests."""
+
+    ts: Any = None
+    dur: Any = None
+
+
+_TIMES = msgspec.json.Decoder(list[_Times])
 _LAUNCH_CATS = frozenset({Cat.RUNTIME, Cat.DRIVER})
 
 
@@ -40,11 +53,17 @@ class Events:
     corr: list[int] = field(default_factory=list)  # args.correlation, -1 when absent
     meta_name: list = field(default_factory=list)  # args.name (thread_name metadata)
     name: list[str] = field(default_factory=list)
+    ts_int: list[bool] = field(default_factory=list)  # ts was a JSON integer
+    dur_int: list[bool] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     deep: bool = False  # values nested too deep were dropped by the decoder
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray(self.ts, np.float64), np.asarray(self.dur, np.float64)
+
+    def exact(self) -> tuple[np.ndarray, np.ndarray]:
+        """Which ts and dur values were JSON integers (`layout.to_ns`)."""
+        return np.asarray(self.ts_int, bool), np.asarray(self.dur_int, bool)
 
 
 def read_events(path: Path) -> Events:
@@ -67,7 +86,15 @@ def read_events(path: Path) -> Events:
 
 
 def _add(out: Events, batch, stream: EventStream, kinds: dict) -> None:
-    events = stream.decode_events(b"[" + batch.data[batch.starts[0] : batch.ends[-1]] + b"]")
+    text = b"[" + batch.data[batch.starts[0] : batch.ends[-1]] + b"]"
+    events = stream.decode_events(text)
+    try:
+        times = _TIMES.decode(text)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):  # repaired text
+        times = [_Times()] * len(events)
+    for t in times if len(times) == len(events) else [_Times()] * len(events):
+        out.ts_int.append(type(t.ts) is int)
+        out.dur_int.append(type(t.dur) is int)
     data, starts, ends = batch.data, batch.starts.tolist(), batch.ends.tolist()
     for k, e in enumerate(events):
         out.raw.append(data[starts[k] : ends[k]])
