@@ -65,6 +65,7 @@ COMMANDS: list[str] = [
     "check",
     "sweep",
     "slice",
+    "export",
     "view",
     "plot",
     "tune",

@@ -17,11 +17,18 @@ REPO = Path(__file__).resolve().parents[2]
 TRACE = "gpu/tracelens_h100__gaunernst_bert-small-uncased__1016001.json.gz"
 
 
-def test_view_serves_the_trace_to_perfetto_and_stops_on_ctrl_c():
+def test_view_raw_serves_the_trace_to_perfetto_and_stops_on_ctrl_c():
     path = corpus(TRACE)
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), CI="1")
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from kinetoscope.cli import main; main()", "view", str(path)],
+        [
+            sys.executable,
+            "-c",
+            "from kinetoscope.cli import main; main()",
+            "view",
+            str(path),
+            "--raw",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -55,6 +62,37 @@ def test_view_serves_the_trace_to_perfetto_and_stops_on_ctrl_c():
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0 and "Traceback" not in err and "stopped" in err
+
+
+def test_view_serves_the_export_with_the_findings_track_and_removes_it_on_stop(tmp_path):
+    """Without --raw the served bytes are the Perfetto export: the input's events plus a
+    "kinetoscope findings" track, written under TMPDIR and gone once the server stops."""
+    import gzip
+    import json
+
+    path = corpus("gpu/simple_add_a100.json.gz")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), CI="1", TMPDIR=str(scratch))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from kinetoscope.cli import main; main()", "view", str(path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        assert proc.stdout.readline().startswith("serving ")
+        url = proc.stdout.readline().split("url=", 1)[1].strip()
+        assert url.endswith("/simple_add_a100.perfetto.json.gz")
+        request = urllib.request.Request(url, headers={"Origin": "https://ui.perfetto.dev"})
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            trace = json.loads(gzip.decompress(resp.read()))
+        names = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
+        assert "kinetoscope findings" in names and "critical path" in names
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert "none dropped" in err
+    assert list(scratch.iterdir()) == []
 
 
 def test_view_of_a_missing_file_is_one_line_exit_2(tmp_path):

@@ -24,7 +24,7 @@ def _start(path: Path, *extra: str) -> tuple[subprocess.Popen, int, str]:
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), CI="1")
     proc = subprocess.Popen(
         [sys.executable, "-c", "from kinetoscope.cli import main; main()", "view", str(path),
-         *extra],
+         "--raw", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     first = proc.stdout.readline()

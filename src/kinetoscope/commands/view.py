@@ -44,27 +44,48 @@ def view_command(
         "--timeout",
         help="Stop after this many seconds idle (0: never).",
     ),
+    raw: bool = typer.Option(
+        False, "--raw", help="Serve the trace as it is (Perfetto may drop overlapping slices)."
+    ),
 ) -> None:
     """Serve TRACE on 127.0.0.1 and print the link that opens it in ui.perfetto.dev."""
     check_port(port)  # before a slice is cut
     check_timeout(timeout)
     if not trace_path.is_file():
         raise UsageError(f"{trace_path}: no such trace file")
-    if slice_steps is None:
-        _serve(trace_path, port, no_browser, timeout)
-        return
+    with tempfile.TemporaryDirectory(prefix="kinetoscope-view-") as folder:
+        served = trace_path
+        if slice_steps is not None:
+            served = _sliced(trace_path, slice_steps, Path(folder))
+        if not raw:
+            exported = _exported(served, Path(folder) / f"{_stem(trace_path)}.perfetto.json.gz")
+            if served != trace_path:
+                served.unlink()  # the slice, exported: one copy on disk
+            served = exported
+        _serve(served, port, no_browser, timeout)
+
+
+def _sliced(trace_path: Path, slice_steps: str, folder: Path) -> Path:
     from ..slicing import Selection, parse_steps, slice_trace
 
     selection = Selection(steps=parse_steps(slice_steps))
-    with tempfile.TemporaryDirectory(prefix="kinetoscope-view-") as folder:
-        sliced = Path(folder) / f"{_stem(trace_path)}.steps{slice_steps}.json.gz"
-        result = slice_trace(trace_path, selection, sliced)
-        print(
-            f"sliced {trace_path} to steps {slice_steps}: "
-            f"{result.events_out:,} of {result.events_in:,} events",
-            flush=True,
-        )
-        _serve(sliced, port, no_browser, timeout)
+    sliced = folder / f"{_stem(trace_path)}.steps{slice_steps}.json.gz"
+    result = slice_trace(trace_path, selection, sliced)
+    print(
+        f"sliced {trace_path} to steps {slice_steps}: "
+        f"{result.events_out:,} of {result.events_in:,} events",
+        flush=True,
+    )
+    return result.output
+
+
+def _exported(trace_path: Path, output: Path) -> Path:
+    """The trace as `export --format perfetto` writes it, with one line saying what changed."""
+    from .export import describe, handoff
+
+    result = handoff(trace_path, output)
+    print(describe(result), file=sys.stderr, flush=True)
+    return result.output
 
 
 def _stem(path: Path) -> str:
