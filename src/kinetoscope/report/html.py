@@ -47,6 +47,7 @@ SECTIONS = [
     "streams",
     "communication",
     "kernels",
+    "kernel_view",
     "ops",
     "not_checked",
 ]

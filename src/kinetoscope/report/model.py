@@ -127,6 +127,8 @@ class Report:
     llm: dict[str, Any] = field(default_factory=dict)
     #: mixture-of-experts parts, dense/sparse dispatch, expert loads (pipeline/moe_section.py)
     moe: dict[str, Any] = field(default_factory=dict)
+    #: the kernel view: per-kernel launch config, occupancy, Tensor Cores (pipeline/kernels_section.py)
+    kernels: dict[str, Any] = field(default_factory=dict)
     #: Builds what only the HTML report shows (pipeline.interactive: event timeline, kernel
     #: and op tables) on demand: it costs a pass over every event.
     interactive: Callable[[], dict] | None = field(default=None, compare=False)
@@ -159,6 +161,7 @@ class Report:
                 "communication": self.communication,
                 "llm": self.llm,
                 "moe": self.moe,
+                "kernels": self.kernels,
                 "critical_path": self.critical_path,
             }
         )
