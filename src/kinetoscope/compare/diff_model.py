@@ -149,6 +149,9 @@ class TraceDiff:
     communication: dict[str, Any] = field(default_factory=dict)
     #: both runs' MoE parts per step, dispatch and worst load (compare/moe_diff.py); {} without
     moe: dict[str, Any] = field(default_factory=dict)
+    #: both runs' Tensor Core share and estimated occupancy, and the kernels they share
+    #: (compare/kernel_view_diff.py); {} when neither run has kernels
+    kernel_view: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

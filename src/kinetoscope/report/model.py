@@ -127,7 +127,7 @@ class Report:
     llm: dict[str, Any] = field(default_factory=dict)
     #: mixture-of-experts parts, dense/sparse dispatch, expert loads (pipeline/moe_section.py)
     moe: dict[str, Any] = field(default_factory=dict)
-    #: the kernel view: per-kernel launch config, occupancy, Tensor Cores (pipeline/kernels_section.py)
+    #: the kernel view: launch config, occupancy, Tensor Cores (pipeline/kernels_section.py)
     kernels: dict[str, Any] = field(default_factory=dict)
     #: Builds what only the HTML report shows (pipeline.interactive: event timeline, kernel
     #: and op tables) on demand: it costs a pass over every event.
