@@ -27,6 +27,7 @@ def _formats(report) -> dict[str, str]:
 def test_h100_kernel_view_in_every_format():
     report = kinetoscope.explain(corpus(H100_QWEN))
     kv = json.loads(report.to_json())["kernels"]
+    json.dumps(report.kernels, allow_nan=False)  # plain Python values (MCP serialises them)
     # JSON fields named for what they hold
     assert 0 < kv["tensor_core_share"] < 1
     assert 0 < kv["est_achieved_occupancy"] <= 1

@@ -112,12 +112,12 @@ class _Estimator:
                 out[j] = recorded / 100
                 continue
             # Kineto's calculator call refuses shared memory above 48 KiB (records 0%)
-            refused = not recorded >= 0 or ka.shared_memory[pos] > DEFAULT_SMEM_PER_BLOCK
+            refused = bool(not recorded >= 0 or ka.shared_memory[pos] > DEFAULT_SMEM_PER_BLOCK)
             occ = self.config(pos)
             if occ is not None and self.limits is not None:
                 threads = int(np.prod(ka.block[pos].clip(min=1)))
                 out[j] = occ.achieved(_finite(ka.blocks_per_sm[pos]), threads, self.limits)
-                self.recomputed += refused
+                self.recomputed += int(refused)
             elif not refused:
                 out[j] = 0.0  # a real figure under 0.5%: a grid far smaller than the GPU
         return out
