@@ -183,3 +183,44 @@ def test_unknown_device_is_not_computed(tmp_path):
     assert view.rows[0].theoretical_occupancy is None
     assert view.est_achieved_occupancy is None
     assert any("no occupancy table" in n for n in view.notes)
+
+
+def _kit(name: str):
+    from ..conftest import GPU_KIT_H100
+
+    return kernel_view(load(GPU_KIT_H100 / f"{name}.json.gz"))
+
+
+def test_h100_recordings_fp32_against_bf16():
+    """Our own H100 recordings (tests/data/gpu_kit_h100/README.md): `matmul_add --dtype
+    fp32` ran cuBLASLt's FFMA `sm80_xmma_gemm_f32f32_..._ffma` with TF32 off (PyTorch's
+    default), the bf16 run `nvjet_sm90_tst_*`: one must be the TF32 candidate, the other
+    on Tensor Cores."""
+    fp32 = _kit("matmul_add_4096_fp32_warm")
+    gemm = _row(fp32, "sm80_xmma_gemm_f32f32")
+    assert gemm.tensor_cores is False and gemm.fp32_without_tf32
+    assert fp32.tensor_core_us == 0.0 and fp32.fp32_no_tf32_us == pytest.approx(gemm.total_us)
+    bf16 = _kit("matmul_add_4096_bf16_warm")
+    nvjet = _row(bf16, "nvjet_sm90_tst")
+    assert nvjet.tensor_cores is True and not nvjet.fp32_without_tf32
+    assert bf16.fp32_no_tf32_us == 0.0 and bf16.tensor_core_us == pytest.approx(nvjet.total_us)
+
+
+@pytest.mark.parametrize(
+    ("backend", "prefix"),
+    [
+        ("attention_flash", "void pytorch_flash::flash_fwd_kernel"),
+        ("attention_efficient", "fmha_cutlassF_bf16"),
+        ("attention_cudnn", "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma"),
+    ],
+)
+def test_h100_attention_backends_on_tensor_cores(backend, prefix):
+    assert _row(_kit(backend), prefix).tensor_cores is True
+
+
+def test_h100_math_attention_gemms_are_fp32():
+    """SDPA's math backend upcasts bf16 to fp32: its bmm runs FFMA xmma GEMMs."""
+    view = _kit("attention_math")
+    gemms = [r for r in view.rows if r.raw.startswith("sm80_xmma_gemm_f32f32")]
+    assert gemms and all(r.fp32_without_tf32 and r.tensor_cores is False for r in gemms)
+    assert view.tensor_core_us == 0.0
