@@ -224,3 +224,13 @@ def test_h100_math_attention_gemms_are_fp32():
     gemms = [r for r in view.rows if r.raw.startswith("sm80_xmma_gemm_f32f32")]
     assert gemms and all(r.fp32_without_tf32 and r.tensor_cores is False for r in gemms)
     assert view.tensor_core_us == 0.0
+
+
+def test_miopen_elementwise_tensor_op_is_not_cutlass_tensorop():
+    """MIOpen's `SubTensorOpWithCastTensor1d` (an elementwise op over a tensor) holds
+    "TensorOp" as CUTLASS's `OpClassTensorOp` does: only the latter is a Tensor Core
+    family; the MIOpen xdlops convolutions of the same run (`igemm_*_gtcx*`) are."""
+    view = kernel_view(load(corpus("gpu/tracelens_mi300__resnet_act_checkpoint.json.gz")))
+    assert _row(view, "SubTensorOpWithCastTensor1d").tensor_cores is False
+    gtcx = [r for r in view.rows if r.raw.startswith("igemm_") and "_gtcx" in r.raw]
+    assert gtcx and all(r.tensor_cores is True for r in gtcx)

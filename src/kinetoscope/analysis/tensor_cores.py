@@ -29,13 +29,15 @@ from .kernel_name_record import KernelName
 _AMD_LIBS = {"rocBLAS", "hipBLASLt", "Tensile", "CK", "MIOpen"}
 #: (family shown as the evidence, pattern) that mean matrix-unit instructions
 _TC_FAMILIES = (
-    ("wgmma (Hopper warpgroup MMA)", re.compile(r"wgmma|gmma", re.I)),
-    ("tcgen05/UMMA (Blackwell)", re.compile(r"tcgen05|umma", re.I)),
-    ("HMMA/IMMA", re.compile(r"hmma|imma", re.I)),
-    ("WMMA", re.compile(r"wmma", re.I)),
-    ("CUTLASS tensorop", re.compile(r"tensorop", re.I)),
-    ("MFMA", re.compile(r"mfma", re.I)),
-    ("CK xdlops (xdl)", re.compile(r"xdl", re.I)),
+    ("wgmma (Hopper warpgroup MMA)", re.compile(r"(?<![A-Za-z])w?gmma", re.I)),
+    ("tcgen05/UMMA (Blackwell)", re.compile(r"tcgen05|(?<![A-Za-z])umma", re.I)),
+    ("HMMA/IMMA", re.compile(r"(?<![A-Za-z])[hi]mma", re.I)),
+    ("WMMA", re.compile(r"(?<![A-Za-z])wmma", re.I)),
+    # lowercase in CUTLASS 2/3 kernel names, OpClassTensorOp in its templates; MIOpen's
+    # elementwise `SubTensorOp*` is no match
+    ("CUTLASS tensorop", re.compile(r"(?<![A-Za-z])tensorop|OpClassTensorOp")),
+    ("MFMA", re.compile(r"(?<![A-Za-z])mfma", re.I)),
+    ("CK xdlops (xdl)", re.compile(r"(?<![A-Za-z])xdl", re.I)),
     ("MIOpen xdlops igemm (gtcx)", re.compile(r"_gtcx\d*_", re.I)),
 )
 _XMMA = re.compile(r"sm\d+_xmma", re.I)
