@@ -88,38 +88,47 @@ class _Estimator:
         self.cache: dict[tuple[int, int, int], Occupancy | None] = {}
         self.recomputed = 0
 
-    def config(self, pos: int) -> Occupancy | None:
-        if self.limits is None or pos < 0:
-            return None
-        ka = self.ka
-        key = (
-            int(np.prod(ka.block[pos].clip(min=1))),
-            int(ka.registers[pos]),
-            int(ka.shared_memory[pos]),
-        )
-        if key not in self.cache:
+    def _occupancy(self, threads: int, registers: int, smem: int) -> Occupancy | None:
+        key = (threads, registers, smem)
+        if key not in self.cache and self.limits is not None:
             self.cache[key] = occupancy(self.limits, *key)
-        return self.cache[key]
+        return self.cache.get(key)
+
+    def config(self, pos: int) -> Occupancy | None:
+        ka = self.ka
+        threads = int(np.prod(ka.block[pos].clip(min=1)))
+        return self._occupancy(threads, int(ka.registers[pos]), int(ka.shared_memory[pos]))
 
     def per_call(self, positions: np.ndarray) -> np.ndarray:
-        out = np.full(len(positions), np.nan)
+        """Occupancy (0..1) of each call, NaN where none can be given; the calculator
+        runs once per distinct (threads, registers, shared memory)."""
         ka = self.ka
-        for j, pos in enumerate(positions.tolist()):
-            if pos < 0:
-                continue
-            recorded = float(ka.occupancy[pos])
-            if recorded > 0:
-                out[j] = recorded / 100
-                continue
-            # Kineto's calculator call refuses shared memory above 48 KiB (records 0%)
-            refused = bool(not recorded >= 0 or ka.shared_memory[pos] > DEFAULT_SMEM_PER_BLOCK)
-            occ = self.config(pos)
-            if occ is not None and self.limits is not None:
-                threads = int(np.prod(ka.block[pos].clip(min=1)))
-                out[j] = occ.achieved(_finite(ka.blocks_per_sm[pos]), threads, self.limits)
-                self.recomputed += int(refused)
-            elif not refused:
-                out[j] = 0.0  # a real figure under 0.5%: a grid far smaller than the GPU
+        out = np.full(len(positions), np.nan)
+        have = np.flatnonzero(positions >= 0)
+        pos = positions[have]
+        recorded = ka.occupancy[pos]
+        real = recorded > 0
+        out[have[real]] = recorded[real] / 100
+        pos, rows = pos[~real], have[~real]
+        if not len(pos):
+            return out
+        smem = ka.shared_memory[pos]
+        # Kineto's calculator call refuses shared memory above 48 KiB (records 0%)
+        refused = ~(recorded[~real] >= 0) | (smem > DEFAULT_SMEM_PER_BLOCK)
+        estimate = np.where(refused, np.nan, 0.0)  # under 0.5%: a grid far below the GPU
+        if self.limits is not None:
+            threads = np.prod(ka.block[pos].clip(min=1), axis=1)
+            keys = np.stack([threads, ka.registers[pos], smem], axis=1)
+            uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+            occs = [self._occupancy(*map(int, u)) for u in uniq]
+            active = np.array([o.active_blocks if o else -1 for o in occs])[inverse.ravel()]
+            grid = ka.blocks_per_sm[pos]
+            blocks = np.where(np.isfinite(grid), np.minimum(active, grid), active)
+            computed = active >= 0
+            limit = self.limits.max_warps * 32
+            estimate = np.where(computed, blocks * threads / limit, estimate)
+            self.recomputed += int((refused & computed).sum())
+        out[rows] = estimate
         return out
 
 
@@ -135,14 +144,14 @@ def _row(trace: Trace, total, est: _Estimator) -> KernelRow:
     ka = trace.kernel_args
     known = positions[positions >= 0]
     if len(known):
-        keys = [tuple(ka.grid[p]) + tuple(ka.block[p]) + (int(ka.registers[p]),) for p in known]
-        configs = len(set(keys))
+        cfg = np.concatenate(
+            [ka.grid[known], ka.block[known], ka.registers[known][:, None]], axis=1
+        )
+        uniq, first, inverse = np.unique(cfg, axis=0, return_index=True, return_inverse=True)
+        configs = len(uniq)
         # the configuration that holds the most time under this name
-        weight: dict[tuple, float] = {}
-        for key, d in zip(keys, dur[positions >= 0].tolist(), strict=True):
-            weight[key] = weight.get(key, 0.0) + d
-        best = max(weight, key=weight.__getitem__)
-        p = int(known[keys.index(best)])
+        weight = np.bincount(inverse.ravel(), weights=dur[positions >= 0], minlength=configs)
+        p = int(known[first[int(np.argmax(weight))]])
         grid, block = tuple(int(x) for x in ka.grid[p]), tuple(int(x) for x in ka.block[p])
         regs, smem = int(ka.registers[p]), int(ka.shared_memory[p])
         o = est.config(p)
