@@ -234,3 +234,16 @@ def test_miopen_elementwise_tensor_op_is_not_cutlass_tensorop():
     assert _row(view, "SubTensorOpWithCastTensor1d").tensor_cores is False
     gtcx = [r for r in view.rows if r.raw.startswith("igemm_") and "_gtcx" in r.raw]
     assert gtcx and all(r.tensor_cores is True for r in gtcx)
+
+
+def test_blocks_per_sm_written_inf_reads_as_absent(tmp_path):
+    """Kineto writes "blocks per SM": "inf" (text) where it divided by a zero SM count."""
+    from ..conftest import kernel, write_trace
+
+    args = {"grid": [4, 1, 1], "block": [128, 1, 1], "blocks per SM": "inf",
+            "warps per SM": "inf", "registers per thread": 32, "shared memory": 0}  # fmt: skip
+    path = write_trace(tmp_path / "t.json", [kernel("k", 0, 5, 1, **args)])
+    trace = load(path)
+    assert np.isinf(trace.kernel_args.blocks_per_sm[0])
+    row = kernel_view(trace).rows[0]
+    assert row.blocks_per_sm is None and row.warps_per_sm is None and row.registers == 32
