@@ -53,6 +53,10 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "communication": OBJ,
             "llm": OBJ,
             "moe": {**OBJ, "description": "MoE parts, dense/sparse dispatch, expert loads"},
+            "kernels": {
+                **OBJ,
+                "description": "kernel view: launch config, est. occupancy, Tensor Core share",
+            },
             "trimmed": TRIMMED,
         },  # fmt: skip
         ["kinetoscope", "schema_version", "verdict", "metrics", "findings", "trimmed"],

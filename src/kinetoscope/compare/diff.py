@@ -307,6 +307,7 @@ def diff_runs(run_a: Run, run_b: Run) -> TraceDiff:
     from ..analysis.attention import backend_change
     from .comm_diff import comm_diff
     from .conclusion import conclude
+    from .kernel_view_diff import kernel_view_diff
     from .llm_diff import llm_diff, llm_sentence
     from .modules_diff import modules_diff
     from .moe_diff import moe_diff
@@ -338,6 +339,7 @@ def diff_runs(run_a: Run, run_b: Run) -> TraceDiff:
     result.communication = comm_diff(run_a.trace, run_b.trace)  # compare/comm_diff.py
     result.moe = moe_diff(run_a.trace, run_b.trace)  # owned by compare/moe_diff.py
     result.modules = modules_diff(run_a.trace, run_b.trace)  # compare/modules_diff.py
+    result.kernel_view = kernel_view_diff(run_a.trace, run_b.trace)  # compare/kernel_view_diff.py
     result.conclusion = conclude(result)
     if generation := llm_sentence(result.llm):  # owned by compare/llm_diff.py
         result.conclusion = f"{result.conclusion} {generation}"

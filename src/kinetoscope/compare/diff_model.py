@@ -152,6 +152,9 @@ class TraceDiff:
     #: each module path's time per step in both runs (compare/modules_diff.py); {} when
     #: neither run has module ranges
     modules: dict[str, Any] = field(default_factory=dict)
+    #: both runs' Tensor Core share and estimated occupancy, and the kernels they share
+    #: (compare/kernel_view_diff.py); {} when neither run has kernels
+    kernel_view: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

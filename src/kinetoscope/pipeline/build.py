@@ -32,6 +32,7 @@ from ..rules.verdict import classify
 from ..trace import Trace
 from ..trace.top_meta import recorded_versions, run_metadata
 from .interactive import interactive_data
+from .kernels_section import kernels_section
 from .modules_section import modules_section
 from .moe_section import moe_section
 from .path_section import path_section
@@ -118,6 +119,7 @@ def build_report(
         llm=llm_section(trace),
         moe=moe_section(trace),
         modules=modules_section(trace),
+        kernels=kernels_section(trace),
         interactive=partial(interactive_data, trace, outcome.findings, timeline.steps),
         notebook_html=notebook_html,
     )

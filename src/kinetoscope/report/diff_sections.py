@@ -288,6 +288,7 @@ def _sections(d, limit: int) -> list[Section]:
         *_communication(d),
         *_moe(d),
         *_modules(d, limit),
+        *_kernel_view(d, limit),
         _findings(d),
     ]
 
@@ -427,6 +428,43 @@ def _modules(d, limit: int) -> list[Section]:
     headers = ["kind", "module", "device per step", "host per step"]
     more = max(0, len(d.modules["modules"]) - limit)
     return [Section("Modules (A -> B)", text=text, headers=headers, rows=rows, more=more)]
+
+
+def _kernel_view(d, limit: int) -> list[Section]:
+    """Tensor Core share and estimated occupancy in both runs, then per kernel both ran
+    (compare/kernel_view_diff.py); none without kernels."""
+    kv = d.kernel_view
+    if not kv:
+        return []
+    a, b = kv["a"] or {}, kv["b"] or {}
+
+    def pct(x: float | None) -> str:
+        return f"{x * 100:.1f}%" if x is not None else "-"
+
+    text = [
+        "Tensor Cores (estimate from kernel names): "
+        f"{pct(a.get('tensor_core_share'))} -> {pct(b.get('tensor_core_share'))} of kernel time",
+        "Estimated achieved occupancy, weighted by time: "
+        f"{pct(a.get('est_achieved_occupancy'))} -> {pct(b.get('est_achieved_occupancy'))}",
+    ]
+    if a.get("fp32_without_tf32_us") is not None or b.get("fp32_without_tf32_us") is not None:
+        text.append(
+            "fp32 GEMM/conv without TF32: "
+            + fmt_change(a.get("fp32_without_tf32_us"), b.get("fp32_without_tf32_us"))
+        )
+    rows = [
+        [
+            k["name"][:60],
+            fmt_change(k["total_us"]["a"], k["total_us"]["b"]),
+            f"{pct(k['est_achieved_occupancy']['a'])} -> {pct(k['est_achieved_occupancy']['b'])}",
+            {True: "yes", False: "no", None: "?"}[k["tensor_cores"]],
+        ]
+        for k in kv["kernels"]
+    ]
+    headers = ["kernel (in both runs)", "total", "est. occupancy", "Tensor Cores"]
+    sec = Section("Kernel view (A -> B)", text=text, headers=headers, rows=rows[:limit])
+    sec.more = max(0, len(rows) - limit)
+    return [sec]
 
 
 def more_line(sec: Section) -> str:

@@ -48,6 +48,7 @@ SECTIONS = [
     "streams",
     "communication",
     "kernels",
+    "kernel_view",
     "ops",
     "not_checked",
 ]

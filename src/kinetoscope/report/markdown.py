@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..formatting.units import fmt_pct, fmt_us
 from ..rules.base import Evidence
-from . import comm_render, llm_render, modules_render, moe_render
+from . import comm_render, kernels_render, llm_render, modules_render, moe_render
 from .evidence import evidence_line, short_name
 from .model import Report
 from .phrases import account_line, device_cell, path_rows, step_counts, steps_line
@@ -60,6 +60,7 @@ def render_markdown(report: Report) -> str:
     out += _llm(report)
     out += _moe(report)
     out += modules_render.markdown_lines(report.modules) if report.modules else []
+    out += _kernels(report)
     out += ["## Findings", ""]
     if not report.findings:
         out += ["No rule fired.", ""]
@@ -210,6 +211,20 @@ def _moe(report: Report) -> list[str]:
         if len(layers) > moe_render.MAX_LAYERS:
             more = len(layers) - moe_render.MAX_LAYERS
             out += [f"... {more} more layers (see --format json).", ""]
+    return out
+
+
+def _kernels(report: Report) -> list[str]:
+    """The kernel view (report.kernels_render: the text's cells)."""
+    k = report.kernels
+    if not k:
+        return []
+    out = ["## Kernels", ""]
+    for line in kernels_render.summary(k):
+        out += [md_cell(line), ""]
+    out += _table(kernels_render.COLUMNS, kernels_render.rows(k, full=True), left=1)
+    if kernels_render.more(k):
+        out += [f"... {kernels_render.more(k)} more kernels (see --format json).", ""]
     return out
 
 

@@ -130,6 +130,8 @@ class Report:
     #: time per nn.Module path, forward and backward trees (pipeline/modules_section.py);
     #: only `hint` where the trace has no module ranges
     modules: dict[str, Any] = field(default_factory=dict)
+    #: the kernel view: launch config, occupancy, Tensor Cores (pipeline/kernels_section.py)
+    kernels: dict[str, Any] = field(default_factory=dict)
     #: Builds what only the HTML report shows (pipeline.interactive: event timeline, kernel
     #: and op tables) on demand: it costs a pass over every event.
     interactive: Callable[[], dict] | None = field(default=None, compare=False)
@@ -163,6 +165,7 @@ class Report:
                 "llm": self.llm,
                 "moe": self.moe,
                 "modules": self.modules,
+                "kernels": self.kernels,
                 "critical_path": self.critical_path,
             }
         )

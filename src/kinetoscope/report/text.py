@@ -17,7 +17,7 @@ from rich.text import Text
 
 from ..formatting.units import fmt_us
 from ..rules.base import Evidence, Finding
-from . import comm_render, llm_render, modules_render, moe_render
+from . import comm_render, kernels_render, llm_render, modules_render, moe_render
 from .console import inert
 from .evidence import evidence_line
 from .model import Report
@@ -84,6 +84,9 @@ def print_report(report: Report, console: Console) -> None:
     if report.modules:
         console.print()
         console.print(modules_render.text_group(report.modules))
+    if report.kernels:
+        console.print()
+        console.print(_kernels(report))
     console.print()
     console.print(_findings(report))
     if report.not_checked:
@@ -211,6 +214,22 @@ def _llm(report: Report) -> Group:
     if len(llm["passes"]) > MAX_STEP_ROWS:
         more = len(llm["passes"]) - MAX_STEP_ROWS
         parts.append(Text(f"... {more} more passes (see --format json)"))
+    return Group(*parts)
+
+
+def _kernels(report: Report) -> Group:
+    """The kernel view: Tensor Core share, fp32 without TF32, occupancy, per kernel."""
+    k = report.kernels
+    parts: list = [Text("Kernels", style="bold")]
+    parts += [Text(inert(line), style="dim") for line in kernels_render.summary(k)]
+    table = Table(box=None, pad_edge=False, header_style="dim", padding=(0, 1))
+    for i, name in enumerate(kernels_render.TEXT_COLUMNS):
+        table.add_column(name, justify="right" if 0 < i < 6 else "left", overflow="fold")
+    for row in kernels_render.text_rows(k):
+        table.add_row(*(Text(inert(cell)) for cell in row))
+    parts.append(table)
+    if kernels_render.more(k):
+        parts.append(Text(f"... {kernels_render.more(k)} more kernels (see --format json)"))
     return Group(*parts)
 
 

@@ -54,6 +54,8 @@ _EXTERNAL_ID, _EXTERNAL_ID_OLD, _CORRELATION, _STREAM, _DEVICE = (
     _REGISTERS,
     _SHARED_MEMORY,
     _OCCUPANCY,
+    _BLOCKS_PER_SM,
+    _WARPS_PER_SM,
     _ALLOC,
     _DIMS,
     _TYPES,
@@ -70,6 +72,8 @@ _EXTERNAL_ID, _EXTERNAL_ID_OLD, _CORRELATION, _STREAM, _DEVICE = (
         "registers",
         "shared_memory",
         "occupancy",
+        "blocks_per_sm",
+        "warps_per_sm",
         "alloc_bytes",
         "input_dims",
         "input_type",
@@ -114,6 +118,8 @@ COLUMNS: dict[str, tuple[Any, int | None]] = {
     "k_regs": (np.int64, None),
     "k_smem": (np.int64, None),
     "k_occ": (np.float64, None),
+    "k_bps": (np.float64, None),
+    "k_wps": (np.float64, None),
     # launch flows, linked to launches and kernels at the end
     "flow_id": (np.int64, None),
     "flow_lane": (np.int32, None),
@@ -259,6 +265,8 @@ class TraceBuilder:
         put("k_regs", id_column(list(map(_REGISTERS, cfg))))
         put("k_smem", id_column(list(map(_SHARED_MEMORY, cfg))))
         put("k_occ", float_column(list(map(_OCCUPANCY, cfg))))
+        put("k_bps", float_column(list(map(_BLOCKS_PER_SM, cfg))))
+        put("k_wps", float_column(list(map(_WARPS_PER_SM, cfg))))
 
     def _sparse_args(self, args: list[Any], name_list: list[str], ts, base: int) -> None:
         """Arguments only some events carry: allocator events, shapes, flops, bytes."""
@@ -437,6 +445,8 @@ class TraceBuilder:
             kernel_args=KernelArgs(
                 *(self._column(k) for k in ("k_index", "k_grid", "k_block", "k_regs", "k_smem")),
                 occupancy=self._column("k_occ"),
+                blocks_per_sm=self._column("k_bps"),
+                warps_per_sm=self._column("k_wps"),
             ),
             memory=MemoryEvents(*(self._column(f"m_{field}") for field in MEMORY_FIELDS)),
             input_dims=self._texts("dims"),

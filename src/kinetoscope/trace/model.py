@@ -84,6 +84,10 @@ class KernelArgs:
     shared_memory: np.ndarray
     #: CUPTI's "est. achieved occupancy %" (NaN where absent)
     occupancy: np.ndarray
+    #: Kineto's "blocks per SM" (grid blocks / SM count) and "warps per SM" (NaN where absent
+    #: or written "inf")
+    blocks_per_sm: np.ndarray
+    warps_per_sm: np.ndarray
 
 
 @dataclass

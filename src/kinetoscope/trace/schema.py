@@ -26,6 +26,9 @@ ARG_FIELDS: list[tuple[str, str, Any, Any]] = [
     ("registers", "registers per thread", int | None, None),
     ("shared_memory", "shared memory", int | None, None),
     ("occupancy", "est. achieved occupancy %", int | float | None, None),
+    # Kineto's grid blocks / SM count and its warps: "inf" (text) where it divided by zero
+    ("blocks_per_sm", "blocks per SM", int | float | str | None, None),
+    ("warps_per_sm", "warps per SM", int | float | str | None, None),
     ("input_dims", "Input Dims", msgspec.Raw, None),  # kept as JSON text
     ("input_type", "Input type", msgspec.Raw, None),
     # scalar arguments as the profiler printed them (stride, is_causal, ...), torch >= 2.1
