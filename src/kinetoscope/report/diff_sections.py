@@ -12,7 +12,13 @@ from pathlib import Path
 from ..formatting.escaping import inert
 from ..formatting.units import fmt_us
 from .diff_section_model import Section
-from .diff_views import communication_sections, kernel_view_sections, llm_sections, modules_sections, moe_sections
+from .diff_views import (
+    communication_sections,
+    kernel_view_sections,
+    llm_sections,
+    modules_sections,
+    moe_sections,
+)
 
 #: Rows per table in text/markdown/html; json carries every row.
 ROW_LIMIT = 25
