@@ -46,11 +46,14 @@ NAMES = (
 )
 
 SCRIPT = r"""
+import json
 import sys
 import time
 
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule
+
+from kinetoscope.capture.machine import LoadMeter
 
 out = sys.argv[1]
 torch.manual_seed(0)
@@ -58,12 +61,25 @@ torch.set_num_threads(1)
 
 
 def record(name, body, steps=3, wait=1, warmup=1, shapes=False):
-    # repeat=1: one cycle, so a later partial cycle cannot overwrite the file
+    # repeat=1: one cycle, so a later partial cycle cannot overwrite the file; the
+    # machine's load over the run goes into the trace as `kinetoscope profile` stores it
+    # (capture/machine.py), so the capture grade says when a loaded machine skewed it
+    meter = LoadMeter()
+
+    def export(p):
+        path = f"{out}/{name}.json"
+        p.export_chrome_trace(path)
+        with open(path) as handle:
+            data = json.load(handle)
+        data["kinetoscope"] = {"machine_load": meter.reading()}
+        with open(path, "w") as handle:
+            json.dump(data, handle)
+
     with profile(
         activities=[ProfilerActivity.CPU],
         record_shapes=shapes,
         schedule=schedule(wait=wait, warmup=warmup, active=steps, repeat=1),
-        on_trace_ready=lambda p: p.export_chrome_trace(f"{out}/{name}.json"),
+        on_trace_ready=export,
     ) as prof:
         for _ in range(wait + warmup + steps):
             body()

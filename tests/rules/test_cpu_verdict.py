@@ -37,9 +37,14 @@ def test_matmul_16_is_host_dominated(precision_traces):  # noqa: F811
     # the ops' self time is 20-25% of the window (22.2% and 25.1% in two recordings on a
     # loaded machine): on the overhead-bound line, so the test holds the host's dominance,
     # not which side of 25% one recording falls on
+    # and 52.7% once, in a full run beside five other test processes on 2 cores: the
+    # recording stores its machine load (schedstat), and where the capture grade says the
+    # CPUs were taken, op durations measure the load: the share is not held then
     report = kinetoscope.explain(precision_traces["matmul_16"])
     assert report.verdict.regime in ("overhead-bound", "mixed")
-    assert 0 < report.metrics["compute_share"] < 0.4
+    loaded = {"cpu-busy", "cpu-contended"} & {i["id"] for i in report.quality["issues"]}
+    if not loaded:
+        assert 0 < report.metrics["compute_share"] < 0.4
 
 
 def test_the_math_is_found_in_the_call_tree(precision_traces):  # noqa: F811
