@@ -31,6 +31,7 @@ from ..rules.verdict import classify
 from ..trace import Trace
 from ..trace.top_meta import recorded_versions, run_metadata
 from .interactive import interactive_data
+from .lines_section import lines_section
 from .moe_section import moe_section
 from .path_section import path_section
 from .sections import (
@@ -115,6 +116,7 @@ def build_report(
         communication=communication_section(trace),
         llm=llm_section(trace),
         moe=moe_section(trace),
+        lines=lines_section(trace),
         interactive=partial(interactive_data, trace, outcome.findings, timeline.steps),
         notebook_html=notebook_html,
     )

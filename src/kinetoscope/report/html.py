@@ -26,7 +26,7 @@ from .._version import __version__
 from ..errors import UsageError
 from ..formatting.escaping import inert
 from ..formatting.units import fmt_pct, fmt_us
-from . import comm_render
+from . import comm_render, lines_render
 from .evidence import evidence_line, short_name
 from .model import Report
 from .phrases import ACCOUNT_CSS, account_line, path_rows
@@ -42,6 +42,7 @@ SECTIONS = [
     "steps",
     "llm",
     "moe",
+    "lines",
     "findings",
     "kernel_types",
     "streams",
@@ -80,7 +81,9 @@ def _environment():
     env.filters["pct"] = fmt_pct  # the text and Markdown form: one printed digit everywhere
     env.filters["short"] = short_name
     env.filters["line"] = evidence_line
-    env.globals.update(run_line=run_line, version_parts=version_parts, comm=comm_render)
+    env.globals.update(
+        run_line=run_line, version_parts=version_parts, comm=comm_render, lines_render=lines_render
+    )
     return env
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..formatting.units import fmt_pct, fmt_us
 from ..rules.base import Evidence
-from . import comm_render, llm_render, moe_render
+from . import comm_render, lines_render, llm_render, moe_render
 from .evidence import evidence_line, short_name
 from .model import Report
 from .phrases import account_line, device_cell, path_rows, step_counts, steps_line
@@ -59,6 +59,7 @@ def render_markdown(report: Report) -> str:
     out += _communication(report)
     out += _llm(report)
     out += _moe(report)
+    out += lines_render.markdown(report.lines)
     out += ["## Findings", ""]
     if not report.findings:
         out += ["No rule fired.", ""]

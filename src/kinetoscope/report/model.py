@@ -127,6 +127,9 @@ class Report:
     llm: dict[str, Any] = field(default_factory=dict)
     #: mixture-of-experts parts, dense/sparse dispatch, expert loads (pipeline/moe_section.py)
     moe: dict[str, Any] = field(default_factory=dict)
+    #: source lines by the window time they hold per account class (pipeline/lines_section.py);
+    #: without Python stacks only the hint saying how to record them; {} when not built
+    lines: dict[str, Any] = field(default_factory=dict)
     #: Builds what only the HTML report shows (pipeline.interactive: event timeline, kernel
     #: and op tables) on demand: it costs a pass over every event.
     interactive: Callable[[], dict] | None = field(default=None, compare=False)
@@ -159,6 +162,7 @@ class Report:
                 "communication": self.communication,
                 "llm": self.llm,
                 "moe": self.moe,
+                "lines": self.lines,
                 "critical_path": self.critical_path,
             }
         )

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from ..formatting.units import fmt_us
 from ..rules.base import Evidence, Finding
-from . import comm_render, llm_render, moe_render
+from . import comm_render, lines_render, llm_render, moe_render
 from .console import inert
 from .evidence import evidence_line
 from .model import Report
@@ -81,6 +81,9 @@ def print_report(report: Report, console: Console) -> None:
     if report.moe:
         console.print()
         console.print(_moe(report))
+    if report.lines:
+        console.print()
+        console.print(lines_render.rich(report.lines))
     console.print()
     console.print(_findings(report))
     if report.not_checked:
