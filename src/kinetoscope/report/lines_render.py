@@ -42,12 +42,19 @@ def summary(lines: dict[str, Any]) -> list[str]:
     """What the view counts, in a line or two; the hint alone without stacks."""
     if not lines.get("has_stacks"):
         return [f"Source lines: {lines['hint']}."]
-    frames = "every frame" if lines.get("all_frames") else "the innermost user frame"
-    device = "the CPU's arithmetic" if lines.get("device_is_cpu") else "device time"
+    frames = (
+        "the innermost frame of any code"
+        if lines.get("all_frames")
+        else ("the innermost user frame")
+    )
+    device = (
+        "the CPU's arithmetic where the host ran it"
+        if lines.get("device_is_cpu")
+        else "device time to the line that launched the work running"
+    )
     out = [
         f"Each instant of the {fmt_us(lines['window_us'])} window goes to {frames} open then "
-        f"({device} to the line that launched the work running); the profiler records a "
-        "function's first line for a call it saw begin."
+        f"({device}); the profiler records a function's first line for a call it saw begin."
     ]
     left = {c: us for c, us in lines["unattributed_us"].items() if us > 0}
     if left:
@@ -79,23 +86,25 @@ def more(lines: dict[str, Any], limit: int = SHOWN) -> int:
     return max(len(lines["rows"]) - limit, 0) + lines.get("more", 0)
 
 
-def markdown(lines: dict[str, Any]) -> list[str]:
+def markdown(lines: dict[str, Any], limit: int = SHOWN) -> list[str]:
     """The section in Markdown: heading, summary, table (the hint alone without stacks)."""
     from .tables import markdown_table, md_cell
 
     if not lines:
         return []
+    if not lines.get("has_stacks"):
+        return [md_cell(summary(lines)[0]), ""]
     out = ["## Source lines", ""]
     for line in summary(lines):
         out += [md_cell(line), ""]
     if lines.get("has_stacks") and lines["rows"]:
-        out += markdown_table(columns(lines), rows(lines), 1) + [""]
-        if more(lines):
-            out += [f"... {more(lines)} more lines (see --format json).", ""]
+        out += markdown_table(columns(lines), rows(lines, limit), 1) + [""]
+        if more(lines, limit):
+            out += [f"... {more(lines, limit)} more lines (see --format json).", ""]
     return out
 
 
-def rich(lines: dict[str, Any]):
+def rich(lines: dict[str, Any], limit: int = SHOWN):
     """The section for the terminal (rich): heading, summary, table."""
     from rich.console import Group
     from rich.table import Table
@@ -103,6 +112,8 @@ def rich(lines: dict[str, Any]):
 
     from .console import inert
 
+    if not lines.get("has_stacks"):
+        return Text(inert(summary(lines)[0]), style="dim")
     parts: list = [Text("Source lines", style="bold")]
     parts += [Text(inert(line), style="dim") for line in summary(lines)]
     if lines.get("has_stacks") and lines["rows"]:
@@ -112,9 +123,9 @@ def rich(lines: dict[str, Any]):
                 table.add_column(name, justify="left", overflow="fold", ratio=1, min_width=18)
             else:
                 table.add_column(name, justify="right", no_wrap=True)
-        for cells in rows(lines):
+        for cells in rows(lines, limit):
             table.add_row(*(Text(inert(cell)) for cell in cells))
         parts.append(table)
-        if more(lines):
-            parts.append(Text(f"... {more(lines)} more lines (see --format json)"))
+        if more(lines, limit):
+            parts.append(Text(f"... {more(lines, limit)} more lines (see --format json)"))
     return Group(*parts)
