@@ -53,6 +53,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "communication": OBJ,
             "llm": OBJ,
             "moe": {**OBJ, "description": "MoE parts, dense/sparse dispatch, expert loads"},
+            "lines": {**OBJ, "description": "source lines by window time per account class"},
             "trimmed": TRIMMED,
         },  # fmt: skip
         ["kinetoscope", "schema_version", "verdict", "metrics", "findings", "trimmed"],
