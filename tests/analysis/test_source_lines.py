@@ -27,7 +27,14 @@ NCOMPASS = "gpu/ncompass_train_with_stack_h100nvl.pt.trace.json.gz"
 
 @pytest.mark.parametrize(
     "file",
-    ["train.py", "simplenet.py", "pkg/model.py", "/home/me/project/train.py", "main.py"],
+    [
+        "train.py",
+        "simplenet.py",
+        "pkg/model.py",
+        "/home/me/project/train.py",
+        "main.py",
+        "kinetoscope/capture/workloads/matmul_add.py",  # the program `profile` runs
+    ],
 )
 def test_user_files(file):
     assert is_user_file(file)
@@ -44,6 +51,7 @@ def test_user_files(file):
         "/opt/venv/lib/python3.11/dist-packages/numpy/core/fromnumeric.py",
         "/usr/lib/python3.11/threading.py",
         "/home/me/src/torch/_tensor.py",
+        "kinetoscope/capture/session.py",  # `profile`'s harness
     ],
 )
 def test_not_user_files(file):
@@ -105,6 +113,26 @@ def test_innermost_user_frame_holds_ops_launches_and_device_work(tmp_path):
     # item runs under a torch frame and a built-in: its user line is loop; k1's launch is in
     # loop; k2 was launched by a thread with no frame while the main thread was in loop
     assert [labels[k] for k in got] == ["train.py:10 (loop)"] * 4 + ["train.py:20 (log)"]
+
+
+def test_a_waiting_thread_does_not_hide_the_main_thread(tmp_path):
+    """A background thread (a progress bar's) sits in one frame the whole time and runs
+    no op: the main thread, which runs the ops, gives the line at each instant."""
+    trace = load(
+        write_trace(
+            tmp_path / "t.json",
+            [
+                _py("app/progress.py(96): _watch", 0, 150, tid=9),
+                _py("train.py(10): loop", 10, 100),
+                op("aten::add", 20, 30),
+            ],
+        )
+    )
+    rows = {r.line.label: r for r in lines_view(trace).rows}
+    # on a trace without device work aten::add's arithmetic is the (CPU's) device class
+    assert rows["train.py:10 (loop)"].us["device"] == pytest.approx(30.0)
+    assert rows["train.py:10 (loop)"].total_us == pytest.approx(100.0)
+    assert rows["app/progress.py:96 (_watch)"].total_us == pytest.approx(50.0)  # 0-10, 110-150
 
 
 def test_all_frames_shows_torch_and_builtins(tmp_path):

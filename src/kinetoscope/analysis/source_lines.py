@@ -9,11 +9,13 @@ while it records (a function is one line: its `def`), the line then running for 
 frames already on the stack when it started (`<module>`, the loop's function).
 
 A *user* frame is one with a file and line that is not torch's, the standard
-library's or an installed package's (`site-packages`/`dist-packages` left in a path
+library's, kinetoscope's own profiling harness's or an installed package's (`site-packages`/`dist-packages` left in a path
 the profiler did not strip): the line a user can edit. At each instant on a thread,
 the line is the innermost user frame open there (`all_frames` takes every frame,
-built-ins too). The threads' timelines are joined into one, the thread with the most
-Python time first: another thread's line shows only where the first has none.
+built-ins too). The threads' timelines are joined into one, the thread that runs most
+of the program's ops first (not the one with the most Python time: a background
+thread blocked in a wait keeps its frame open all along): another thread's line
+shows only where the first has none.
 
 An event is attributed to the line open at its start on its own thread, else on the
 joined timeline: the autograd engine's thread runs the backward pass with no Python
@@ -37,6 +39,9 @@ _FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<function>.*)$")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 #: Top-level packages of the framework itself (the profiler keeps their relative paths).
 FRAMEWORK_PACKAGES = frozenset({"torch", "torchgen", "functorch"})
+#: `kinetoscope profile`'s built-in workloads: the program it profiles; the rest of
+#: kinetoscope (its profiling harness) is tooling.
+_WORKLOADS = "kinetoscope/capture/workloads/"
 #: Parts of a path that mark an installed package the profiler did not strip.
 _INSTALLED = ("site-packages/", "dist-packages/")
 #: How to record stacks, said where a trace has none.
@@ -101,6 +106,8 @@ def is_user_file(file: str) -> bool:
         if any(p in FRAMEWORK_PACKAGES for p in parts[:-1]):
             return False
         return not any(re.fullmatch(r"python\d+(\.\d+)?", p) for p in parts[:-1])
+    if path.startswith("kinetoscope/"):  # the harness of `kinetoscope profile`, not its workloads
+        return path.startswith(_WORKLOADS)
     top = path.split("/", 1)[0]
     top = top[:-3] if top.endswith(".py") else top
     return top not in FRAMEWORK_PACKAGES and top not in sys.stdlib_module_names
@@ -140,14 +147,24 @@ def _line_timeline(trace: Trace, all_frames: bool) -> LineTimeline:
     ids = ids[ids >= 0]
     calls = np.bincount(ids, minlength=len(lines)) if len(lines) else np.zeros(0, np.int64)
     per_lane = {}
-    python_time = {}
     for lane in np.unique(trace.lane[kept]).tolist():
         mine = trace.lane[kept] == lane
         per_lane[lane] = _innermost(trace.ts[kept[mine]], trace.end[kept[mine]], ids[mine])
-        python_time[lane] = float((per_lane[lane][1] - per_lane[lane][0]).sum())
-    order = sorted(per_lane, key=lambda lane: -python_time[lane])
+    work = _op_time_per_lane(trace)
+    order = sorted(per_lane, key=lambda lane: -work.get(lane, 0.0))
     start, end, line = _join([per_lane[lane] for lane in order])
     return LineTimeline(lines, start, end, line, per_lane, calls, bool(len(frames)))
+
+
+def _op_time_per_lane(trace: Trace) -> dict[int, float]:
+    """Self time of the ops and runtime calls on each host thread: how much of the
+    program's work the thread runs. A thread that only waits (a progress bar's or a
+    logger's, blocked in `Event.wait` with its frame open all along) runs none."""
+    busy = np.flatnonzero(trace.mask(Cat.CPU_OP, Cat.RUNTIME, Cat.DRIVER) & (trace.lane_kind == 1))
+    totals = np.bincount(
+        trace.lane[busy], weights=np.nan_to_num(trace.self_time[busy]), minlength=len(trace.lanes)
+    )
+    return {lane: float(t) for lane, t in enumerate(totals)}
 
 
 def _innermost(
