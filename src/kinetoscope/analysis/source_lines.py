@@ -9,8 +9,9 @@ while it records (a function is one line: its `def`), the line then running for 
 frames already on the stack when it started (`<module>`, the loop's function).
 
 A *user* frame is one with a file and line that is not torch's, the standard
-library's, kinetoscope's own profiling harness's or an installed package's (`site-packages`/`dist-packages` left in a path
-the profiler did not strip): the line a user can edit. At each instant on a thread,
+library's, kinetoscope's own profiling harness's or an installed package's
+(`site-packages`/`dist-packages` left in a path the profiler did not strip): the line
+a user can edit. At each instant on a thread,
 the line is the innermost user frame open there (`all_frames` takes every frame,
 built-ins too). The threads' timelines are joined into one, the thread that runs most
 of the program's ops first (not the one with the most Python time: a background
