@@ -151,8 +151,10 @@ def _line_timeline(trace: Trace, all_frames: bool) -> LineTimeline:
     for lane in np.unique(trace.lane[kept]).tolist():
         mine = trace.lane[kept] == lane
         per_lane[lane] = _innermost(trace.ts[kept[mine]], trace.end[kept[mine]], ids[mine])
-    work = _op_time_per_lane(trace)
-    order = sorted(per_lane, key=lambda lane: -work.get(lane, 0.0))
+    order = list(per_lane)
+    if len(order) > 1:  # the call tree's self times, only where threads compete
+        work = _op_time_per_lane(trace)
+        order.sort(key=lambda lane: -work.get(lane, 0.0))
     start, end, line = _join([per_lane[lane] for lane in order])
     return LineTimeline(lines, start, end, line, per_lane, calls, bool(len(frames)))
 
