@@ -249,3 +249,22 @@ def test_no_stacks_gives_the_hint_and_no_lines():
     assert "with_stack=True" in section["hint"] and "--with-stack" in section["hint"]
     report = build_report(trace)
     assert all(e.source is None for f in report.findings for e in f.evidence)
+
+
+def test_odd_frames_never_raise(tmp_path):
+    """Names that only look like frames, a frame without a duration, a child that outlives
+    its parent: read as what they are, never an error."""
+    events = [
+        _py("x(abc): f", 0, 10),
+        _py("(1): ", 0, 10),
+        _py("", 0, 10),
+        {**_py("train.py(3): no_dur", 1, 1), "dur": None},
+        _py("train.py(10): outer", 20, 10),
+        _py("train.py(11): inner", 25, 10),  # ends after its parent
+        op("aten::add", 27, 1),
+    ]
+    trace = load(write_trace(tmp_path / "t.json", events))
+    section = lines_section(trace)
+    labels = {r["label"] for r in section["rows"]}
+    assert "train.py:11 (inner)" in labels and "x(abc): f" not in labels
+    assert build_report(trace).lines["has_stacks"]

@@ -30,6 +30,11 @@ def test_every_format_lists_the_lines():
     assert "simplenet.py:34 (train\\_simple\\_network)" in render_markdown(report)
     html = render_html(report)
     assert "<h2>Source lines</h2>" in html and top in html
+    # evidence names its line after its location, in every format
+    where = ", at simplenet.py:26 (forward))"
+    assert where in render_text(report, width=1000)
+    assert where.replace("_", "\\_") in render_markdown(report)
+    assert "at simplenet.py:26 (forward)" in html
 
 
 def test_without_stacks_every_format_says_how_to_record_in_one_line():

@@ -129,7 +129,11 @@ def line_timeline(trace: Trace, all_frames: bool = False) -> LineTimeline:
 
 def _line_timeline(trace: Trace, all_frames: bool) -> LineTimeline:
     frames = np.flatnonzero(
-        trace.mask(Cat.PYTHON) & (trace.lane_kind == 1) & ~trace.is_instant & ~np.isnan(trace.ts)
+        trace.mask(Cat.PYTHON)
+        & (trace.lane_kind == 1)
+        & ~trace.is_instant
+        & ~np.isnan(trace.ts)
+        & ~np.isnan(trace.end)
     )
     lines: list[Line] = []
     position: dict[Line, int] = {}
