@@ -40,7 +40,7 @@ def test_every_format_lists_the_lines():
 def test_without_stacks_every_format_says_how_to_record_in_one_line():
     report = build_report(load(corpus(NO_STACKS)))
     assert json.loads(report.to_json())["lines"]["rows"] == []
-    text = render_text(report, width=400)  # one line however wide the hint is
+    text = render_text(report)  # one line, wider than the report's 100 columns
     said = [line for line in text.splitlines() if "with_stack=True" in line]
     assert len(said) == 1 and said[0].startswith("Source lines: no Python stacks")
     assert "Source lines: no Python stacks" in render_markdown(report)

@@ -61,5 +61,5 @@ def _text(section: dict, top: int) -> str:
 
     buffer = io.StringIO()
     console = Console(file=buffer, width=100, highlight=False, soft_wrap=False)
-    console.print(lines_render.rich(section, limit=top))
+    console.print(lines_render.rich(section, limit=top), soft_wrap=lines_render.one_line(section))
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"

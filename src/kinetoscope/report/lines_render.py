@@ -38,6 +38,11 @@ def columns(lines: dict[str, Any]) -> tuple[str, ...]:
     return ("source line", "calls", "held (share)", *heads, *count_columns(lines))
 
 
+def one_line(lines: dict[str, Any]) -> bool:
+    """The section is the hint alone: printed on one line, however narrow the terminal."""
+    return not lines.get("has_stacks")
+
+
 def summary(lines: dict[str, Any]) -> list[str]:
     """What the view counts, in a line or two; the hint alone without stacks."""
     if not lines.get("has_stacks"):

@@ -83,7 +83,9 @@ def print_report(report: Report, console: Console) -> None:
         console.print(_moe(report))
     if report.lines:
         console.print()
-        console.print(lines_render.rich(report.lines))
+        console.print(
+            lines_render.rich(report.lines), soft_wrap=lines_render.one_line(report.lines)
+        )
     console.print()
     console.print(_findings(report))
     if report.not_checked:
