@@ -225,6 +225,9 @@ def test_ncompass_lines():
     assert forward["launches"] == in_forward == 110
     loop = rows["simplenet.py:34 (train_simple_network)"]
     assert loop["syncs"] > 0 and loop["us"]["waits"] > 0  # the .item() syncs
+    # every device copy's cudaMemcpyAsync runs in the loop's frame, none in forward/__init__
+    copies = [e for e in events if e.get("cat") == "gpu_memcpy"]
+    assert loop["copies"] == len(copies) == 18 and forward["copies"] == 0
     assert not any(r["file"].startswith(("torch/", "typing", "logging/")) for r in section["rows"])
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..trace import Trace
+from ..trace import Cat, Trace
 from .account import sets
 from .account.account import window_account
 from .source_lines import RECORD_HINT, Line, line_timeline, lines_of
@@ -45,6 +45,7 @@ class LineRow:
     us: dict[str, float]
     launches: int
     syncs: int
+    copies: int
 
     @property
     def total_us(self) -> float:
@@ -81,6 +82,9 @@ def _lines_view(trace: Trace, all_frames: bool) -> LinesView:
                 got = sets.covered_between(part, timeline.start, timeline.end)
                 held[column] += np.bincount(timeline.line, weights=got, minlength=n)
     launches = _count(trace, trace.launches, all_frames, n)
+    copies = _count(
+        trace, np.flatnonzero(trace.mask(Cat.MEMCPY) & (trace.lane_kind == 2)), all_frames, n
+    )
     sites = np.array([s.index for s in sync_sites(trace)], dtype=np.int64)
     syncs = _count(trace, sites, all_frames, n)
     rows = [
@@ -90,10 +94,11 @@ def _lines_view(trace: Trace, all_frames: bool) -> LinesView:
             {c: float(held[c][k]) for c in COLUMNS},
             int(launches[k]),
             int(syncs[k]),
+            int(copies[k]),
         )
         for k in range(n)
     ]
-    rows = [r for r in rows if r.total_us > 0 or r.launches or r.syncs]
+    rows = [r for r in rows if r.total_us > 0 or r.launches or r.syncs or r.copies]
     rows.sort(key=lambda r: (-r.total_us, r.line.label))
     unattributed = {c: max(totals[c] - float(held[c].sum()), 0.0) for c in COLUMNS}
     return LinesView(

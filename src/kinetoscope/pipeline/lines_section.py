@@ -39,6 +39,7 @@ def lines_section(trace: Trace, all_frames: bool = False, top: int = MAX_ROWS) -
             "us": dict(r.us),
             "launches": r.launches,
             "syncs": r.syncs,
+            "copies": r.copies,
         }
         for r in view.rows
     ]

@@ -29,13 +29,20 @@ def classes(lines: dict[str, Any]) -> list[str]:
 
 
 def count_columns(lines: dict[str, Any]) -> list[str]:
-    return [k for k in ("launches", "syncs") if any(r[k] for r in lines["rows"])]
+    return [k for k in ("launches", "syncs", "copies") if any(r[k] for r in lines["rows"])]
+
+
+#: The counts' short names, in the one column that holds them all.
+_SHORT = {"launches": "launch", "syncs": "sync", "copies": "copy"}
 
 
 def columns(lines: dict[str, Any]) -> tuple[str, ...]:
+    """Headings: the count columns share one (`launch/sync`), so the table fits 100
+    columns of text."""
     device = "CPU compute" if lines.get("device_is_cpu") else "device"
     heads = [device if c == "device" else HEADINGS[c] for c in classes(lines)]
-    return ("source line", "calls", "held (share)", *heads, *count_columns(lines))
+    counts = "/".join(_SHORT[k] for k in count_columns(lines))
+    return ("source line", "calls", "held (share)", *heads, *([counts] if counts else []))
 
 
 def one_line(lines: dict[str, Any]) -> bool:
@@ -78,8 +85,12 @@ def row(r: dict[str, Any], cols: list[str], counts: list[str]) -> list[str]:
         if r["share"] is not None
         else fmt_us(r["total_us"]),
         *(fmt_us(r["us"][c]) if r["us"][c] > 0 else "-" for c in cols),
-        *(str(r[k]) if r[k] else "-" for k in counts),
+        *([_counts(r, counts)] if counts else []),
     ]
+
+
+def _counts(r: dict[str, Any], counts: list[str]) -> str:
+    return "/".join(str(r[k]) for k in counts) if any(r[k] for k in counts) else "-"
 
 
 def rows(lines: dict[str, Any], limit: int = SHOWN) -> list[list[str]]:
