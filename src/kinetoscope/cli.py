@@ -59,6 +59,7 @@ COMMANDS: list[str] = [
     "table",
     "profile",
     "explain",
+    "lines",
     "chain",
     "memory",
     "diff",

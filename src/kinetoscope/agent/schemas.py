@@ -57,6 +57,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 **OBJ,
                 "description": "kernel view: launch config, est. occupancy, Tensor Core share",
             },
+            "lines": {**OBJ, "description": "source lines by window time per account class"},
             "trimmed": TRIMMED,
         },  # fmt: skip
         ["kinetoscope", "schema_version", "verdict", "metrics", "findings", "trimmed"],

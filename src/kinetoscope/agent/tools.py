@@ -61,6 +61,10 @@ def explain(root: Path, path: str, top: int = 10, steps: int = 20, step: int | N
     if len(layers) > steps:  # one row per MoE layer call: layers x steps of a real model
         trimmed["moe.layers"] = len(layers) - steps
         data["moe"]["layers"] = layers[:steps]
+    rows = data.get("lines", {}).get("rows", [])
+    if len(rows) > top:  # source lines, ranked like the findings
+        trimmed["lines.rows"] = len(rows) - top
+        data["lines"]["rows"] = rows[:top]
     if not timeline:
         lanes = data["timeline"].get("lanes", {})
         trimmed["timeline.lanes"] = sum(len(v) for v in lanes.values())

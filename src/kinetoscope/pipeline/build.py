@@ -33,6 +33,7 @@ from ..trace import Trace
 from ..trace.top_meta import recorded_versions, run_metadata
 from .interactive import interactive_data
 from .kernels_section import kernels_section
+from .lines_section import lines_section
 from .modules_section import modules_section
 from .moe_section import moe_section
 from .path_section import path_section
@@ -120,6 +121,7 @@ def build_report(
         moe=moe_section(trace),
         modules=modules_section(trace),
         kernels=kernels_section(trace),
+        lines=lines_section(trace),
         interactive=partial(interactive_data, trace, outcome.findings, timeline.steps),
         notebook_html=notebook_html,
     )

@@ -49,6 +49,8 @@ def location(e: Evidence, with_step: bool = True) -> str:
         where.append(f"at +{fmt_us(e.ts_us)}")
     if e.dur_us is not None:
         where.append(f"for {fmt_us(e.dur_us)}")
+    if e.source and e.source not in e.text:
+        where.append(f"at {e.source}")
     return ", ".join(where)
 
 

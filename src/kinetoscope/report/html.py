@@ -26,7 +26,7 @@ from .._version import __version__
 from ..errors import UsageError
 from ..formatting.escaping import inert
 from ..formatting.units import fmt_pct, fmt_us
-from . import comm_render
+from . import comm_render, lines_render
 from .evidence import display, evidence_line, short_name
 from .model import Report
 from .phrases import ACCOUNT_CSS, account_line, path_rows
@@ -43,6 +43,7 @@ SECTIONS = [
     "llm",
     "moe",
     "modules",
+    "lines",
     "findings",
     "kernel_types",
     "streams",
@@ -84,7 +85,9 @@ def _environment():
     # a cell's hover title: the whole name as every view shows it (no enable_if return type)
     env.filters["display"] = partial(display, limit=1000)
     env.filters["line"] = evidence_line
-    env.globals.update(run_line=run_line, version_parts=version_parts, comm=comm_render)
+    env.globals.update(
+        run_line=run_line, version_parts=version_parts, comm=comm_render, lines_render=lines_render
+    )
     return env
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..formatting.units import fmt_pct, fmt_us
 from ..rules.base import Evidence
-from . import comm_render, kernels_render, llm_render, modules_render, moe_render
+from . import comm_render, kernels_render, lines_render, llm_render, modules_render, moe_render
 from .evidence import evidence_line, short_name
 from .model import Report
 from .phrases import account_line, device_cell, path_rows, step_counts, steps_line
@@ -61,6 +61,7 @@ def render_markdown(report: Report) -> str:
     out += _moe(report)
     out += modules_render.markdown_lines(report.modules) if report.modules else []
     out += _kernels(report)
+    out += lines_render.markdown(report.lines)
     out += ["## Findings", ""]
     if not report.findings:
         out += ["No rule fired.", ""]

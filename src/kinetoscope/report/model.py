@@ -132,6 +132,9 @@ class Report:
     modules: dict[str, Any] = field(default_factory=dict)
     #: the kernel view: launch config, occupancy, Tensor Cores (pipeline/kernels_section.py)
     kernels: dict[str, Any] = field(default_factory=dict)
+    #: source lines by the window time they hold per account class (pipeline/lines_section.py);
+    #: without Python stacks only the hint saying how to record them; {} when not built
+    lines: dict[str, Any] = field(default_factory=dict)
     #: Builds what only the HTML report shows (pipeline.interactive: event timeline, kernel
     #: and op tables) on demand: it costs a pass over every event.
     interactive: Callable[[], dict] | None = field(default=None, compare=False)
@@ -166,6 +169,7 @@ class Report:
                 "moe": self.moe,
                 "modules": self.modules,
                 "kernels": self.kernels,
+                "lines": self.lines,
                 "critical_path": self.critical_path,
             }
         )

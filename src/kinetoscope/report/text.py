@@ -17,7 +17,7 @@ from rich.text import Text
 
 from ..formatting.units import fmt_us
 from ..rules.base import Evidence, Finding
-from . import comm_render, kernels_render, llm_render, modules_render, moe_render
+from . import comm_render, kernels_render, lines_render, llm_render, modules_render, moe_render
 from .console import inert
 from .evidence import evidence_line
 from .model import Report
@@ -87,6 +87,11 @@ def print_report(report: Report, console: Console) -> None:
     if report.kernels:
         console.print()
         console.print(_kernels(report))
+    if report.lines:
+        console.print()
+        console.print(
+            lines_render.rich(report.lines), soft_wrap=lines_render.one_line(report.lines)
+        )
     console.print()
     console.print(_findings(report))
     if report.not_checked:

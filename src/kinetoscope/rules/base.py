@@ -22,7 +22,9 @@ class Evidence:
     """One fact backing a finding, findable in Perfetto.
 
     `ts_us` is relative to the trace start (what Perfetto shows); `dur_us`,
-    `step` and `name` locate the event; `value`/`unit` carry the number.
+    `step` and `name` locate the event; `value`/`unit` carry the number. `source` is
+    the user's source line that holds the event (`train.py:42 (step)`), filled in for
+    every rule after it ran where the trace has Python stacks (`rules/evidence_lines.py`).
     """
 
     text: str
@@ -32,6 +34,7 @@ class Evidence:
     step: int | None = None
     value: float | None = None
     unit: str | None = None
+    source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}

@@ -19,6 +19,7 @@ from typing import TypeVar
 from ..analysis.stats import trace_stats
 from ..trace import Trace
 from .base import REGISTRY, Finding, NotChecked, Rule
+from .evidence_lines import attach_lines
 from .merge import fit_savings, merge_causes, savings_budget
 from .ranking import rank
 from .two_cores import run_shared, worth_sharing
@@ -142,6 +143,7 @@ def run_rules(
     findings = rank(merge_causes(outcome.findings, rules))
     fit_savings(findings, savings_budget(trace))
     outcome.findings = rank(findings)
+    attach_lines(trace, outcome.findings)
     return outcome
 
 

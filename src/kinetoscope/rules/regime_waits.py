@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..analysis.account import sets
 from ..analysis.account.sources import wait_events
 from ..analysis.dataloader import data_waits
+from ..analysis.source_lines import line_label
 from ..analysis.stepmap import step_of
 from ..analysis.syncs import sync_sites
 from ..formatting.units import fmt_pct, fmt_us
@@ -124,7 +125,8 @@ def sync_bound(ctx) -> list[Finding]:
     trace = ctx.trace
     evidence = _decomposition(call)
     for site in sorted(ctx.analysis(sync_sites), key=lambda s: -s.wait_us)[:3]:
-        frame = f", from {trace.name(site.frame)}" if site.frame >= 0 else ""
+        line = line_label(trace, site.index)
+        frame = f", from {line}" if line else ""
         evidence.append(
             event_evidence(
                 trace,

@@ -16,6 +16,7 @@ from ..analysis.account import sets, sources
 from ..analysis.account.account import window_account
 from ..analysis.compile import compile_events, during_compilation
 from ..analysis.dataloader import data_waits, next_events
+from ..analysis.source_lines import line_label
 from ..analysis.steps import step_stats
 from ..analysis.syncs import PAGEABLE_COPY_ADVICE, sync_sites
 from ..formatting.units import count, fmt_pct, fmt_us
@@ -190,7 +191,7 @@ def host_sync(ctx) -> list[Finding]:
     groups: dict[tuple[str, str, str, str], list] = defaultdict(list)
     for s in sites:
         context = trace.name(s.context) if s.context >= 0 else "-"
-        frame = trace.name(s.frame) if s.frame >= 0 else ""
+        frame = line_label(trace, s.index)  # the user's line, not a built-in's frame
         groups[(trace.name(s.index), s.held_by, context, frame)].append(s)
     ranked = sorted(groups.items(), key=lambda kv: -sum(s.wait_us for s in kv[1]))
     evidence = []
