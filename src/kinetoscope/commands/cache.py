@@ -42,7 +42,9 @@ def cache_command(
             typer.echo(inert(f"evicted {_mb(entry.bytes)}  {entry.trace}"))
     if clear:
         gone = cache.clear(root)
-        typer.echo(inert(f"removed {len(gone)} entries, {_mb(sum(e.bytes for e in gone))} from {root}"))
+        typer.echo(
+            inert(f"removed {len(gone)} entries, {_mb(sum(e.bytes for e in gone))} from {root}")
+        )
         return
     listed = cache.entries(root)
     state = "" if cache.enabled() else f" (off: {cache.NO_CACHE_ENV} is set)"

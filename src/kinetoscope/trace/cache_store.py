@@ -63,7 +63,11 @@ def _arrays(trace: Trace) -> dict[str, np.ndarray] | None:
         table = getattr(trace, name)
         if not isinstance(table, SparseTexts):
             return None
-        out |= {f"{name}.index": table.index, f"{name}.ends": table.ends, f"{name}.blob": table.blob}
+        out |= {
+            f"{name}.index": table.index,
+            f"{name}.ends": table.ends,
+            f"{name}.blob": table.blob,
+        }
     for name in _VALUES:
         table = getattr(trace, name)
         if not isinstance(table, SparseValues):
@@ -108,7 +112,9 @@ def write(folder: str, trace: Trace, key: str) -> bool:
     for name, array in arrays.items():
         np.save(os.path.join(folder, f"{name}.npy"), np.ascontiguousarray(array))
         shapes[name] = [array.dtype.str, list(array.shape)]
-    body = msgspec.msgpack.encode({"format": FORMAT, "key": key, "arrays": shapes, "plain": encoded})
+    body = msgspec.msgpack.encode(
+        {"format": FORMAT, "key": key, "arrays": shapes, "plain": encoded}
+    )
     with open(os.path.join(folder, META), "wb") as handle:
         handle.write(hashlib.blake2b(body, digest_size=_DIGEST).digest() + body)
     return True
