@@ -31,6 +31,7 @@ entry's forty files take to write and map.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -166,10 +167,8 @@ def fetch(path: Path) -> Trace | None:
         )
         shutil.rmtree(entry, ignore_errors=True)
         return None
-    try:
+    with contextlib.suppress(OSError):  # a read-only cache is still read
         os.utime(entry / _USED)
-    except OSError:
-        pass  # a read-only cache is still read
     return trace
 
 
