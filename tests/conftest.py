@@ -3,9 +3,12 @@ README for provenance and licenses), and tiny traces built in code."""
 
 from __future__ import annotations
 
+import atexit
 import gzip
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,15 @@ import pytest
 # silent would pass. Set at import, so kinetoscope run in a subprocess inherits it; a
 # test of the degradation itself removes it (monkeypatch.delenv).
 os.environ.setdefault("KINETOSCOPE_STRICT_RULES", "1")
+
+# The trace cache (`trace/cache.py`) of this run: a fresh folder, never the user's own.
+# Made by the controlling process and inherited by pytest-xdist's workers and by the
+# subprocesses tests start (entries are written whole and renamed into place, so they
+# share it safely); removed when the run ends.
+if not (os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("KINETOSCOPE_CACHE")):
+    os.environ["KINETOSCOPE_CACHE"] = tempfile.mkdtemp(prefix="kinetoscope-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["KINETOSCOPE_CACHE"], True)
+os.environ.pop("KINETOSCOPE_NO_CACHE", None)
 
 REPO = Path(__file__).resolve().parents[1]
 

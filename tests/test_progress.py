@@ -97,6 +97,7 @@ def test_a_large_trace_reports_bytes_read(monkeypatch, capsys):
 
     path = corpus("gpu/param_linear_train_2080ti.json.gz")  # 1.2 MB: "large" for the test
     monkeypatch.setattr(source, "REPORT_FROM", 0)
+    monkeypatch.setenv("KINETOSCOPE_NO_CACHE", "1")  # a parse: a cached trace is not read
     counted = []
     monkeypatch.setattr(progress, "count", lambda text, done, total, **_: counted.append(done))
     with progress.reporting():

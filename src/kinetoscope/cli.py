@@ -8,6 +8,7 @@ this module only wires them up and maps errors to exit codes (2 for bad input,
 from __future__ import annotations
 
 import importlib
+import os
 import signal
 import sys
 
@@ -71,13 +72,14 @@ COMMANDS: list[str] = [
     "plot",
     "tune",
     "mcp",
+    "cache",
 ]
 
 _DEBUG = {"on": False}
 
 #: Options of `kinetoscope` itself, accepted after the subcommand too: `kinetoscope explain
 #: t.json --debug` is what a user retyping a failed command writes.
-GLOBAL_OPTIONS = ("--debug",)
+GLOBAL_OPTIONS = ("--debug", "--no-cache")
 
 
 def _show_version(wanted: bool) -> None:
@@ -89,6 +91,12 @@ def _show_version(wanted: bool) -> None:
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks on errors."),
+    no_cache: bool = typer.Option(
+        False,
+        "--no-cache",
+        help="Parse the trace again, neither reading nor writing the trace cache "
+        "(as KINETOSCOPE_NO_CACHE=1; `kinetoscope cache` lists it).",
+    ),
     version: bool = typer.Option(
         False,
         "--version",
@@ -98,6 +106,8 @@ def _root(
     ),
 ) -> None:
     _DEBUG["on"] = debug
+    if no_cache:  # the environment, so the MCP server's and multi-rank workers see it too
+        os.environ["KINETOSCOPE_NO_CACHE"] = "1"
 
 
 for _name in COMMANDS:
@@ -144,7 +154,6 @@ def _leave(code: int) -> None:
     no message. Here the atexit callbacks run with a handler that says what was
     kept and exits 130, then the process ends at once with its own code."""
     import atexit
-    import os
 
     signal.signal(signal.SIGINT, lambda _signum, _frame: _interrupted(now=True))
     atexit._run_exitfuncs()
@@ -219,8 +228,6 @@ def _interrupted(now: bool = False) -> None:
     what = "kept " + ", ".join(map(str, kept)) if kept else "nothing written"
     print(inert(f"kinetoscope: interrupted; {what}"), file=sys.stderr, flush=True)
     if now:
-        import os
-
         sys.stdout.flush()
         os._exit(130)
     sys.exit(130)

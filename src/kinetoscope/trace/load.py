@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .. import progress
 from ..errors import TraceError, input_name
+from . import cache
 from .budget import check_spill_dir, parse_size, plan
 from .build import TraceBuilder
 from .categories import DEVICE_CATS, HOST_TREE_CATS
@@ -46,16 +47,23 @@ def load(
     `spill_dir` (default: `$TMPDIR`) and mapped back (`spill.py`): one pass, no
     split, the same `Trace`; `Trace.out_of_core` says why. The directory is
     removed before this returns or raises, Ctrl-C included.
+
+    A regular file read before is not parsed again: its columns are mapped from
+    the cache (`cache.py`; `KINETOSCOPE_NO_CACHE=1` turns it off), which gives the
+    same `Trace`, in bounded memory on either path.
     """
     path = Path(path)
     budget = parse_size(max_memory)
     check_spill_dir(spill_dir)
     reason = plan(path, budget)
-    sink = SpillParts(spill_dir) if reason is not None else MemoryParts()
-    try:
-        trace = _load(path, split_min_bytes, sink)
-    finally:
-        sink.close()
+    trace = cache.fetch(path)
+    if trace is None:
+        sink = SpillParts(spill_dir) if reason is not None else MemoryParts()
+        try:
+            trace = _load(path, split_min_bytes, sink)
+        finally:
+            sink.close()
+        cache.store(path, trace)
     trace.out_of_core = reason
     trace.memory_budget = budget
     return trace
