@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -119,15 +120,22 @@ def test_ctrl_c_while_the_cli_is_starting_is_one_line_exit_130(tmp_path, delay):
     argv = [sys.executable, "-X", "importtime", "-m", "kinetoscope", "profile", "matmul_add"]
     argv += ["--size", "16", "--device", "cpu", "--out", "traces"]
     run = subprocess.Popen(argv, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
-    seen = []
-    for line in run.stderr:
-        seen.append(line)
-        if line.rstrip().endswith("kinetoscope.entry"):
-            break
+    seen, entered = [], threading.Event()
+
+    def drain():  # read on: a full pipe would block the child in a write, as no terminal does
+        for line in run.stderr:
+            seen.append(line)
+            if line.rstrip().endswith("kinetoscope.entry"):
+                entered.set()
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    assert entered.wait(60)
     time.sleep(delay)
     run.send_signal(signal.SIGINT)
-    _, rest = run.communicate(timeout=120)
-    stderr = "".join(seen) + rest
+    run.wait(timeout=120)
+    reader.join(60)
+    stderr = "".join(seen)
     lines = [line for line in error_lines(stderr) if not line.startswith("import time:")]
     assert run.returncode == 130, stderr
     assert "Traceback" not in stderr

@@ -40,9 +40,10 @@ def test_every_format_lists_the_lines():
 def test_without_stacks_every_format_says_how_to_record_in_one_line():
     report = build_report(load(corpus(NO_STACKS)))
     assert json.loads(report.to_json())["lines"]["rows"] == []
-    text = render_text(report)  # one line, wider than the report's 100 columns
-    said = [line for line in text.splitlines() if "with_stack=True" in line]
-    assert len(said) == 1 and said[0].startswith("Source lines: no Python stacks")
+    text = render_text(report)  # one line, within the report's 100 columns
+    said = [line for line in text.splitlines() if line.startswith("Source lines:")]
+    assert len(said) == 1 and "no Python stacks" in said[0] and "with_stack=True" in said[0]
+    assert len(said[0]) <= 100
     assert "Source lines: no Python stacks" in render_markdown(report)
     html = render_html(report)
     assert "with_stack=True" in html and "<h2>Source lines</h2>" not in html

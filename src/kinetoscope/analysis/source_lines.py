@@ -46,9 +46,9 @@ _WORKLOADS = "kinetoscope/capture/workloads/"
 #: Parts of a path that mark an installed package the profiler did not strip.
 _INSTALLED = ("site-packages/", "dist-packages/")
 #: How to record stacks, said where a trace has none.
+#: short enough that "Source lines: " + it + "." fits the text report's 100 columns
 RECORD_HINT = (
-    "no Python stacks in this trace: record with torch.profiler.profile(with_stack=True) "
-    "or `kinetoscope profile ... --with-stack` to see source lines"
+    "no Python stacks: record with with_stack=True (`kinetoscope profile --with-stack`)"
 )
 
 
