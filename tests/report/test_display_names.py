@@ -34,11 +34,11 @@ ENABLE_IF = [
 
 
 def _display_strings(data):
-    """Every string of the JSON report except the `name` fields: an event's name as
-    recorded (docs/report-schema.md), which a program looks the event up by."""
+    """Every string of the JSON report except the `name` and `raw_name` fields: an event's
+    name as recorded (docs/report-schema.md), which a program looks the event up by."""
     if isinstance(data, dict):
         for k, v in data.items():
-            if k != "name":
+            if k not in ("name", "raw_name"):
                 yield from _display_strings(v)
     elif isinstance(data, list):
         for v in data:

@@ -31,6 +31,14 @@ from kinetoscope.trace.spill import SpillParts
 
 from ..conftest import corpus, corpus_files, write_trace
 
+
+@pytest.fixture(autouse=True)
+def _parse_every_time(monkeypatch):
+    """Each load here parses: a second load served from the trace cache would compare the
+    cache with the parse, not the path under test with the one-pass load."""
+    monkeypatch.setenv("KINETOSCOPE_NO_CACHE", "1")
+
+
 REPO = Path(__file__).resolve().parents[2]
 
 

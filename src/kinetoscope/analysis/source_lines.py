@@ -47,9 +47,7 @@ _WORKLOADS = "kinetoscope/capture/workloads/"
 _INSTALLED = ("site-packages/", "dist-packages/")
 #: How to record stacks, said where a trace has none.
 #: short enough that "Source lines: " + it + "." fits the text report's 100 columns
-RECORD_HINT = (
-    "no Python stacks: record with with_stack=True (`kinetoscope profile --with-stack`)"
-)
+RECORD_HINT = "no Python stacks: record with with_stack=True (`kinetoscope profile --with-stack`)"
 
 
 @dataclass(frozen=True)

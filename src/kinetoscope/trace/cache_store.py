@@ -30,7 +30,7 @@ from .model import Device, KernelArgs, Lane, MemoryEvents, Trace, TraceMeta
 from .sparse import SparseTexts, SparseValues
 
 #: layout of an entry; a change here makes every older entry foreign
-FORMAT = 1
+FORMAT = 2
 META = "meta.bin"
 _DIGEST = 32
 #: event columns of the Trace, stored under their own names
@@ -44,8 +44,6 @@ _EVENT_COLUMNS = (
     "external_id",
     "correlation",
 )
-_TEXTS = ("input_dims", "input_types", "concrete_inputs", "collective_args")
-_VALUES = ("flops", "copy_bytes")
 
 
 class CorruptEntry(Exception):
@@ -59,21 +57,25 @@ def _arrays(trace: Trace) -> dict[str, np.ndarray] | None:
     for group in (trace.kernel_args, trace.memory):
         for f in dataclasses.fields(group):
             out[f"{type(group).__name__}.{f.name}"] = getattr(group, f.name)
-    for name in _TEXTS:
+    for name in _sparse_fields():
         table = getattr(trace, name)
-        if not isinstance(table, SparseTexts):
+        if isinstance(table, SparseTexts):
+            out |= {
+                f"{name}.index": table.index,
+                f"{name}.ends": table.ends,
+                f"{name}.blob": table.blob,
+            }
+        elif isinstance(table, SparseValues):
+            out |= {f"{name}.index": table.index, f"{name}.values": table.values}
+        else:
             return None
-        out |= {
-            f"{name}.index": table.index,
-            f"{name}.ends": table.ends,
-            f"{name}.blob": table.blob,
-        }
-    for name in _VALUES:
-        table = getattr(trace, name)
-        if not isinstance(table, SparseValues):
-            return None
-        out |= {f"{name}.index": table.index, f"{name}.values": table.values}
     return out
+
+
+def _sparse_fields() -> list[str]:
+    """The Trace's per-event argument tables (its `Mapping[int, ...]` fields), read from
+    the class, so a table the loader gains is stored without a list here to update."""
+    return [f.name for f in dataclasses.fields(Trace) if str(f.type).startswith("Mapping[int")]
 
 
 def _plain(trace: Trace) -> dict[str, Any]:
@@ -158,13 +160,13 @@ def _trace(path: str, plain: dict[str, Any], arrays: dict[str, np.ndarray]) -> T
     def group(cls):
         return cls(*(arrays[f"{cls.__name__}.{f.name}"] for f in dataclasses.fields(cls)))
 
-    texts = {
-        name: SparseTexts(arrays[f"{name}.index"], arrays[f"{name}.ends"], arrays[f"{name}.blob"])
-        for name in _TEXTS
-    }
-    values = {
-        name: SparseValues(arrays[f"{name}.index"], arrays[f"{name}.values"]) for name in _VALUES
-    }
+    tables = {}
+    for name in _sparse_fields():
+        if f"{name}.blob" in arrays:
+            ends, blob = arrays[f"{name}.ends"], arrays[f"{name}.blob"]
+            tables[name] = SparseTexts(arrays[f"{name}.index"], ends, blob)
+        else:
+            tables[name] = SparseValues(arrays[f"{name}.index"], arrays[f"{name}.values"])
     return Trace(
         path=path,
         meta=TraceMeta(**plain["meta"]),
@@ -175,6 +177,5 @@ def _trace(path: str, plain: dict[str, Any], arrays: dict[str, np.ndarray]) -> T
         kernel_args=group(KernelArgs),
         memory=group(MemoryEvents),
         warnings=plain["warnings"],
-        **texts,
-        **values,
+        **tables,
     )
