@@ -225,30 +225,43 @@ def _llm(report: Report) -> Group:
 def _kernels(report: Report) -> Group:
     """The kernel view: Tensor Core share, fp32 without TF32, occupancy, per kernel."""
     k = report.kernels
-    parts: list = [Text("Kernels", style="bold")]
-    parts += [Text(inert(line), style="dim") for line in kernels_render.summary(k)]
-    table = Table(box=None, pad_edge=False, header_style="dim", padding=(0, 1))
-    for i, name in enumerate(kernels_render.TEXT_COLUMNS):
-        table.add_column(name, justify="right" if 0 < i < 6 else "left", overflow="fold")
-    for row in kernels_render.text_rows(k):
-        table.add_row(*(Text(inert(cell)) for cell in row))
-    parts.append(table)
+    columns = kernels_render.TEXT_COLUMNS
+    parts = _titled_table(
+        "Kernels",
+        kernels_render.summary(k),
+        columns,
+        ["right" if 0 < i < 6 else "left" for i in range(len(columns))],
+        kernels_render.text_rows(k),
+    )
     if kernels_render.more(k):
         parts.append(Text(f"... {kernels_render.more(k)} more kernels (see --format json)"))
     return Group(*parts)
 
 
+def _titled_table(title: str, summary: list[str], columns, justify: list[str], rows) -> list:
+    """A section's bold title, its dim summary lines and its table of escaped cells."""
+    parts: list = [Text(title, style="bold")]
+    parts += [Text(inert(line), style="dim") for line in summary]
+    table = Table(box=None, pad_edge=False, header_style="dim", padding=(0, 1))
+    for name, side in zip(columns, justify, strict=True):
+        table.add_column(name, justify=side, overflow="fold")
+    for row in rows:
+        table.add_row(*(Text(inert(cell)) for cell in row))
+    parts.append(table)
+    return parts
+
+
 def _moe(report: Report) -> Group:
     """Mixture of experts: dispatch and its evidence, time per part, layers."""
     moe = report.moe
-    parts: list = [Text("Mixture of experts", style="bold")]
-    parts += [Text(inert(line), style="dim") for line in moe_render.summary(moe)]
-    table = Table(box=None, pad_edge=False, header_style="dim", padding=(0, 1))
-    for k, name in enumerate(moe_render.PART_COLUMNS):
-        table.add_column(name, justify="left" if k < 2 else "right", overflow="fold")
-    for row in moe_render.part_rows(moe):
-        table.add_row(*(Text(inert(cell)) for cell in row))
-    parts.append(table)
+    columns = moe_render.PART_COLUMNS
+    parts = _titled_table(
+        "Mixture of experts",
+        moe_render.summary(moe),
+        columns,
+        ["left" if k < 2 else "right" for k in range(len(columns))],
+        moe_render.part_rows(moe),
+    )
     layers = moe["layers"]
     if layers:
         grid = Table(box=None, pad_edge=False, header_style="dim", padding=(0, 1))
