@@ -8,6 +8,10 @@ for them here, at the moment it needs them, never at import time.
 from __future__ import annotations
 
 import importlib
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 
 from ..errors import UsageError
@@ -17,9 +21,32 @@ class MissingDependency(UsageError):
     """An optional dependency needed for this command is not installed (exit 2)."""
 
 
+@contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """A Ctrl-C during the import is held until the import is done, then delivered.
+
+    torch's import runs Python inside pybind11 C++ callbacks; a KeyboardInterrupt
+    raised there cannot unwind through the C++ frame and aborts the process
+    (`terminate called after throwing ... KeyboardInterrupt`, exit -6: 1 of 10 runs
+    interrupted at random moments). Held, it reaches Python code, where the CLI
+    turns it into its one line and exit 130."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        signal.raise_signal(signal.SIGINT)
+
+
 def _require(module: str, extra: str, purpose: str) -> ModuleType:
     try:
-        return importlib.import_module(module)
+        with _interrupts_deferred():
+            return importlib.import_module(module)
     except ImportError:
         raise MissingDependency(
             f"{purpose} needs {module}, which is not installed: pip install 'kinetoscope[{extra}]'"
