@@ -33,7 +33,6 @@ the C++ name (`cpp_kernel_names`); the record lives in `kernel_name_record`.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 
 from ..trace import Trace
@@ -63,16 +62,11 @@ from .vendor_kernel_names import (
 __all__ = ["KernelName", "decode", "decoded", "display_name", "strip_cpp"]
 
 
-@functools.lru_cache(maxsize=1 << 16)
 def display_name(name: str, limit: int = 90) -> str:
     """The one name every table, title and label shows for an event named `name`: a C++
     kernel without its return type (`std::enable_if<...>::type` included) or parameter
     list, a CUTLASS/CuTe `device_kernel<...>` as the kernel inside it (`FlashAttnFwdSm90
-    (FA3 forward, bf16, ...)`), anything else as recorded; cut to `limit` characters.
-
-    Memoized: callers ask once per event (`heavyweight-launch` decoded the signature
-    again for each of 8,556 launches of a few kernels: 1.4 s of 2.9 s under cProfile,
-    2.3-2.6 s -> 2.1-2.2 s for the whole warm `explain` of resnet50_dataloader_workers0)."""
+    (FA3 forward, bf16, ...)`), anything else as recorded; cut to `limit` characters."""
     wrapped = decode_wrapped(strip_declaration(name)) if maybe_wrapped(name) else None
     if wrapped is None:
         return signature_display(name, limit)

@@ -186,11 +186,16 @@ def heavyweight_launch(ctx) -> list[Finding]:
             )
         )
     mechanical = len(launches) - len(adaptive)
-    direct = Counter(
-        _short_kernel(trace.name(kernel_of[int(i)]))
+    # counted by name first: a signature is decoded once per kernel name, not per launch
+    # (8,556 launches of a few kernels took 1.4 s of a 2.9 s explain under cProfile)
+    by_name = Counter(
+        int(trace.name_id[kernel_of[int(i)]])
         for i in launches
         if int(i) not in adaptive and int(i) in kernel_of
     )
+    direct: Counter[str] = Counter()
+    for name_id, launched in by_name.items():
+        direct[_short_kernel(trace.names[name_id])] += launched
     examples = ", ".join(name for name, _ in direct.most_common(3))
     evidence.append(
         Evidence(
