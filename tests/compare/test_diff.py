@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+import kinetoscope
 from kinetoscope.compare.diff import diff_runs
 from kinetoscope.compare.runs import load_run
 from kinetoscope.report.diff_render import RENDERERS
@@ -227,7 +228,13 @@ def test_cpu_eager_vs_compiled(eager_and_compiled):
     assert findings["compiled-region"] == "appeared"
     # CPU runs are judged on their compute share: a regime finding, never host-only
     assert "host-only" not in findings
-    assert {"overhead-bound", "mixed", "compute-bound"} & findings.keys()
+    if "not-judged" in findings:
+        # a loaded machine can leave a stretch of a short recording with nothing recorded
+        # (the thread off the CPU): that capture is rightly not judged, and says why
+        graded = [kinetoscope.explain(t).quality for t in eager_and_compiled[:2]]
+        assert any("dead-window" in {i["id"] for i in q["issues"]} for q in graded), graded
+    else:
+        assert {"overhead-bound", "mixed", "compute-bound"} & findings.keys()
     assert "Neither trace recorded device kernels" in d.conclusion
     # the op sentence names the three largest ops (by self CPU/step) that vanished and
     # appeared: which three appeared depends on the machine's load (Dynamo's own ops,
