@@ -56,7 +56,7 @@ BYTES_PER_EVENT = 450
 #: (thread stacks, allocator arenas) measured at the moment, plus this for threads
 #: started later
 _BACKSTOP_MARGIN = 32 << 20
-_BACKSTOP: dict[str, int | bool | None] = {"armed": False, "bytes": None}
+_BACKSTOP: dict[str, int | str | bool | None] = {"armed": False, "bytes": None, "what": None}
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
 #: the CLI's help for the options (explain and summary)
@@ -214,10 +214,10 @@ def arm_backstop() -> None:
     _BACKSTOP["armed"] = True
 
 
-def hold(budget: int | None) -> None:
+def hold(budget: int | None, what: str = "the --max-memory budget") -> None:
     """Make an explicit budget a hard limit on this process (`RLIMIT_DATA`), where
     `arm_backstop` said the process is ours; a no-op otherwise, for `auto`, and
-    where the platform has no such limit."""
+    where the platform has no such limit. `what` names the budget in the line."""
     if not _BACKSTOP["armed"] or budget is None:
         return
     try:
@@ -235,16 +235,18 @@ def hold(budget: int | None) -> None:
     except (OSError, ValueError):
         return
     _BACKSTOP["bytes"] = budget
+    _BACKSTOP["what"] = what
 
 
 def backstop_line() -> str | None:
     """What a MemoryError means once `hold` set the limit (None: it did not)."""
-    budget = _BACKSTOP["bytes"]
+    budget, what = _BACKSTOP["bytes"], _BACKSTOP["what"]
     if not isinstance(budget, int):
         return None
+    larger = " or give a larger --max-memory" if what == "the --max-memory budget" else ""
     return (
-        f"ran past the --max-memory budget of {_mb(budget)} and was stopped: cut a window "
-        "with `kinetoscope slice` or give a larger --max-memory"
+        f"ran past {what} of {_mb(budget)} and was stopped: cut a window with "
+        f"`kinetoscope slice`{larger}"
     )
 
 
