@@ -1,6 +1,6 @@
 """Anonymous memory of each rule on an out-of-core trace: which analyses grow with it.
 
-Loads FILE out of core (`max_memory=0`), then runs every rule in catalog order
+Loads FILE out of core (`out_of_core=True`), then runs every rule in catalog order
 in this process, sampling RssAnon every 20 ms (`bench_max_memory.PeakStack`):
 per rule, how far above its starting point RssAnon peaked and how much it kept
 (the first rule to ask for a shared analysis pays for it; later rules read the
@@ -30,7 +30,7 @@ def anon_mb() -> float:
 
 
 def main(path: str) -> None:
-    trace = kinetoscope.load(path, max_memory=0)
+    trace = kinetoscope.load(path, out_of_core=True)
     print(f"after load: RssAnon {anon_mb():.0f} MB, {len(trace)} events")
     rows = []
     for rule_id, rule in load_rules().items():

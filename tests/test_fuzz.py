@@ -379,7 +379,7 @@ def _out_of_core_property(data, tmp_path):
     spill = tmp_path / f"spill{os.getpid()}"
     spill.mkdir(exist_ok=True)
     outcomes = []
-    for options in ({}, {"max_memory": 0, "spill_dir": spill}):
+    for options in ({}, {"out_of_core": True, "spill_dir": spill}):
         try:
             outcomes.append(kinetoscope.load(path, **options))
         except TraceError as exc:

@@ -24,7 +24,8 @@ def explain(
     `config` maps rule ids to threshold overrides (`{"hotspot": {"min_share": 0.6}}`);
     `rules` limits the run to those rule ids. Unknown ids or keys raise `UsageError`.
     `max_memory` and `spill_dir` choose how a path is loaded (see `load`): a
-    budget such as `"2GB"` or bytes, or `"auto"`; the results are the same.
+    budget such as `"2GB"` or bytes, or `"auto"` (the RAM available); the results
+    are the same, and a trace whose analyses would need more is refused (`OverBudget`).
     """
     config = validate_config(dict(config or {}), source="config")
     only = check_rule_ids(rules) if rules is not None else None

@@ -18,6 +18,7 @@ from typer.core import TyperCommand, TyperGroup
 from ._version import __version__
 from .errors import KinetoscopeError, raised_by_interrupt
 from .formatting.escaping import inert
+from .trace.budget import arm_backstop, backstop_line
 
 
 def _flags_unlabelled(params: list) -> list:
@@ -130,8 +131,13 @@ def _on_interrupt(signum, frame) -> None:
     signal.default_int_handler(signum, frame)
 
 
-def main() -> None:
-    """Console entry point: run the app, turning library errors into one line."""
+def main(own_process: bool = False) -> None:
+    """Console entry point: run the app, turning library errors into one line.
+
+    `own_process` (the console entry, `entry.main`): an explicit `--max-memory`
+    may limit this process (`trace.budget.arm_backstop`)."""
+    if own_process:
+        arm_backstop()
     torch_before = "torch" in sys.modules  # a caller's own torch is its to tear down
     _SEEN["interrupt"] = False
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not a caller's own
@@ -189,6 +195,9 @@ def _main() -> None:
     except KeyboardInterrupt:
         _interrupted()
     except Exception as exc:  # noqa: BLE001 - the one place where any bug becomes one line
+        if isinstance(exc, MemoryError) and (line := backstop_line()) is not None:
+            print(f"kinetoscope: error: {line}", file=sys.stderr)  # our limit, not a bug
+            sys.exit(2)
         if raised_by_interrupt(exc):  # raised while a Ctrl-C unwound (torch's profiler exit)
             _interrupted()
         # typer (>= 0.26) vendors click: its usage errors are typer exceptions, and a

@@ -4,6 +4,10 @@
 nothing heavy (the package's `__init__` loads its reader lazily), so a Ctrl-C that
 arrives while typer, numpy or rich load exits 130 with the CLI's one line; it was
 a Python traceback. From then on `cli.main` handles interrupts.
+
+Only here is the process known to be kinetoscope's own: `own_process=True` lets an
+explicit `--max-memory` become a hard limit on it (`trace.budget.hold`), which a
+test runner or a program calling `cli.main` in its own process must not get.
 """
 
 from __future__ import annotations
@@ -17,4 +21,4 @@ def main() -> None:
     except KeyboardInterrupt:
         print("kinetoscope: interrupted; nothing written", file=sys.stderr, flush=True)
         sys.exit(130)
-    run()
+    run(own_process=True)

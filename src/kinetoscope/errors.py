@@ -40,6 +40,13 @@ class TraceError(KinetoscopeError):
         super().__init__(f"{self.path}: {problem}")
 
 
+class OverBudget(KinetoscopeError):
+    """The analyses of a trace would need, or took, more memory than the budget
+    (`--max-memory`, or the RAM available by default): one line that says what fits."""
+
+    exit_code = 2
+
+
 class UsageError(KinetoscopeError):
     """The user asked for something that cannot be done with these arguments."""
 

@@ -60,7 +60,7 @@ def test_a_time_beyond_float_range_is_one_line_exit_2_in_every_command(tmp_path,
 
 @pytest.mark.parametrize(
     "options",
-    [{"split_min_bytes": 1 << 40}, {"split_min_bytes": 0}, {"max_memory": 0}],
+    [{"split_min_bytes": 1 << 40}, {"split_min_bytes": 0}, {"out_of_core": True}],
     ids=["one-pass", "split", "out-of-core"],
 )
 def test_every_reader_refuses_a_time_beyond_float_range_the_same_way(tmp_path, options):
@@ -69,7 +69,7 @@ def test_every_reader_refuses_a_time_beyond_float_range_the_same_way(tmp_path, o
     doc = json.loads(TEXT)
     doc["traceEvents"] = doc["traceEvents"] * 2000 + [dict(doc["traceEvents"][1], ts="@BIG@")]
     path.write_bytes(json.dumps(doc).replace('"@BIG@"', BIG).encode())
-    if "max_memory" in options:
+    if "out_of_core" in options:
         options = {**options, "spill_dir": tmp_path}
     with pytest.raises(TraceError, match="has a `ts` beyond a float's range"):
         kinetoscope.load(path, **options)

@@ -203,8 +203,8 @@ def test_a_trace_that_would_not_read_back_exactly_is_not_stored(folder, tmp_path
 
 def test_out_of_core_loads_map_the_entry(folder):
     path = corpus("gpu/resnet_train_ns.pt.trace.json.gz")
-    parsed = load(path, max_memory="1MB")
+    parsed = load(path, out_of_core=True)
     assert parsed.out_of_core is not None
-    warm = load(path, max_memory="1MB")
+    warm = load(path, out_of_core=True)
     assert mapped(warm) and warm.out_of_core == parsed.out_of_core
     assert reports(warm) == reports(parsed)

@@ -1,7 +1,7 @@
 """The out-of-core load (`--max-memory`): same results, its files never outlive it.
 
-Every corpus trace is loaded both ways in this process (`max_memory=0` forces
-the out-of-core path: no in-memory projection fits in 0 bytes) and `explain`
+Every corpus trace is loaded both ways in this process (`out_of_core=True` forces
+the out-of-core path) and `explain`
 and `summary` JSON must be byte-identical but for the one field that says
 which path was taken.
 """
@@ -21,7 +21,7 @@ import pytest
 
 import kinetoscope
 from kinetoscope.analysis.summary import summarize
-from kinetoscope.errors import TraceError, UsageError
+from kinetoscope.errors import OverBudget, TraceError, UsageError
 from kinetoscope.formatting.jsontext import dumps
 from kinetoscope.pipeline.build import build_report
 from kinetoscope.pipeline.summary_data import summary_data
@@ -60,7 +60,7 @@ def _outcome(path: Path, **options):
         trace = load(path, **options)
     except TraceError as exc:
         return str(exc)
-    assert (trace.out_of_core is not None) == (options.get("max_memory") == 0)
+    assert (trace.out_of_core is not None) == (options.get("out_of_core", False))
     return _explain_json(trace), _summary_json(trace)
 
 
@@ -69,7 +69,7 @@ def test_corpus_same_json_out_of_core(path, tmp_path):
     """Byte-identical `explain` and `summary` JSON (dumped with sorted keys), and the
     spill directory (here under tmp_path) is empty afterwards."""
     in_memory = _outcome(path)
-    out_of_core = _outcome(path, max_memory=0, spill_dir=tmp_path)
+    out_of_core = _outcome(path, out_of_core=True, spill_dir=tmp_path)
     assert json.dumps(out_of_core, sort_keys=True) == json.dumps(in_memory, sort_keys=True)
     assert list(tmp_path.iterdir()) == []
 
@@ -83,8 +83,8 @@ def test_spill_directory_gone_and_input_untouched(tmp_path):
     before = _digest(path)
     spill = tmp_path / "spill"
     spill.mkdir()
-    trace = load(path, max_memory="1KB", spill_dir=spill)
-    assert trace.out_of_core and "over --max-memory" in trace.out_of_core
+    trace = load(path, out_of_core=True, spill_dir=spill)
+    assert trace.out_of_core
     assert list(spill.iterdir()) == []  # removed before load returned ...
     assert float(trace.dur.sum()) > 0  # ... and the mapped columns still read
     assert _digest(path) == before
@@ -95,7 +95,7 @@ def test_spill_directory_gone_after_trace_error(tmp_path):
     spill = tmp_path / "spill"
     spill.mkdir()
     with pytest.raises(TraceError, match="no timed events"):
-        load(bad, max_memory=0, spill_dir=spill)
+        load(bad, out_of_core=True, spill_dir=spill)
     assert list(spill.iterdir()) == []
 
 
@@ -106,10 +106,11 @@ def test_spill_directory_gone_after_rule_error(tmp_path, monkeypatch):
         raise RuntimeError("a rule failed")
 
     monkeypatch.setattr(api, "build_report", broken)
+    monkeypatch.setattr(budget, "BYTES_PER_BYTE", 1e6)  # no in-memory load fits: out of core
     spill = tmp_path / "spill"
     spill.mkdir()
     with pytest.raises(RuntimeError, match="a rule failed"):
-        kinetoscope.explain(corpus("gpu/alexnet_train.json.gz"), max_memory=0, spill_dir=spill)
+        kinetoscope.explain(corpus("gpu/alexnet_train.json.gz"), max_memory="8GB", spill_dir=spill)
     assert list(spill.iterdir()) == []
 
 
@@ -143,7 +144,7 @@ def test_spill_directory_gone_after_interrupt(tmp_path):
         "SIGINT",
         "from kinetoscope.trace import load\n"
         "try:\n"
-        "    load(sys.argv[1], max_memory=0, spill_dir=sys.argv[2])\n"
+        "    load(sys.argv[1], out_of_core=True, spill_dir=sys.argv[2])\n"
         "except KeyboardInterrupt:\n"
         "    sys.exit(130)\n",
         str(spill),
@@ -160,7 +161,9 @@ def test_spill_directory_gone_after_sigterm(tmp_path):
     done = _signalled_mid_load(
         "SIGTERM",
         "from kinetoscope.cli import main\n"
-        "sys.argv = ['kinetoscope', 'explain', sys.argv[1], '--max-memory', '0',\n"
+        "from kinetoscope.trace import budget\n"
+        "budget.BYTES_PER_BYTE = 1e6  # no in-memory load fits 8 GB: out of core\n"
+        "sys.argv = ['kinetoscope', 'explain', sys.argv[1], '--max-memory', '8GB',\n"
         "            '--spill-dir', sys.argv[2], '--format', 'json', '-o', sys.argv[3]]\n"
         "main()\n",
         str(spill),
@@ -171,20 +174,26 @@ def test_spill_directory_gone_after_sigterm(tmp_path):
     assert list(spill.iterdir()) == [] and list(tmp_path.iterdir()) == [spill]
 
 
-def test_cli_max_memory(tmp_path):
-    """The flag on both commands; a bad size is one line and exit 2."""
+def test_cli_max_memory(monkeypatch):
+    """The flag on both commands: out of core where the in-memory load would not fit
+    (here every load: the text projection is made huge), refused in one line where the
+    analyses would not; a bad size is one line and exit 2."""
     from typer.testing import CliRunner
 
     from kinetoscope.cli import app
 
     runner = CliRunner()
     path = str(corpus("gpu/alexnet_train.json.gz"))
+    monkeypatch.setattr(budget, "BYTES_PER_BYTE", 1e6)
     for command in ("explain", "summary"):
-        out = runner.invoke(app, [command, path, "--max-memory", "1MB", "--format", "json"])
+        out = runner.invoke(app, [command, path, "--max-memory", "1GB", "--format", "json"])
         assert out.exit_code == 0, out.output
         data = json.loads(out.output)
         facts = data["trace"] if command == "explain" else data
         assert facts["out_of_core"].startswith("out of core: the in-memory load would peak near")
+        refused = runner.invoke(app, [command, path, "--max-memory", "1MB"])
+        assert isinstance(refused.exception, OverBudget)
+        assert "over --max-memory 1 MB (about 0 events fit)" in str(refused.exception)
         bad = subprocess.run(
             [sys.executable, "-m", "kinetoscope", command, path, "--max-memory", "two gigs"],
             env=dict(os.environ, PYTHONPATH=str(REPO / "src")),
@@ -196,8 +205,9 @@ def test_cli_max_memory(tmp_path):
             "kinetoscope: error: --max-memory 'two gigs': "
             "give a size such as 2GB, 512MB, 1.5G, or auto\n"
         )
-    text = runner.invoke(app, ["explain", path, "--max-memory", "1MB"])
+    text = runner.invoke(app, ["explain", path, "--max-memory", "1GB"])
     assert "loaded out of core" in text.output
+    monkeypatch.undo()
     default = runner.invoke(app, ["explain", path, "--format", "json"])
     assert json.loads(default.output)["trace"]["out_of_core"] is None
 

@@ -10,6 +10,11 @@ child is killed (its memory with it) and the call answers one line.
 Children are forked from a forkserver started once with the tools imported: a
 fork of the server itself would copy its threads' locks (the SDK answers from a
 thread pool), and a fresh interpreter per call would pay the imports every time.
+
+A child is kinetoscope's own process, so it runs within the CLI's default memory
+budget twice over: its loads refuse a trace whose analyses would need more than the
+RAM available (`trace.budget`), and it holds itself to that RAM (`RLIMIT_DATA`),
+so what the projection misses is a one-line answer, not the machine's memory.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Callable
 from typing import Any
+
+from ..trace.budget import arm_backstop, available_ram, hold
 
 #: seconds a tool call may take by default (`kinetoscope mcp --call-timeout`): the
 #: largest corpus trace is explained in a few seconds, a 1 GB trace in about a minute
@@ -58,7 +65,9 @@ def call_limited(
 
 
 def _answer(sender, body: Callable[..., Any], args: tuple, on_error) -> None:
-    """In the child: run the call and send its outcome."""
+    """In the child: run the call, within the RAM available, and send its outcome."""
+    arm_backstop()
+    hold(available_ram(), "the memory budget (the RAM available)")
     try:
         outcome = (True, body(*args))
     except BaseException as exc:  # noqa: BLE001 - every failure becomes the answer's line

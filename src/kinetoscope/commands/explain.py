@@ -13,7 +13,7 @@ import typer
 
 from .. import progress
 from ..errors import UsageError
-from ..trace.budget import MAX_MEMORY_HELP, SPILL_DIR_HELP, check_spill_dir, parse_size
+from ..trace.budget import MAX_MEMORY_HELP, SPILL_DIR_HELP, check_spill_dir, hold, parse_size
 
 
 class Format(str, Enum):
@@ -71,8 +71,9 @@ def explain_command(
     thresholds = load_config(config) if config is not None else {}
     thresholds = apply_sets(thresholds, sets)
     only = check_rule_ids(rules.split(",")) if rules is not None else None
-    parse_size(max_memory)  # a bad size or folder is refused before any reading
+    budget = parse_size(max_memory)  # a bad size or folder is refused before any reading
     check_spill_dir(spill_dir)
+    hold(budget)  # the console entry: a hard limit too
     paths = _expand(traces)
     if output is not None:
         refuse_inputs(output, paths)

@@ -15,7 +15,7 @@ from ..pipeline.summary_data import summary_data, summary_document
 from ..report.console import output_width
 from ..report.summary_view import render_summary
 from ..trace import load
-from ..trace.budget import MAX_MEMORY_HELP, SPILL_DIR_HELP, check_spill_dir, parse_size
+from ..trace.budget import MAX_MEMORY_HELP, SPILL_DIR_HELP, check_spill_dir, hold, parse_size
 
 
 def register(app: typer.Typer) -> None:
@@ -29,8 +29,9 @@ def register(app: typer.Typer) -> None:
         """Devices, versions, window, steps (host/device busy), top kernels and host ops."""
         if fmt not in ("text", "json"):
             raise UsageError(f"unknown --format {fmt!r}; choose text or json")
-        parse_size(max_memory)  # a bad size or folder is refused before any reading
+        budget = parse_size(max_memory)  # a bad size or folder is refused before any reading
         check_spill_dir(spill_dir)
+        hold(budget)  # the console entry: a hard limit too
         with progress.reporting():  # a large trace says how far reading has got
             result = summarize(load(trace_path, max_memory=max_memory, spill_dir=spill_dir))
         if fmt == "json":

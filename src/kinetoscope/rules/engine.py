@@ -154,6 +154,6 @@ def _check(rule: Rule, ctx: RuleContext, strict: bool) -> list[Finding] | Skippe
     except NotChecked as skip:
         return Skipped(rule.id, skip.reason, skip.advice)
     except Exception as exc:  # noqa: BLE001 - a broken rule is reported, not fatal
-        if strict:
+        if strict or isinstance(exc, MemoryError):  # memory: the whole run's budget, not a rule
             raise
         return Skipped(rule.id, f"rule failed: {type(exc).__name__}: {exc}", "please report this")

@@ -10,7 +10,14 @@ from pathlib import Path
 from .. import progress
 from ..errors import TraceError, input_name
 from . import cache
-from .budget import check_spill_dir, parse_size, plan
+from .budget import (
+    EventLimit,
+    available_ram,
+    check_spill_dir,
+    out_of_core_reason,
+    parse_size,
+    text_bytes,
+)
 from .build import TraceBuilder
 from .categories import DEVICE_CATS, HOST_TREE_CATS
 from .decode import EventStream
@@ -32,6 +39,7 @@ def load(
     split_min_bytes: int | None = None,
     max_memory: str | int | None = "auto",
     spill_dir: str | os.PathLike | None = None,
+    out_of_core: bool = False,
 ) -> Trace:
     """Load a `.json`, `.json.gz` or `.pt.trace.json[.gz]` file into a `Trace`.
 
@@ -46,30 +54,43 @@ def load(
     columns are built in files in a private temporary directory under
     `spill_dir` (default: `$TMPDIR`) and mapped back (`spill.py`): one pass, no
     split, the same `Trace`; `Trace.out_of_core` says why. The directory is
-    removed before this returns or raises, Ctrl-C included.
+    removed before this returns or raises, Ctrl-C included. `out_of_core=True`
+    takes that path whatever the budget (the tests and benches compare the paths).
 
     A regular file read before is not parsed again: its columns are mapped from
     the cache (`cache.py`; `KINETOSCOPE_NO_CACHE=1` turns it off), which gives the
     same `Trace`, in bounded memory on either path.
+
+    `max_memory` is also a limit (`budget.py`): a trace whose analyses are
+    projected to need more than it (with `auto`, more than the RAM available) is
+    refused with `OverBudget`, during the load as soon as the events read so far
+    say so, whichever path loads it.
     """
     path = Path(path)
     budget = parse_size(max_memory)
     check_spill_dir(spill_dir)
-    reason = plan(path, budget)
+    available = available_ram()
+    reason = out_of_core_reason(text_bytes(path), budget, available)
+    if out_of_core and reason is None:
+        reason = "out of core: asked for (out_of_core=True)"
+    limit = EventLimit(budget, available)
     trace = cache.fetch(path)
     if trace is None:
         sink = SpillParts(spill_dir) if reason is not None else MemoryParts()
         try:
-            trace = _load(path, split_min_bytes, sink)
+            trace = _load(path, split_min_bytes, sink, limit)
         finally:
             sink.close()
         cache.store(path, trace)
+    limit.check(input_name(path), len(trace))  # a cached or split load counts at the end
     trace.out_of_core = reason
     trace.memory_budget = budget
     return trace
 
 
-def _load(path: Path, split_min_bytes: int | None, sink: MemoryParts | SpillParts) -> Trace:
+def _load(
+    path: Path, split_min_bytes: int | None, sink: MemoryParts | SpillParts, limit: EventLimit
+) -> Trace:
     built = None
     gz = path.name.endswith(".gz")
     if is_regular_file(path) and (size := os.stat(path).st_size) >= report_from(gz):
@@ -78,7 +99,7 @@ def _load(path: Path, split_min_bytes: int | None, sink: MemoryParts | SpillPart
         if not sink.spilled and _split_wanted(path, split_min_bytes):
             built = build_split(path, TraceBuilder)
         if built is None:
-            built = _build(path, sink)
+            built = _build(path, sink, limit)
     builder, top, count, warnings = built
     if top is None or top.traceEvents is None:
         raise TraceError(path, "is JSON but not a Kineto trace (no 'traceEvents' key)")
@@ -97,15 +118,16 @@ def _load(path: Path, split_min_bytes: int | None, sink: MemoryParts | SpillPart
 
 
 def _build(
-    path: Path, sink: MemoryParts | SpillParts
+    path: Path, sink: MemoryParts | SpillParts, limit: EventLimit
 ) -> tuple[TraceBuilder, TopLevel | None, int, list[str]]:
     """One pass over the file: (builder fed every event, top-level object, events
-    decoded, warnings)."""
+    decoded, warnings); refused as soon as the timed events so far are over `limit`."""
     warnings: list[str] = []
     stream = EventStream(input_name(path), warnings)
     builder = TraceBuilder(input_name(path), sink)
     for batch in stream.batches(trace_chunks(path, warnings)):
         builder.add(batch)
+        limit.check(input_name(path), builder.count, so_far=True)
     return builder, stream.top, stream.count, warnings
 
 
