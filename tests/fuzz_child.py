@@ -137,6 +137,17 @@ def _head(path: Path, limit: int = 1 << 20) -> bytes:
         return f.read(limit)
 
 
+def left_in_tmp(case: Path) -> list[Path]:
+    """Files a run left in its TMPDIR: a temporary or spill file not removed. torch's
+    compile cache (`torchinductor_USER`, made on import, kept between runs by design)
+    is not the run's own."""
+    return [
+        p
+        for p in (case / "tmp").rglob("*")
+        if p.is_file() and not p.relative_to(case / "tmp").parts[0].startswith("torchinductor_")
+    ]
+
+
 def disk_used(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 

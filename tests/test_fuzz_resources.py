@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import corpus
-from tests.fuzz_child import ACTIVE, CAP_FILE, disk_used, judge, run
+from tests.fuzz_child import ACTIVE, CAP_FILE, disk_used, judge, left_in_tmp, run
 from tests.fuzz_log import ENV, log_run
 
 MB = 1 << 20
@@ -232,7 +232,7 @@ def _files(case: Path, command: str, outcome: str) -> str:
     """Outputs: nothing left in TMPDIR; an `-o` target whole (or absent after a refusal)."""
     if outcome not in ("ok", "clean-error"):
         return outcome
-    if any((case / "tmp").iterdir()) or disk_used(case / "cache") > CAP_FILE:
+    if left_in_tmp(case) or disk_used(case / "cache") > CAP_FILE:
         return "over-disk"
     written = [p for p in case.iterdir() if p.name.startswith("out")]
     if outcome == "clean-error":

@@ -34,7 +34,7 @@ import pytest
 
 import kinetoscope
 from kinetoscope.errors import TraceError
-from tests.fuzz_child import error_lines, judge, start, wait
+from tests.fuzz_child import error_lines, judge, left_in_tmp, start, wait
 from tests.fuzz_log import log_run
 
 EVENT = b'{"ph":"X","cat":"kernel","name":"k%d","ts":%d,"dur":3,"pid":0,"tid":7},'
@@ -87,7 +87,7 @@ def signalled(case: Path, target: str, trace: Path | None, signum: int, moment: 
 
 def _left(case: Path, target: str, stderr: str) -> str:
     """What the run left: whole files only, and only those it says it kept (or wrote)."""
-    if any((case / "tmp").iterdir()):
+    if left_in_tmp(case):
         return "over-disk"
     lines = error_lines(stderr)
     nothing = bool(lines) and lines[0].endswith("nothing written")
