@@ -64,9 +64,9 @@ def signalled(case: Path, target: str, trace: Path | None, signum: int, moment: 
     torch = target == "profile"
     started = time.monotonic()
     proc = start(target_args(target, trace), case, address_space=TORCH_AS if torch else 3 << 29)
-    while time.monotonic() - started < moment and proc.poll() is None:
+    while time.monotonic() - started < moment and _running(proc):
         time.sleep(0.005)
-    if proc.returncode is None:
+    if _running(proc):
         os.kill(proc.pid, signum)  # the child alone: as a terminal's Ctrl-C reaches python
     ended = wait(proc, case, started, TIMEOUT)
     expected = 130 if signum == signal.SIGINT else 143
@@ -83,6 +83,12 @@ def signalled(case: Path, target: str, trace: Path | None, signum: int, moment: 
     name = f"{target}-{signal.Signals(signum).name.lower() if signum else 'none'}"
     log_run("signals", name, outcome, ended.seconds)
     return outcome, ended.stderr.decode("utf-8", "replace")
+
+
+def _running(proc) -> bool:
+    """Whether the child still runs, without reaping it (`wait` reaps it for its rusage;
+    `Popen.poll` would reap it first, a harness error when a run ends before its signal)."""
+    return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
 
 
 def _left(case: Path, target: str, stderr: str) -> str:
