@@ -245,6 +245,9 @@ def test_the_version_is_read_in_one_place():
 WHOLE_PRODUCT_TESTS = {
     "test_architecture",
     "test_fuzz",
+    "test_fuzz_resources",  # bombs and floods through the console entry in a child
+    "test_fuzz_signals",  # SIGINT/SIGTERM at random moments of profile and explain
+    "test_fuzz_table",  # bench/fuzz_table.py, the per-surface table of every fuzz log
     "test_gpu_kit",
     "test_gpu_recordings",  # the GPU kit's recordings, read without a GPU
     "test_progress",

@@ -16,7 +16,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from ._version import __version__
-from .errors import KinetoscopeError, raised_by_interrupt
+from .errors import KinetoscopeError, Terminated, raised_by_interrupt, raised_by_termination
 from .formatting.escaping import inert
 from .trace.budget import arm_backstop, backstop_line
 
@@ -184,8 +184,7 @@ def _main() -> None:
     try:
         code = app(args=args, standalone_mode=False)
     except KinetoscopeError as exc:
-        if raised_by_interrupt(exc):
-            _interrupted()
+        _unwound(exc)
         if _DEBUG["on"]:
             raise
         print(f"kinetoscope: error: {exc}", file=sys.stderr)
@@ -198,8 +197,7 @@ def _main() -> None:
         if isinstance(exc, MemoryError) and (line := backstop_line()) is not None:
             print(f"kinetoscope: error: {line}", file=sys.stderr)  # our limit, not a bug
             sys.exit(2)
-        if raised_by_interrupt(exc):  # raised while a Ctrl-C unwound (torch's profiler exit)
-            _interrupted()
+        _unwound(exc)
         # typer (>= 0.26) vendors click: its usage errors are typer exceptions, and a
         # Ctrl-C inside a command reaches us as typer.Abort caused by KeyboardInterrupt
         if isinstance(exc, typer.Abort):
@@ -227,6 +225,16 @@ def _main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
+def _unwound(exc: Exception) -> None:
+    """An error raised while a Ctrl-C or a SIGTERM unwound (torch's profiler exit raises
+    AssertionError then) is the signal's doing: its exit, not an error of its own."""
+    if raised_by_interrupt(exc):
+        _interrupted()
+    terminated = raised_by_termination(exc)
+    if terminated is not None:
+        raise Terminated(terminated.code) from None  # its one line is already out
+
+
 def _interrupted(now: bool = False) -> None:
     """Ctrl-C: one line saying what this run kept (outputs are published whole or not at
     all, so nothing partial is left), exit 130 as shells expect after SIGINT (`now`:
@@ -252,4 +260,4 @@ def _terminated(signum: int, _frame) -> None:
     kept = published()
     what = "kept " + ", ".join(map(str, kept)) if kept else "nothing written"
     print(inert(f"kinetoscope: terminated; {what}"), file=sys.stderr)
-    raise SystemExit(128 + signum)
+    raise Terminated(128 + signum)

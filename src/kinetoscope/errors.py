@@ -53,14 +53,29 @@ class UsageError(KinetoscopeError):
     exit_code = 2
 
 
+class Terminated(SystemExit):
+    """SIGTERM's exit (`cli._terminated`, code 143), a class of its own so that an error
+    raised while it unwinds (torch's profiler exit) is known as its doing, and a script
+    runner does not take it for the script's own `sys.exit`."""
+
+
+def _in_chain(exc: BaseException | None, kind: type) -> BaseException | None:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, kind):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__context__
+    return None
+
+
 def raised_by_interrupt(exc: BaseException | None) -> bool:
     """Whether `exc` is a KeyboardInterrupt or was raised while one was being handled
     (torch's profiler raises `AssertionError: Profiler must be initialized before
     starting trace` from its exit while a Ctrl-C unwinds): the interrupt's doing."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
-            return True
-        seen.add(id(exc))
-        exc = exc.__context__
-    return False
+    return _in_chain(exc, KeyboardInterrupt) is not None
+
+
+def raised_by_termination(exc: BaseException | None) -> Terminated | None:
+    """The SIGTERM exit that `exc` is, or was raised while handling (as for a Ctrl-C)."""
+    return _in_chain(exc, Terminated)

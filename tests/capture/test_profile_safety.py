@@ -184,3 +184,49 @@ def test_an_error_raised_while_an_interrupt_unwinds_is_the_interrupt(tmp_path):
     assert done.returncode == 130, done.stderr
     assert "internal error" not in done.stderr and "Traceback" not in done.stderr
     assert error_lines(done.stderr) == ["kinetoscope: interrupted; nothing written"]
+
+
+FAKE_PROFILER_UNDER_SIGTERM = """
+import os, signal, sys
+from kinetoscope.cli import app, main
+@app.command("fake-profile")
+def fake():
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)  # `kill PID` while torch's profiler runs
+    finally:  # what torch's profiler exit did while the SIGTERM's exit unwound
+        raise AssertionError("Profiler must be initialized before starting trace")
+sys.argv = ["kinetoscope", "fake-profile"]
+main()
+"""
+
+
+def test_an_error_raised_while_sigterm_unwinds_is_the_termination(tmp_path):
+    """SIGTERM inside `profile`'s recorded steps (found by tests/test_fuzz_signals.py, 1 of 20
+    runs): torch's profiler exit raised AssertionError while the SIGTERM's exit unwound, and
+    the run ended `internal error` (exit 1) after `terminated; nothing written`. It is the
+    termination's doing: exit 143, the one line."""
+    done = run_cli(code=FAKE_PROFILER_UNDER_SIGTERM, cwd=tmp_path)
+    assert done.returncode == 143, done.stderr
+    assert done.stderr == "kinetoscope: terminated; nothing written\n"
+
+
+def test_a_script_does_not_take_sigterm_for_its_own_exit(tmp_path):
+    """The script runner reads a script's SystemExit as its status and goes on to export;
+    the SIGTERM's exit (raised inside the script) and an error raised while it unwinds
+    end the run. A script's own `sys.exit(3)` is still its status."""
+    from kinetoscope.capture.script import _run
+    from kinetoscope.errors import Terminated
+
+    (tmp_path / "own.py").write_text("import sys\nsys.exit(3)\n")
+    assert _run(tmp_path / "own.py") == 3
+    (tmp_path / "term.py").write_text(
+        "from kinetoscope.errors import Terminated\nraise Terminated(143)\n"
+    )
+    with pytest.raises(Terminated):
+        _run(tmp_path / "term.py")
+    (tmp_path / "unwind.py").write_text(
+        "from kinetoscope.errors import Terminated\n"
+        "try:\n    raise Terminated(143)\nfinally:\n    raise AssertionError('profiler exit')\n"
+    )
+    with pytest.raises(Terminated):
+        _run(tmp_path / "unwind.py")

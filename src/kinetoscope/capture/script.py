@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import progress
-from ..errors import UsageError, raised_by_interrupt
+from ..errors import Terminated, UsageError, raised_by_interrupt, raised_by_termination
 from .deps import require_torch
 from .device import DeviceChoice, activities, resolve_device
 from .main_hook import hooked_code, run_as_main
@@ -232,6 +232,8 @@ def _run(script: Path, main_hook=None) -> int:
             run_as_main(main_hook[0], script, main_hook[1], main_hook[2])
         else:
             runpy.run_path(str(script), run_name="__main__")
+    except Terminated:
+        raise  # SIGTERM's exit, raised inside the script: not the script's own status
     except SystemExit as exc:
         if exc.code is None:
             return 0
@@ -239,6 +241,9 @@ def _run(script: Path, main_hook=None) -> int:
     except Exception as exc:  # noqa: BLE001 - the user's script failing is reported, not our crash
         if raised_by_interrupt(exc):  # raised while a Ctrl-C unwound: the Ctrl-C's doing
             raise KeyboardInterrupt from None
+        terminated = raised_by_termination(exc)
+        if terminated is not None:  # the same for a SIGTERM's exit (`cli._terminated`)
+            raise Terminated(terminated.code) from None
         traceback.print_exc()
         return 1
     return 0

@@ -30,14 +30,14 @@ def unescaped_quotes(raw: np.ndarray) -> np.ndarray:
     candidates = candidates[raw[candidates - 1] == _BACKSLASH]
     if not len(candidates):
         return quotes
-    run = np.zeros(len(candidates), np.int64)
-    pos = candidates - 1
-    active = np.ones(len(candidates), bool)
-    while active.any():  # one round per backslash of the longest run (usually 1-2)
-        run += active
-        pos = pos - 1
-        active &= pos >= 0
-        active[active] = raw[pos[active]] == _BACKSLASH
+    # the length of the backslash run before each candidate, from the runs of consecutive
+    # backslash positions (one pass: a round per backslash took 100 s on a 1 MB run)
+    slashes = np.flatnonzero(raw == _BACKSLASH)
+    starts = np.ones(len(slashes), bool)
+    starts[1:] = np.diff(slashes) != 1
+    first = np.maximum.accumulate(np.where(starts, np.arange(len(slashes)), 0))
+    last = np.searchsorted(slashes, candidates - 1)  # the backslash just before the quote
+    run = last - first[last] + 1
     escaped = candidates[(run & 1) == 1]
     return np.setdiff1d(quotes, escaped, assume_unique=True)
 
