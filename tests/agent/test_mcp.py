@@ -246,3 +246,36 @@ def test_explain_cuts_moe_layers_like_steps(root):
     data = tools.explain(root, "switch.json.gz", steps=3)
     assert len(data["moe"]["layers"]) == 3 and data["trimmed"]["moe.layers"] == 7
     assert data["moe"]["dispatch"] == "dense"
+
+
+def test_arguments_the_schema_refuses_and_unknown_tools_are_one_line(root):
+    # the SDK answered pydantic's report (several lines and a link) for a wrong type or a
+    # missing argument, and "Unknown tool: x"; a negative count cut lists from the end
+    # (found by tests/agent/test_fuzz_mcp.py)
+    from kinetoscope.agent.server import build_server
+
+    async def main():
+        async with Client(build_server(root)) as client:
+            return [
+                await client.call_tool(name, args)
+                for name, args in [
+                    ("explain", {"path": "bert.json.gz", "top": "x"}),
+                    ("explain", {"": None}),
+                    ("table", {"path": "bert.json.gz", "row_limit": -5}),
+                    ("nosuch\x1b", {}),
+                    ("summary", {"path": "bert.json.gz"}),
+                ]
+            ]
+
+    wrong, missing, negative, unknown, good = asyncio.run(main())
+    lines = [_text(r) for r in (wrong, missing, negative, unknown)]
+    assert lines == [
+        "kinetoscope: error: top: Input should be a valid integer, unable to parse string as "
+        "an integer",
+        "kinetoscope: error: path: Field required",
+        "kinetoscope: error: row_limit: Input should be greater than or equal to 0",
+        "kinetoscope: error: no tool named 'nosuch\\x1b' (tools: chain, check, diff, explain, "
+        "memory, slice, summary, table)",
+    ]
+    assert all(r.is_error for r in (wrong, missing, negative, unknown))
+    assert not good.is_error and good.structured_content["path"].endswith("bert.json.gz")
