@@ -1,15 +1,12 @@
 """What the surface fuzzers share (MCP tools, `view`'s HTTP server, the HTML reports in
-Chromium): the characters no answer may hold raw, hostile argument strings, and the
-one line each run leaves in the fuzz log (`KINETOSCOPE_FUZZ_LOG`), so a long run
-can be counted per surface: runs, clean errors, internal errors, hangs."""
+Chromium): the characters no answer may hold raw, the marker only files outside what
+is served hold, and hostile strings. Each run is logged with `tests.fuzz_log.log_run`."""
 
 from __future__ import annotations
 
-import os
-
 from tests.test_fuzz import ACTIVE
 
-__all__ = ["ACTIVE", "HOSTILE_TEXT", "MARKER", "log_run"]
+__all__ = ["ACTIVE", "HOSTILE_TEXT", "MARKER"]
 
 #: a string that only files outside the served root hold: it must never come back
 MARKER = "kinetoscope-fuzz-secret-7f3a9c"
@@ -55,13 +52,3 @@ HOSTILE_TEXT = [
     "`id`",
     "{{7*7}}",
 ]
-
-
-def log_run(surface: str, what: str, outcome: str, seconds: float) -> None:
-    """One line per run: `surface what outcome seconds` (`what` without spaces). Outcomes:
-    `ok`, `error` (a clean refusal), `stopped` (the designed time limit), `internal`,
-    `hang`."""
-    target = os.environ.get("KINETOSCOPE_FUZZ_LOG")
-    if target:
-        with open(target + ".surfaces", "a") as log:
-            log.write(f"{surface} {what.replace(' ', '_')} {outcome} {seconds:.3f}\n")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import os
 import re
 from pathlib import Path
@@ -24,6 +25,7 @@ from pydantic import Field, ValidationError
 
 from .._version import __version__
 from ..errors import KinetoscopeError
+from ..formatting.jsontext import dumps
 from ..report.console import inert
 from . import tools
 from .limits import CALL_SECONDS, CallStopped, call_limited
@@ -65,6 +67,17 @@ def _refused(line: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=line)], is_error=True)
 
 
+def _answered(data: dict[str, Any]) -> CallToolResult:
+    """A tool's answer: its text the CLI's JSON (`formatting.jsontext`: every character
+    outside ASCII escaped, so a C1 control or a bidi override in a name reaches the agent
+    as `\\u0089`, where the SDK's text kept them raw), and the same data as the
+    structured content (NaN as null, named in `non_finite`, as the CLI writes it)."""
+    text = dumps(data)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=json.loads(text)
+    )
+
+
 def _one_line(run):
     """Run a tool body; whatever goes wrong is a tool error whose text is the line the CLI
     prints for it (returned, not raised: the SDK would prefix a raised error's text), in
@@ -74,7 +87,7 @@ def _one_line(run):
     @functools.wraps(run)
     def guarded(*args, **kwargs):
         try:
-            return run(*args, **kwargs)
+            return _answered(run(*args, **kwargs))
         except _Answered as exc:
             line = exc.line
         except CallStopped as exc:
