@@ -209,8 +209,8 @@ def _value(data, kind: str):
     choice = data.draw(st.integers(0, 9))
     if choice == 0:
         return data.draw(WRONG | TEXT | NUMBER)
-    if kind == "int":
-        return data.draw(NUMBER)
+    if kind == "int":  # mostly a count that reads, so that the trace's reading is fuzzed
+        return data.draw(st.integers(0, 30)) if choice < 7 else data.draw(NUMBER)
     if kind == "bool":
         return data.draw(st.booleans())
     if kind == "list":
