@@ -246,3 +246,62 @@ def test_explain_cuts_moe_layers_like_steps(root):
     data = tools.explain(root, "switch.json.gz", steps=3)
     assert len(data["moe"]["layers"]) == 3 and data["trimmed"]["moe.layers"] == 7
     assert data["moe"]["dispatch"] == "dense"
+
+
+def test_arguments_the_schema_refuses_and_unknown_tools_are_one_line(root):
+    # the SDK answered pydantic's report (several lines and a link) for a wrong type or a
+    # missing argument, and "Unknown tool: x"; a negative count cut lists from the end
+    # (found by tests/agent/test_fuzz_mcp.py)
+    from kinetoscope.agent.server import build_server
+
+    async def main():
+        async with Client(build_server(root)) as client:
+            return [
+                await client.call_tool(name, args)
+                for name, args in [
+                    ("explain", {"path": "bert.json.gz", "top": "x"}),
+                    ("explain", {"": None}),
+                    ("table", {"path": "bert.json.gz", "row_limit": -5}),
+                    ("nosuch\x1b", {}),
+                    ("summary", {"path": "bert.json.gz"}),
+                ]
+            ]
+
+    wrong, missing, negative, unknown, good = asyncio.run(main())
+    lines = [_text(r) for r in (wrong, missing, negative, unknown)]
+    assert lines == [
+        "kinetoscope: error: top: Input should be a valid integer, unable to parse string as "
+        "an integer",
+        "kinetoscope: error: path: Field required",
+        "kinetoscope: error: row_limit: Input should be greater than or equal to 0",
+        "kinetoscope: error: no tool named 'nosuch\\x1b' (tools: chain, check, diff, explain, "
+        "memory, slice, summary, table)",
+    ]
+    assert all(r.is_error for r in (wrong, missing, negative, unknown))
+    assert not good.is_error and good.structured_content["path"].endswith("bert.json.gz")
+
+
+def test_an_answer_holds_no_raw_control_or_bidi_character(root):
+    # the SDK wrote the answer's text with pydantic, which keeps every character outside
+    # ASCII raw: a C1 control (0x89) or U+202E in a kernel name reached the agent's text
+    # as it was (found by tests/agent/test_fuzz_mcp.py); the CLI's JSON escapes them
+    import gzip
+
+    from kinetoscope.agent.server import build_server
+
+    doc = json.loads(gzip.decompress(corpus("gpu/compare_base.json.gz").read_bytes()))
+    for event in doc["traceEvents"]:
+        if event.get("cat") == "kernel":
+            event["name"] = "k\x89\u202eevil"
+    (root / "odd.json").write_text(json.dumps(doc))
+
+    async def main():
+        async with Client(build_server(root)) as client:
+            return await client.call_tool("summary", {"path": "odd.json"})
+
+    result = asyncio.run(main())
+    assert not result.is_error, _text(result)
+    text = _text(result)
+    assert "\x89" not in text and "\u202e" not in text and "k\\u0089\\u202eevil" in text
+    assert json.loads(text) == result.structured_content
+    assert "k\x89\u202eevil" in json.dumps(result.structured_content, ensure_ascii=False)

@@ -104,3 +104,26 @@ def test_a_trace_that_vanished_while_served_is_an_http_error(tmp_path):
     finally:
         err = _stop(proc)
     assert "Traceback" not in err, err
+
+
+def test_a_request_with_two_host_headers_is_refused(tmp_path):
+    # the server read the first `Host` only, so the right one followed by another was
+    # answered (found by tests/serve/test_fuzz_view.py); HTTP/1.1 says 400 for two
+    path = tmp_path / "t.json.gz"
+    shutil.copy(corpus(TRACE), path)
+    proc, port, target = _start(path)
+    try:
+        right = f"127.0.0.1:{port}"
+        for hosts in ([right, "evil.example"], ["evil.example", right], [right, right]):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.putrequest("GET", target, skip_host=True)
+            for host in hosts:
+                conn.putheader("Host", host)
+            conn.endheaders()
+            resp = conn.getresponse()
+            assert resp.status == 403 and resp.read() == b"", hosts
+            conn.close()
+        assert _get(port, target)[0] == 200  # one Host, the printed one
+    finally:
+        err = _stop(proc)
+    assert "Traceback" not in err, err

@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent
+from pydantic import Field, ValidationError
 
 from .._version import __version__
 from ..errors import KinetoscopeError
+from ..formatting.jsontext import dumps
 from ..report.console import inert
 from . import tools
 from .limits import CALL_SECONDS, CallStopped, call_limited
@@ -59,6 +63,21 @@ class _Answered(Exception):
         self.line = line
 
 
+def _refused(line: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=line)], is_error=True)
+
+
+def _answered(data: dict[str, Any]) -> CallToolResult:
+    """A tool's answer: its text the CLI's JSON (`formatting.jsontext`: every character
+    outside ASCII escaped, so a C1 control or a bidi override in a name reaches the agent
+    as `\\u0089`, where the SDK's text kept them raw), and the same data as the
+    structured content (NaN as null, named in `non_finite`, as the CLI writes it)."""
+    text = dumps(data)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=json.loads(text)
+    )
+
+
 def _one_line(run):
     """Run a tool body; whatever goes wrong is a tool error whose text is the line the CLI
     prints for it (returned, not raised: the SDK would prefix a raised error's text), in
@@ -68,17 +87,52 @@ def _one_line(run):
     @functools.wraps(run)
     def guarded(*args, **kwargs):
         try:
-            return run(*args, **kwargs)
+            return _answered(run(*args, **kwargs))
         except _Answered as exc:
             line = exc.line
         except CallStopped as exc:
             line = f"kinetoscope: error: {exc}"
         except Exception as exc:  # noqa: BLE001 - never a crash of the server
             line = error_line(exc)
-        line = _in_tool_words(line, arguments)
-        return CallToolResult(content=[TextContent(type="text", text=line)], is_error=True)
+        return _refused(_in_tool_words(line, arguments))
 
     return guarded
+
+
+def _invalid(error: ValidationError) -> str:
+    """The SDK's argument check as one line (it answered pydantic's report: several lines
+    per argument, with a link), each argument named as the tool names it."""
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "arguments"
+        parts.append(f"{where}: {item['msg']}")
+    return inert(f"kinetoscope: error: {'; '.join(parts)}")
+
+
+class _Server(MCPServer):
+    """An `MCPServer` whose refusals before a tool runs are one line too: arguments the
+    input schema refuses (a string for `top`, a missing `path`) and an unknown tool."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                return _refused(_invalid(exc.__cause__))
+            known = {tool.name for tool in await self.list_tools()}
+            if exc.__cause__ is None and name not in known:
+                return _refused(
+                    inert(
+                        f"kinetoscope: error: no tool named {name!r} (tools: "
+                        f"{', '.join(sorted(known))})"
+                    )
+                )
+            raise
+
+
+#: a count of rows, findings or steps to show: 0 or more (a negative one cut the lists
+#: from their end and counted more left out than there were)
+Count = Annotated[int, Field(ge=0)]
 
 
 def _in_child(seconds: float, body, *args):
@@ -107,7 +161,7 @@ def build_server(root: str | os.PathLike, call_seconds: float = CALL_SECONDS) ->
 
     @tool()
     @_one_line
-    def explain(path: str, top: int = 10, steps: int = 20, step: int | None = None,
+    def explain(path: str, top: Count = 10, steps: Count = 20, step: int | None = None,
                 timeline: bool = False) -> dict[str, Any]:  # fmt: skip
         """Explain a trace: verdict, host-time decomposition, steps and ranked findings with
         evidence and advice. `top` findings, `steps` steps (or only ProfilerStep#`step`);
@@ -123,14 +177,14 @@ def build_server(root: str | os.PathLike, call_seconds: float = CALL_SECONDS) ->
 
     @tool()
     @_one_line
-    def table(path: str, sort_by: str = "", row_limit: int = 20) -> dict[str, Any]:
+    def table(path: str, sort_by: str = "", row_limit: Count = 20) -> dict[str, Any]:
         """The profiler's key_averages() table rebuilt from the trace (self/total CPU and
         device time, calls per name)."""
         return run(tools.table, base, path, sort_by, row_limit)
 
     @tool()
     @_one_line
-    def diff(a: str, b: str, top: int = 20) -> dict[str, Any]:
+    def diff(a: str, b: str, top: Count = 20) -> dict[str, Any]:
         """Compare two runs of one program (A the baseline): step times, kernels, host ops,
         findings, and a conclusion."""
         return run(tools.diff, base, a, b, top)
@@ -145,7 +199,7 @@ def build_server(root: str | os.PathLike, call_seconds: float = CALL_SECONDS) ->
     @tool()
     @_one_line
     def chain(path: str, kernel: str | None = None, op: str | None = None,
-              step: int | None = None, limit: int = 20) -> dict[str, Any]:  # fmt: skip
+              step: int | None = None, limit: Count = 20) -> dict[str, Any]:  # fmt: skip
         """How kernels were dispatched: step -> annotations -> aten ops -> launch -> kernel,
         filtered by a pattern on kernel names or on host op names (a plain name: a substring;
         only * ? [...]: a glob over the whole name; else an RE2 regular expression), or by
@@ -154,7 +208,7 @@ def build_server(root: str | os.PathLike, call_seconds: float = CALL_SECONDS) ->
 
     @tool()
     @_one_line
-    def memory(path: str, top: int = 10, steps: int = 20) -> dict[str, Any]:
+    def memory(path: str, top: Count = 10, steps: Count = 20) -> dict[str, Any]:
         """Allocator activity from [memory] events: peak and the op at it, the `top` largest
         allocations, per-step churn."""
         return run(tools.memory, base, path, top, steps)
@@ -173,7 +227,7 @@ def build_server(root: str | os.PathLike, call_seconds: float = CALL_SECONDS) ->
         made.append(Tool.from_function(fn, name=name))
         # the documented shape rather than a bare "object" (results still validate as dicts)
         made[-1].fn_metadata.output_schema = SCHEMAS[name]
-    return MCPServer(
+    return _Server(
         "kinetoscope",
         version=__version__,
         instructions=INSTRUCTIONS,

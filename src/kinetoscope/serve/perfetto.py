@@ -56,8 +56,9 @@ class _TraceHandler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def _addressed_to_us(self) -> bool:
-        """The `Host` the printed link sends; anything else gets 403 and nothing more."""
-        if self.headers.get("Host") == f"{HOST}:{self.server.server_port}":
+        """The `Host` the printed link sends, once; anything else gets 403 and nothing more
+        (a second `Host` after the right one was answered: HTTP says 400 for two)."""
+        if self.headers.get_all("Host") == [f"{HOST}:{self.server.server_port}"]:
             return True
         self._empty(403, cors=False)
         return False
