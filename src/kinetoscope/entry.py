@@ -22,3 +22,15 @@ def main() -> None:
         print("kinetoscope: interrupted; nothing written", file=sys.stderr, flush=True)
         sys.exit(130)
     run(own_process=True)
+
+
+def quit_now(code: int) -> None:
+    """End the process with `code` after the exit functions, without the interpreter's
+    own exit path (which can turn a handled Ctrl-C into death by SIGINT: `__main__`)."""
+    import atexit
+    import os
+
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
