@@ -99,8 +99,9 @@ def start(
 
 def wait(proc: subprocess.Popen, case: Path, started: float, timeout: float) -> Ended:
     """Reap `proc` with its rusage; past `timeout` s kill its process group (a hang)."""
-    deadline, timed_out = started + timeout, False
+    deadline, timed_out, peak = started + timeout, False, 0
     while True:
+        peak = max(peak, _high_water(proc.pid))
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
@@ -115,9 +116,24 @@ def wait(proc: subprocess.Popen, case: Path, started: float, timeout: float) -> 
         stdout=_head(case / "stdout"),
         stderr=_head(case / "stderr"),
         seconds=seconds,
-        max_rss=usage.ru_maxrss * 1024,
+        max_rss=peak,
         timed_out=timed_out,
     )
+
+
+def _high_water(pid: int) -> int:
+    """The child's own peak RSS so far (`VmHWM`, bytes; 0 once it has exited). Not
+    `ru_maxrss`: Linux carries the forking parent's peak across `exec`, so a child of a
+    large test worker reads as large as the worker. Sampled while the child runs, it
+    misses at most the growth of its last poll interval."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def run(args: list[str], case: Path, stdin_path=None, timeout: float = 60.0) -> Ended:

@@ -44,11 +44,16 @@ def _limited() -> None:
 def _kinetoscope(*args: str, before: str = "") -> tuple[subprocess.CompletedProcess, int]:
     """(the run, its peak RSS in bytes) of `kinetoscope ARGS` through the console entry
     in a fresh child; `before`: Python run first (a hook on the projection). The child
-    writes its own `ru_maxrss` at exit (the children's figure is the largest so far)."""
+    writes its own peak at exit: `VmHWM`, the high-water mark of its own memory map
+    (`ru_maxrss` is not: Linux carries the forking parent's peak across `exec`, so a
+    child of a large test worker read as large as the worker)."""
     script = (
-        "import atexit, resource, sys\n"
-        "atexit.register(lambda: print(f'@peak {resource.getrusage(resource.RUSAGE_SELF)"
-        ".ru_maxrss}', file=sys.stderr))\n"
+        "import atexit, sys\n"
+        "def peak():\n"
+        "    for line in open('/proc/self/status'):\n"
+        "        if line.startswith('VmHWM:'):\n"
+        "            print(f'@peak {line.split()[1]}', file=sys.stderr)\n"
+        "atexit.register(peak)\n"
         f"{before}\nfrom kinetoscope.entry import main\nmain()\n"
     )
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"), KINETOSCOPE_NO_CACHE="1")
