@@ -36,3 +36,19 @@ def browser():
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         yield b
         b.close()
+
+
+#: how long a report page may take to load and draw every timeline (a draw takes
+#: milliseconds; a page that never draws hangs)
+BOUND_MS = 20_000
+
+
+def open_drawn(page, html: Path) -> None:
+    """Open `html` in `page` and wait until every timeline finished its first draw (each
+    sets `data-v1` at its end); a Playwright timeout past `BOUND_MS` otherwise."""
+    page.goto(html.as_uri(), wait_until="load", timeout=BOUND_MS)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.tl[data-timeline]')]"
+        ".every(t => t.dataset.v1 !== undefined)",
+        timeout=BOUND_MS,
+    )

@@ -33,10 +33,9 @@ from tests.fuzz_log import log_run
 from tests.test_fuzz import COMMON, MUTATIONS, SEEDS, _dump, seed_doc
 
 from ..conftest import corpus
+from .conftest import open_drawn
 
 SETTINGS = {**COMMON, "deadline": None}
-#: a page must load and draw within this (a draw takes milliseconds)
-BOUND_MS = 20_000
 PWN = "window.__pwned=1"
 PAYLOADS = [
     f"</script><script>{PWN}</script>",
@@ -139,12 +138,7 @@ def _page(browser, html: Path) -> tuple[str, str]:
     page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
     try:
         try:
-            page.goto(html.as_uri(), wait_until="load", timeout=BOUND_MS)
-            page.wait_for_function(
-                "() => [...document.querySelectorAll('.tl[data-timeline]')]"
-                ".every(t => t.dataset.v1 !== undefined)",
-                timeout=BOUND_MS,
-            )
+            open_drawn(page, html)
         except Exception as exc:  # noqa: BLE001 - a timeout is the finding
             return "no-draw", f"{type(exc).__name__}: {str(exc)[:300]}"
         pwned = page.evaluate("() => window.__pwned")

@@ -19,9 +19,8 @@ import pytest
 from kinetoscope.cli import main
 
 from ..conftest import CORPUS, corpus, corpus_files
+from .conftest import BOUND_MS, open_drawn
 
-#: a page must have loaded and drawn every timeline within this (a draw takes milliseconds)
-BOUND_MS = 20_000
 SINGLE = [p for p in corpus_files() if "multirank" not in p.parts]
 
 
@@ -42,13 +41,7 @@ def _loads_and_draws(browser, html: Path) -> None:
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     try:
-        page.goto(html.as_uri(), wait_until="load", timeout=BOUND_MS)
-        # each timeline sets data-v1 at the end of its first draw
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('.tl[data-timeline]')]"
-            ".every(t => t.dataset.v1 !== undefined)",
-            timeout=BOUND_MS,
-        )
+        open_drawn(page, html)
         timelines = page.evaluate("() => document.querySelectorAll('.tl canvas').length")
     finally:
         page.close()
