@@ -30,9 +30,11 @@ SCAN_BYTES = 4 << 20
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*$')
 _BOM = b"\xef\xbb\xbf"
 _ARRAY_HEAD = b'{"traceEvents":'
-#: depth of the document's brackets past which no reader decodes an event (the events
-#: sit at depth 3: the document's object, traceEvents, the event): the same refusal
-#: as `load`'s, made at the first scan instead of after holding the whole event
+#: depth of the document's brackets (an event sits at depth 3: the document's object,
+#: traceEvents, the event) past which an event of megabytes is refused while it is
+#: still unfinished: `load` refuses the same, its decoder checking text held without
+#: an event boundary (`trace.bounds`); a small deep event is read, its deep values
+#: dropped (`trace.repair`)
 MAX_DEPTH = 2 + DECODE_STACK
 
 
@@ -142,11 +144,6 @@ class EventScanner:
         after = np.cumsum(delta, dtype=np.int32)
         after += self._depth
         before = after - delta
-        if len(after) and after.max() > MAX_DEPTH:
-            raise ScanError(
-                f"values nest deeper than {DECODE_STACK} levels near byte {self.offset} "
-                "(no reader decodes them)"
-            )
         if final:
             end_depth = int(after[-1]) if len(after) else self._depth
             if len(quotes) & 1 or end_depth != 0:
@@ -155,6 +152,11 @@ class EventScanner:
         else:
             safe = np.flatnonzero(after <= 2)
             if not len(safe):  # one event larger than the buffer: wait for twice as much
+                if len(after) and after.max() > MAX_DEPTH:
+                    raise ScanError(
+                        f"an event of over {len(data) >> 20} MiB nests deeper than "
+                        f"{DECODE_STACK} levels near byte {self.offset}"
+                    )
                 if len(data) > EVENT_LIMIT:
                     raise ScanError(
                         f"{len(data) >> 20} MiB of text hold no complete event near byte "
