@@ -33,19 +33,20 @@ COLUMNS = [
 
 
 def runs(path: Path):
-    """(surface, command, outcome, seconds) of each line of one log file."""
+    """(surface, command, outcome) of each line of one log file (logs written before the
+    runs' durations were dropped carry a fourth field, read and ignored)."""
     legacy = path.name.endswith(".commands")
     for number, line in enumerate(path.read_text().splitlines(), 1):
         fields = line.split()
         if not fields:
             continue
         if legacy and len(fields) == 3:
-            command, code, seconds = fields
+            command, code, _ = fields
             ok = ("0", "1") if command == "check" else ("0",)
             outcome = "ok" if code in ok else "clean-error" if code == "2" else "internal-error"
-            yield "cli", command, outcome, float(seconds)
-        elif len(fields) == 4 and fields[2] in OUTCOMES:
-            yield fields[0], fields[1], fields[2], float(fields[3])
+            yield "cli", command, outcome
+        elif len(fields) in (3, 4) and fields[2] in OUTCOMES:
+            yield fields[0], fields[1], fields[2]
         else:
             raise SystemExit(f"{path}:{number}: not a fuzz log line: {line!r}")
 
@@ -61,24 +62,22 @@ def files(names: list[str]) -> list[Path]:
     return found
 
 
-def table(rows: dict[str, Counter], seconds: dict[str, float], first: str) -> str:
-    head = [first, "runs", *(name for name, _ in COLUMNS), "max s"]
+def table(rows: dict[str, Counter], first: str) -> str:
+    head = [first, "runs", *(name for name, _ in COLUMNS)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    total, longest = Counter(), 0.0
+    total = Counter()
     for key in sorted(rows):
-        count = rows[key]
-        total.update(count)
-        longest = max(longest, seconds[key])
-        lines.append(_row(f"`{key}`", count, seconds[key]))
+        total.update(rows[key])
+        lines.append(_row(f"`{key}`", rows[key]))
     if len(rows) > 1:
-        lines.append(_row("**all**", total, longest))
+        lines.append(_row("**all**", total))
     return "\n".join(lines)
 
 
-def _row(label: str, count: Counter, longest: float) -> str:
+def _row(label: str, count: Counter) -> str:
     cells = [label, f"{sum(count.values()):,}"]
     cells += [f"{sum(count[o] for o in outcomes):,}" for _, outcomes in COLUMNS]
-    return "| " + " | ".join([*cells, f"{longest:.1f}"]) + " |"
+    return "| " + " | ".join(cells) + " |"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -87,16 +86,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--commands", action="store_true", help="a row per surface and command")
     args = parser.parse_args(argv)
     rows: dict[str, Counter] = defaultdict(Counter)
-    seconds: dict[str, float] = defaultdict(float)
     paths = files(args.logs)
     if not paths:
         raise SystemExit("no fuzz log found (FILE.runs or FILE.commands)")
     for path in paths:
-        for surface, command, outcome, took in runs(path):
+        for surface, command, outcome in runs(path):
             key = f"{surface} {command}" if args.commands else surface
             rows[key][outcome] += 1
-            seconds[key] = max(seconds[key], took)
-    print(table(rows, seconds, "surface command" if args.commands else "surface"))
+    print(table(rows, "surface command" if args.commands else "surface"))
 
 
 if __name__ == "__main__":

@@ -52,7 +52,6 @@ class Ended:
     code: int  # exit code, or -N when signal N ended it
     stdout: bytes
     stderr: bytes
-    seconds: float
     max_rss: int  # bytes
     timed_out: bool
 
@@ -109,13 +108,11 @@ def wait(proc: subprocess.Popen, case: Path, started: float, timeout: float) -> 
             timed_out = True
             os.killpg(proc.pid, signal.SIGKILL)
         time.sleep(0.01)
-    seconds = time.monotonic() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
     return Ended(
         code=proc.returncode,
         stdout=_head(case / "stdout"),
         stderr=_head(case / "stderr"),
-        seconds=seconds,
         max_rss=peak,
         timed_out=timed_out,
     )

@@ -221,7 +221,7 @@ def one_case(case: Path, klass: str, source: str, command: str, *, size: int, gz
         except (ValueError, ZeroDivisionError):
             outcome = "bad-output"
     outcome = _files(case, command, outcome)
-    log_run("cli-resources", command, outcome, ended.seconds)
+    log_run("cli-resources", command, outcome)
     if os.environ.get(ENV):
         with open(os.environ[ENV], "a") as log:
             log.write(f"resources-{klass} {source}{'-gz' * gz}\n")

@@ -81,7 +81,7 @@ def signalled(case: Path, target: str, trace: Path | None, signum: int, moment: 
     if outcome == "ok":
         outcome = _left(case, target, ended.stderr.decode("utf-8", "replace"))
     name = f"{target}-{signal.Signals(signum).name.lower() if signum else 'none'}"
-    log_run("signals", name, outcome, ended.seconds)
+    log_run("signals", name, outcome)
     return outcome, ended.stderr.decode("utf-8", "replace")
 
 

@@ -11,21 +11,21 @@ from tests.fuzz_log import log_run
 def test_table_counts_runs_and_commands_lines_per_surface(tmp_path, monkeypatch, capsys):
     base = tmp_path / "fuzz.log"
     monkeypatch.setenv("KINETOSCOPE_FUZZ_LOG", str(base))
-    log_run("signals", "profile-sigint", "ok", 3.2)
-    log_run("signals", "profile-sigterm", "hang", 300.0)
-    log_run("cli-resources", "summary", "clean-error", 1.0)
-    log_run("cli-resources", "summary", "over-disk", 1.0)
+    log_run("signals", "profile-sigint", "ok")
+    log_run("signals", "profile-sigterm", "hang")
+    log_run("cli-resources", "summary", "clean-error")
+    log_run("cli-resources", "summary", "over-disk")
     # the in-process fuzz's older lines: check exit 1 is a verdict, exit 1 elsewhere a bug
     (tmp_path / "fuzz.log.commands").write_text("check 1 0.1\ntable 1 0.2\nchain 2 0.3\n")
     main([str(base)])
     rows = {line.split(" | ")[0]: line for line in capsys.readouterr().out.splitlines()}
-    assert rows["| `cli`"] == "| `cli` | 3 | 1 | 1 | 0 | 0 | 0 | 0 | 0.3 |"
-    assert rows["| `signals`"] == "| `signals` | 2 | 0 | 0 | 1 | 0 | 0 | 0 | 300.0 |"
-    assert rows["| `cli-resources`"] == "| `cli-resources` | 2 | 1 | 0 | 0 | 1 | 0 | 0 | 1.0 |"
-    assert rows["| **all**"] == "| **all** | 7 | 2 | 1 | 1 | 1 | 0 | 0 | 300.0 |"
+    assert rows["| `cli`"] == "| `cli` | 3 | 1 | 1 | 0 | 0 | 0 | 0 |"
+    assert rows["| `signals`"] == "| `signals` | 2 | 0 | 0 | 1 | 0 | 0 | 0 |"
+    assert rows["| `cli-resources`"] == "| `cli-resources` | 2 | 1 | 0 | 0 | 1 | 0 | 0 |"
+    assert rows["| **all**"] == "| **all** | 7 | 2 | 1 | 1 | 1 | 0 | 0 |"
 
 
 def test_a_line_of_another_shape_is_refused(tmp_path):
-    (tmp_path / "x.runs").write_text("mcp tool-slice exploded 1.0\n")
+    (tmp_path / "x.runs").write_text("mcp tool-slice exploded\n")
     with pytest.raises(SystemExit, match="not a fuzz log line"):
         main([str(tmp_path / "x.runs")])

@@ -27,7 +27,6 @@ import hashlib
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -312,13 +311,11 @@ def _case(server: Server, data, tmp_path) -> None:
         case = path.name
     args = _arguments(data, tool if tool in ARGUMENTS else "summary", case)
     before = _state(server.root)
-    started = time.perf_counter()
     try:
         result = server.call(tool, args)
     except TimeoutError:
-        log_run("mcp", f"tool-{tool}", "hang", time.perf_counter() - started)
+        log_run("mcp", f"tool-{tool}", "hang")
         raise AssertionError(f"no answer within {HANG_SECONDS} s: {tool} {args!r:.300}") from None
-    seconds = time.perf_counter() - started
     text = _answer_text(result)
     stderr = server.new_stderr()
     outcome = _outcome(result, text, stderr)
@@ -329,8 +326,7 @@ def _case(server: Server, data, tmp_path) -> None:
     outside = MARKER in text or written != expected
     outside |= _state(server.outside) != server.outside_state
     outside |= sorted(p.name for p in server.base.iterdir()) != server.base_listing
-    log_run("mcp", f"tool-{tool}", "bad-output" if outcome == "ok" and outside else outcome,
-            seconds)  # fmt: skip
+    log_run("mcp", f"tool-{tool}", "bad-output" if outcome == "ok" and outside else outcome)
     assert outcome in ("ok", "clean-error"), (outcome, tool, args, text[:2000], stderr[-2000:])
     assert MARKER not in text, (tool, args)
     assert written == expected, (tool, args, written, text[:300])

@@ -21,7 +21,6 @@ from __future__ import annotations
 import copy
 import json
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -156,15 +155,13 @@ def _page(browser, html: Path) -> tuple[str, str]:
 
 
 def _case(browser, data, tmp_path: Path) -> None:
-    started = time.perf_counter()
     kind, code, html = _report(data, tmp_path)
     if code != 0:
-        log_run("html", f"page-{kind}", "clean-error" if code == 2 else "internal-error",
-                time.perf_counter() - started)  # fmt: skip
+        log_run("html", f"page-{kind}", "clean-error" if code == 2 else "internal-error")
         assert code == 2, (kind, code)
         return
     outcome, detail = _page(browser, html)
-    log_run("html", f"page-{kind}", outcome, time.perf_counter() - started)
+    log_run("html", f"page-{kind}", outcome)
     assert outcome == "ok", (kind, detail, json.dumps(str(html)))
     html.unlink()
 

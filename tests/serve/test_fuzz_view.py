@@ -27,7 +27,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -187,13 +186,11 @@ def _request_case(served: Served, data) -> None:
     name = served.trace.name
     method, target, hosts, request = _request(data, served.port, name)
     crowd = data.draw(st.sampled_from([0] * 9 + [30]), label="idle connections")
-    started = time.perf_counter()
     try:
         answer = _exchange(served.port, request, crowd)
     except TimeoutError:
-        log_run("view", f"{_word(method)}-request", "hang", time.perf_counter() - started)
+        log_run("view", f"{_word(method)}-request", "hang")
         raise AssertionError(f"no answer within {BOUND_S} s: {request[:300]!r}") from None
-    seconds = time.perf_counter() - started
     status = _status(answer)
     stderr = served.new_stderr()
     right = [h.strip() for h in hosts] == [f"127.0.0.1:{served.port}"]
@@ -209,7 +206,7 @@ def _request_case(served: Served, data) -> None:
         outcome = "bad-output"  # served what it must not, or to whom it must not
     elif MARKER.encode() in answer:
         outcome = "bad-output"
-    log_run("view", f"{_word(method)}-request", outcome, seconds)
+    log_run("view", f"{_word(method)}-request", outcome)
     assert outcome in ("ok", "clean-error"), (outcome, request[:500], answer[:500], stderr)
     if status == 200 and method == "GET":
         assert answer.split(b"\r\n\r\n", 1)[1] == served.body
@@ -231,7 +228,6 @@ def _vanish_case(served: Served, data) -> None:
         served.trace.mkdir()
     elif how == "empty":
         served.trace.write_bytes(b"")
-    started = time.perf_counter()
     try:
         request = f"GET /{served.trace.name} HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\n\r\n"
         status = _status(_exchange(served.port, request.encode()))
@@ -244,7 +240,7 @@ def _vanish_case(served: Served, data) -> None:
     outcome = (
         "traceback" if "Traceback" in stderr else "ok" if status in (200, 404) else "bad-output"
     )
-    log_run("view", f"vanished-{how}", outcome, time.perf_counter() - started)
+    log_run("view", f"vanished-{how}", outcome)
     assert outcome == "ok", (how, status, stderr)
 
 
@@ -255,7 +251,6 @@ def _mutated_view_case(data, tmp_path) -> None:
     extra = data.draw(st.sampled_from(options), label="options")
     errlog = tmp_path / f"err{os.getpid()}.txt"
     errlog.write_bytes(b"")
-    started = time.perf_counter()
     proc, port = _start(path, errlog, *extra)
     status = None
     if port is not None:
@@ -265,7 +260,6 @@ def _mutated_view_case(data, tmp_path) -> None:
     else:
         code = proc.returncode
     err = errlog.read_text(errors="replace")
-    seconds = time.perf_counter() - started
     lines = [line for line in err.splitlines() if line.startswith("kinetoscope: ")]
     if "Traceback" in err:
         outcome = "traceback"
@@ -275,7 +269,7 @@ def _mutated_view_case(data, tmp_path) -> None:
         outcome = "clean-error" if code == 2 and len(lines) == 1 else "internal-error"
     else:
         outcome = "ok" if code == 0 and status == 404 else "bad-output"
-    log_run("view", f"view{'-' + extra[0].strip('-') if extra else ''}", outcome, seconds)
+    log_run("view", f"view{'-' + extra[0].strip('-') if extra else ''}", outcome)
     assert outcome in ("ok", "clean-error"), (outcome, extra, code, status, err[-2000:])
     path.unlink()
 
