@@ -123,11 +123,12 @@ def _build(
     """One pass over the file: (builder fed every event, top-level object, events
     decoded, warnings); refused as soon as the timed events so far are over `limit`."""
     warnings: list[str] = []
-    stream = EventStream(input_name(path), warnings)
-    builder = TraceBuilder(input_name(path), sink)
+    name = input_name(path)
+    stream = EventStream(name, warnings)
+    builder = TraceBuilder(name, sink)
     for batch in stream.batches(trace_chunks(path, warnings)):
         builder.add(batch)
-        limit.check(input_name(path), builder.count, so_far=True)
+        limit.check(name, builder.count, so_far=True)
     return builder, stream.top, stream.count, warnings
 
 
