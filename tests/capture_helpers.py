@@ -3,7 +3,9 @@ process, read what it wrote."""
 
 from __future__ import annotations
 
+import io
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +26,50 @@ def run_cli(*args: str, cwd: Path | None = None, code: str | None = None):
     command = [sys.executable, "-c", code] if code else [sys.executable, "-m", "kinetoscope"]
     return subprocess.run(
         [*command, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300
+    )
+
+
+def run_here(*args, cwd: Path | None = None, stdin: bytes | None = None):
+    """`kinetoscope ARGS` run by the CLI's own `main` in this process, answered as `run_cli`
+    answers (a CompletedProcess: exit code, stdout, stderr as text).
+
+    For a test of what a command prints, writes and exits with. A child costs about a
+    second of CPU before the command starts (the interpreter, then typer, numpy, rich and
+    the commands' modules), more than most analyses of a corpus trace; a test of the
+    process itself (signals, imports, limits, `python -m`, torch's teardown) uses
+    `run_cli`. Standard streams are in-memory files with no descriptor, as a pipe is no
+    terminal; the environment, the working folder and the signal handlers the command
+    changes (`--no-cache` sets the environment, `main` installs its SIGINT and SIGTERM
+    handlers) are put back. Never for a command that imports torch in a process that has
+    not: `main` then ends the process at once, as it does for `profile`."""
+    from kinetoscope.cli import main
+
+    argv = [str(a) for a in args]
+    out, err = io.BytesIO(), io.BytesIO()
+    saved = (sys.argv, sys.stdout, sys.stderr, sys.stdin, dict(os.environ), os.getcwd())
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    streams = [io.TextIOWrapper(b, encoding="utf-8") for b in (out, err, io.BytesIO(stdin or b""))]
+    sys.argv = ["kinetoscope", *argv]
+    sys.stdout, sys.stderr, sys.stdin = streams
+    code = 0
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        main()
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    finally:
+        for stream in streams:
+            stream.flush()
+            stream.detach()  # a wrapper closes its buffer when collected; the text is read below
+        sys.argv, sys.stdout, sys.stderr, sys.stdin, environ, folder = saved
+        os.environ.clear()
+        os.environ.update(environ)
+        os.chdir(folder)
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+    return subprocess.CompletedProcess(
+        ["kinetoscope", *argv], code, out.getvalue().decode(), err.getvalue().decode()
     )
 
 
