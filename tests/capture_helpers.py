@@ -58,6 +58,8 @@ def run_here(*args, cwd: Path | None = None, stdin: bytes | None = None):
         main()
     except SystemExit as done:
         code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+        if not isinstance(done.code, int | None):  # as the interpreter ends: the text, exit 1
+            print(done.code, file=sys.stderr)
     finally:
         for stream in streams:
             stream.flush()

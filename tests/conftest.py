@@ -133,3 +133,34 @@ def launch(ts, dur, correlation, tid=1, pid=100, name="cudaLaunchKernel", extern
         "dur": dur,
         "args": args,
     }
+
+
+#: Test files that take minutes, mostly waiting on children (tune sessions, the README's
+#: loop, `profile` and sweep runs, Chromium pages), largest first as measured with
+#: `bench/pytest_cpu_times.py` (docs/benchmarks.md, "The test suite's time").
+#: pytest-xdist hands out whole files (`--dist loadfile`), by default those with the
+#: most tests first: these few-test files went out last, and runs ended with one worker
+#: waiting minutes on them while the other cores had nothing left to do.
+LONG_FILES = (
+    "tests/tune/test_tune_scripts.py",
+    "tests/test_readme.py",
+    "tests/tune/test_tune.py",
+    "tests/capture/test_profile_safety.py",
+    "tests/files/test_own_files_kinds.py",
+    "tests/compare/test_sweep_files.py",
+    "tests/compare/test_sweep.py",
+    "tests/capture/test_capture_cli.py",
+)
+
+
+def pytest_configure(config):
+    # the order below, not xdist's "most tests first" (a no-op without xdist)
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config, items):
+    """The long files first, each file's place among the rest as pytest-randomly drew it
+    (a stable sort, after its shuffle: every worker collects the same order)."""
+    rank = {name: i for i, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))

@@ -94,21 +94,18 @@ def test_tune_dataloader_finds_workers(tmp_path, monkeypatch):
     assert doc["not_run"]  # --trials 2 stopped the session before the drift check
 
 
-def test_tune_compile_on_a_tiny_matmul_gives_one_answer_twice(tmp_path):
+def test_tune_compile_on_a_tiny_matmul_is_never_kept(tmp_path):
     """torch.compile on a 64x64 CPU matmul + add: eager runs one MKL GEMM and one small add;
     the compiled call adds Dynamo's guard checks and Inductor's wrapper around an extern
     addmm, so there is no dispatch to save worth its cost (0.41x measured on a quiet moment
-    of this machine). A "150x" here can only be a measurement fault. Two sessions must agree:
-    the baseline is best, and the compile trial ran between two baseline runs (its first
-    call, the compilation, in the untimed warm-up)."""
-    answers = []
-    for run in ("first", "second"):
-        result, doc = _tune("matmul_add", "--device", "cpu", "--knob", "compile=default",
-                            *QUICK, "--out", str(tmp_path / run))  # fmt: skip
-        assert result.returncode == 0, result.stderr[-3000:]
-        assert [t["stage"] for t in doc["trials"]] == ["baseline", "single", "baseline again"]
-        compiled = _trial(doc, "compile=default")
-        assert compiled["bracket"] == [0, 2]
-        assert compiled["accepted"] is not True, compiled["judgement"]
-        answers.append(doc["best"])
-    assert answers == [None, None]
+    of this machine). A "150x" here can only be a measurement fault: the baseline stays
+    best, and the compile trial ran between two baseline runs (its first call, the
+    compilation, in the untimed warm-up)."""
+    result, doc = _tune("matmul_add", "--device", "cpu", "--knob", "compile=default",
+                        *QUICK, "--out", str(tmp_path))  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [t["stage"] for t in doc["trials"]] == ["baseline", "single", "baseline again"]
+    compiled = _trial(doc, "compile=default")
+    assert compiled["bracket"] == [0, 2]
+    assert compiled["accepted"] is not True, compiled["judgement"]
+    assert doc["best"] is None

@@ -32,8 +32,9 @@ parser.add_argument("--sleep-ms", type=float, default=kinetoscope.knob("sleep_ms
 args = parser.parse_args()
 mode = kinetoscope.knob("mode", "ok")
 model = torch.nn.Linear(4, 4)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for step in range(100_000):  # the tuner stops it once its trial is measured
+{optimizer}
+
+def train_step(step):
     if mode == "crash" and step == 4:
         raise RuntimeError("the step broke (on purpose)")
     if mode == "oom" and step == 4:
@@ -42,19 +43,40 @@ for step in range(100_000):  # the tuner stops it once its trial is measured
         time.sleep(3600)
     time.sleep(args.sleep_ms / 1000)
     model(torch.ones(2, 4)).sum().backward()
-    opt.step()
+    {update}
+
+for step in range(100_000):  # the tuner stops it once its trial is measured
+    train_step(step)
 """
 
+#: steps at `optimizer.step()`, the default step source of a script
+WITH_OPTIMIZER = {
+    "optimizer": "opt = torch.optim.SGD(model.parameters(), lr=0.1)",
+    "update": "opt.step()",
+}
+#: the same update by hand, stepped with `--step-on train_step`: torch.optim's first
+#: optimizer imports torch._dynamo (about 2 s of CPU in every trial), which the tests of
+#: failures, folders, Ctrl-C and --pass-as-arg have no use for
+BY_HAND = {
+    "optimizer": "",
+    "update": "with torch.no_grad():\n"
+    "        for p in model.parameters():\n"
+    "            p -= 0.1 * p.grad\n"
+    "            p.grad = None",
+}
+STEP_ON = ("--step-on", "train_step")
 
-def _script(tmp_path: Path) -> Path:
+
+def _script(tmp_path: Path, steps: dict = BY_HAND) -> Path:
     path = tmp_path / "train.py"
-    path.write_text(SCRIPT)
+    path.write_text(SCRIPT.format(**steps))
     return path
 
 
 def test_tune_script_knob_env(tmp_path):
-    """kinetoscope.knob() reads the tuner's values: a shorter sleep wins, a longer one loses."""
-    script = _script(tmp_path)
+    """kinetoscope.knob() reads the tuner's values: a shorter sleep wins, a longer one loses
+    (steps at optimizer.step(), a script's default step source)."""
+    script = _script(tmp_path, WITH_OPTIMIZER)
     before = hashlib.sha256(script.read_bytes()).hexdigest()
     result, doc = _tune(str(script), "--knob", "sleep_ms=2,40", *QUICK, "--trials", "2",
                         "--out", str(tmp_path / "out"))  # fmt: skip
@@ -72,7 +94,7 @@ def test_tune_script_knob_env(tmp_path):
 def test_tune_script_pass_as_arg(tmp_path):
     """--pass-as-arg gives the value as --sleep-ms 2 on the script's command line."""
     script = _script(tmp_path)
-    result, doc = _tune(str(script), "--knob", "sleep-ms=2", "--pass-as-arg", *QUICK,
+    result, doc = _tune(str(script), "--knob", "sleep-ms=2", "--pass-as-arg", *STEP_ON, *QUICK,
                         "--trials", "1", "--out", str(tmp_path / "out"))  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     fast = _trial(doc, "sleep-ms=2")
@@ -85,8 +107,9 @@ def test_tune_script_pass_as_arg(tmp_path):
 def test_tune_failed_trials_are_recorded(tmp_path):
     """A crash, an out-of-memory and a hang each end their trial only."""
     script = _script(tmp_path)
-    result, doc = _tune(str(script), "--knob", "mode=crash,oom,hang", *QUICK, "--trials", "3",
-                        "--timeout", "40", "--out", str(tmp_path / "out"))  # fmt: skip
+    result, doc = _tune(str(script), "--knob", "mode=crash,oom,hang", *STEP_ON, *QUICK,
+                        "--trials", "3", "--timeout", "40",
+                        "--out", str(tmp_path / "out"))  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     crash, oom, hang = (_trial(doc, f"mode={m}") for m in ("crash", "oom", "hang"))
     assert "the step broke" in crash["error"] and not crash["oom"]
@@ -106,7 +129,7 @@ def test_tune_ctrl_c_keeps_finished_trials(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(SRC), "TMPDIR": str(temp)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "kinetoscope", "tune", str(script), "--knob",
-         "sleep_ms=2,40", "--warmup", "3", "--blocks", "6", "--block-steps", "2",
+         "sleep_ms=2,40", *STEP_ON, "--warmup", "3", "--blocks", "6", "--block-steps", "2",
          "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
@@ -143,7 +166,7 @@ def test_tune_outputs_never_overwrite(tmp_path):
     out = tmp_path / "out"
     folders = []
     for extra in ([], [], ["--force"]):
-        result, doc = _tune(str(script), "--knob", "sleep_ms=2", *QUICK, "--time", "1",
+        result, doc = _tune(str(script), "--knob", "sleep_ms=2", *STEP_ON, *QUICK, "--time", "1",
                             "--out", str(out), *extra)  # fmt: skip
         assert result.returncode == 0, result.stderr[-3000:]
         assert [t["label"] for t in doc["trials"]] == ["baseline"]
