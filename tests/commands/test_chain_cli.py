@@ -1,32 +1,27 @@
-"""`kinetoscope chain` through the real entry point: exit codes and one-line errors."""
+"""`kinetoscope chain`: the dispatch tree it prints, exit codes and one-line errors."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import pytest
 
+from ..capture_helpers import run_cli, run_here
 from ..conftest import corpus
 
 TINY = "gpu/tiny_transformer_block_h100.pt.trace.json.gz"
-ENTRY = "import sys; from kinetoscope.cli import main; sys.argv[0] = 'kinetoscope'; main()"
+
+
+@pytest.fixture(autouse=True)
+def _terminal(monkeypatch):
+    """The environment the tree is laid out for: 160 columns (rich reads COLUMNS), and
+    nothing that makes rich colour a pipe."""
+    monkeypatch.setenv("COLUMNS", "160")
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def _chain(*args):
-    return subprocess.run(
-        [sys.executable, "-c", ENTRY, "chain", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={"COLUMNS": "160", "PATH": "/usr/bin:/bin", **_pythonpath()},
-    )
-
-
-def _pythonpath():
-    import os
-    from pathlib import Path
-
-    src = Path(__file__).resolve().parents[2] / "src"
-    return {"PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
+    """`kinetoscope chain ARGS` in this process: what it prints and exits with."""
+    return run_here("chain", *args)
 
 
 def test_chain_tree_for_one_step():
@@ -56,7 +51,8 @@ def test_chain_by_op_with_limit():
 
 
 def test_chain_bad_pattern_is_one_line_exit_2():
-    res = _chain(corpus(TINY), "--kernel", "(")
+    # through `python -m kinetoscope`: the console path of chain's one-line errors
+    res = run_cli("chain", str(corpus(TINY)), "--kernel", "(")
     assert res.returncode == 2
     assert res.stderr.count("\n") == 1 and "bad kernel pattern '('" in res.stderr
     assert "Traceback" not in res.stderr

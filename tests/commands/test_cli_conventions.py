@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,8 @@ from typer.testing import CliRunner
 
 import kinetoscope
 from kinetoscope.cli import COMMANDS, app
+
+from ..capture_helpers import run_cli, run_here
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 
@@ -25,9 +25,7 @@ def _help(*args: str) -> str:
 
 
 def test_version():
-    done = subprocess.run(
-        [sys.executable, "-m", "kinetoscope", "--version"], capture_output=True, text=True
-    )
+    done = run_here("--version")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"kinetoscope {kinetoscope.__version__}"
 
@@ -56,17 +54,18 @@ def test_every_command_is_in_the_readme_table(command):
 TRACE = Path(__file__).resolve().parents[1] / "data/traces/cpu/cpu_only_rank34.pt.trace.json.gz"
 
 
-def _error_line(*args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "kinetoscope", *args], capture_output=True, text=True, timeout=120
-    )
+def _error_line(*args: str, run=run_here) -> str:
+    """The one stderr line of a command refused with exit 2 (in this process unless `run`
+    says otherwise)."""
+    done = run(*args)
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.strip().splitlines()
     return line
 
 
 def test_unknown_metric_names_the_spelling_meant():
-    line = _error_line("check", str(TRACE), "-e", "step_tme_ms < 5")
+    # through `python -m kinetoscope`: the console path of check's one-line errors
+    line = _error_line("check", str(TRACE), "-e", "step_tme_ms < 5", run=run_cli)
     assert "unknown metric 'step_tme_ms'" in line and "did you mean step_time_ms" in line
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import gzip
 import json
 import subprocess
-import sys
 
 import pytest
+
+from ..capture_helpers import run_cli, run_here
 
 GOOD_EVENT = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 2}
 
@@ -40,9 +41,8 @@ BAD_INPUTS = {
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "kinetoscope", *args], capture_output=True, text=True, timeout=120
-    )
+    """The command in this process: these tests are about what it prints and exits with."""
+    return run_here(*args)
 
 
 def _assert_one_line_exit_2(done: subprocess.CompletedProcess, path) -> None:
@@ -64,7 +64,8 @@ def test_bad_file_is_one_line_and_exit_2(tmp_path, kind, verb):
 
 
 def test_missing_file_and_directory(tmp_path):
-    _assert_one_line_exit_2(_run("summary", str(tmp_path / "missing.json")), tmp_path)
+    # through `python -m kinetoscope`: the console path of the one-line error stays covered
+    _assert_one_line_exit_2(run_cli("summary", str(tmp_path / "missing.json")), tmp_path)
     _assert_one_line_exit_2(_run("table", str(tmp_path)), tmp_path)
 
 
@@ -83,13 +84,18 @@ def test_global_options_are_read_before_or_after_the_subcommand(tmp_path, where)
     """`--debug` after the subcommand was 'No such option'; a script's own `--debug`
     after `--` stays the script's."""
     from kinetoscope.cli import hoisted
+    from kinetoscope.errors import TraceError
 
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     args = ["--debug", "summary", bad] if where == "before" else ["summary", bad, "--debug"]
-    res = _run(*args)
-    assert "No such option" not in res.stderr
-    assert "Traceback" in res.stderr and "TraceError" in res.stderr  # what --debug shows
+    if where == "before":  # a child: the traceback --debug shows is the interpreter's
+        res = run_cli(*map(str, args))
+        assert "No such option" not in res.stderr
+        assert "Traceback" in res.stderr and "TraceError" in res.stderr  # what --debug shows
+    else:  # here the error leaves `main` as it is; a usage error or its one line exits 2
+        with pytest.raises(TraceError):
+            run_here(*args)
     assert hoisted(["profile", "s.py", "--debug", "--", "--debug"]) == [
         "--debug", "profile", "s.py", "--", "--debug"
     ]  # fmt: skip

@@ -4,23 +4,20 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
+from ..capture_helpers import run_cli, run_here
 from ..conftest import corpus, op, write_trace
 from .test_cli_errors import BAD_INPUTS
 
 BERT = "gpu/tracelens_h100__gaunernst_bert-small-uncased__1016001.json.gz"
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "kinetoscope", "explain", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def run(*args) -> subprocess.CompletedProcess:
+    """`kinetoscope explain ARGS` in this process: these tests are about what it prints,
+    writes and exits with, not about the process."""
+    return run_here("explain", *args)
 
 
 def one_line_exit_2(done: subprocess.CompletedProcess, *needles: str) -> None:
@@ -125,7 +122,8 @@ def test_output_never_overwrites_the_trace(tmp_path):
 
 
 def test_missing_trace_and_unwritable_output(tmp_path):
-    one_line_exit_2(run(tmp_path / "missing.json"), "missing.json")
+    # through `python -m kinetoscope`: the console path of explain's one-line errors
+    one_line_exit_2(run_cli("explain", str(tmp_path / "missing.json")), "missing.json")
     one_line_exit_2(run(corpus(BERT), "-o", tmp_path / "no" / "dir" / "r.txt"), "cannot write")
 
 
@@ -148,12 +146,7 @@ def test_several_traces_go_to_multirank(tmp_path):
 def test_list_rules_shows_every_registered_rule():
     from kinetoscope.rules.engine import load_rules
 
-    done = subprocess.run(
-        [sys.executable, "-m", "kinetoscope", "explain", "--list-rules"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run("--list-rules")
     assert done.returncode == 0, done.stderr
     listed = {line.split()[0] for line in done.stdout.splitlines() if not line.startswith(" ")}
     assert listed == set(load_rules())

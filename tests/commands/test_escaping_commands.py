@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.capture_helpers import run_here
 from tests.conftest import corpus
 
 NASTY = "\x1b[31m\x1b]0;owned\x07[bold]x\r"
-ENTRY = "import sys; from kinetoscope.cli import main; sys.argv[0] = 'kinetoscope'; main()"
 
 
 @pytest.fixture(scope="module")
@@ -30,17 +27,19 @@ def nasty_trace(tmp_path_factory) -> Path:
     return path
 
 
-def _run(*args) -> subprocess.CompletedProcess:
-    src = str(Path(__file__).resolve().parents[2] / "src")
-    env = {"COLUMNS": "300", "PATH": "/usr/bin:/bin", "PYTHONPATH": src, "TERM": "dumb"}
-    env.update({k: v for k, v in os.environ.items() if k.startswith("VIRTUAL_ENV")})
-    return subprocess.run(
-        [sys.executable, "-c", ENTRY, *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+@pytest.fixture(autouse=True)
+def _dumb_terminal(monkeypatch):
+    """A wide dumb terminal's environment (rich reads it), with nothing that makes rich
+    colour a pipe: any ESC in the output is one the trace sent."""
+    monkeypatch.setenv("COLUMNS", "300")
+    monkeypatch.setenv("TERM", "dumb")
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _run(*args):
+    """`kinetoscope ARGS` in this process: what reaches stdout and stderr."""
+    return run_here(*args)
 
 
 @pytest.mark.parametrize(

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
+from ..capture_helpers import run_cli, run_here
 from ..conftest import corpus
 
-RUN = "from kinetoscope.cli import main; main()"
 
-
-def kinetoscope(*args, block_matplotlib=False):
-    code = ("import sys; sys.modules['matplotlib'] = None; " if block_matplotlib else "") + RUN
-    return subprocess.run(
-        [sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=120
-    )
+def kinetoscope(*args):
+    """`kinetoscope ARGS` in this process: what the command prints, writes and exits with."""
+    return run_here(*args)
 
 
 def test_memory_report_and_plot(tmp_path):
@@ -53,8 +47,11 @@ def test_memory_without_memory_events_is_one_line_exit_2():
 
 
 def test_memory_plot_without_matplotlib_is_one_line_exit_2(tmp_path):
+    """A child that cannot import matplotlib, as without the extra installed: this
+    process may have imported it already. Also memory's console path (`main()`)."""
     path = corpus("gpu/tiny_transformer_block_h100.pt.trace.json.gz")
-    result = kinetoscope("memory", path, "-o", tmp_path / "m.png", block_matplotlib=True)
+    code = "import sys; sys.modules['matplotlib'] = None; from kinetoscope.cli import main; main()"
+    result = run_cli("memory", str(path), "-o", str(tmp_path / "m.png"), code=code)
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "kinetoscope[plot]" in result.stderr
     assert not (tmp_path / "m.png").exists()

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
+from ..capture_helpers import run_cli, run_here
 from ..conftest import corpus
 
-REPO = Path(__file__).resolve().parents[2]
 RESNET = "gpu/resnet50_dataloader_workers0.pt.trace.json.gz"
 
 
 def _run(*args):
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    code = "from kinetoscope.cli import main; main()"
-    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
-                          text=True, env=env, timeout=120)  # fmt: skip
+    """`kinetoscope ARGS` in this process: what the command writes and exits with."""
+    return run_here(*args)
 
 
 def test_plot_writes_png_and_svg(tmp_path):
@@ -133,7 +127,9 @@ def test_scales():
 
 def test_control_characters_in_a_file_or_thread_name_reach_no_output_raw(tmp_path):
     """matplotlib warned `Glyph 27 (\\x1b) missing from font(s)` with the raw ESC and BEL
-    of the file name (the figure's title) on stderr (issue 36)."""
+    of the file name (the figure's title) on stderr (issue 36). A child: the warning
+    reaches stderr through the interpreter's warning display, which pytest replaces in
+    this process; it also keeps plot's console path covered."""
     pytest.importorskip("matplotlib")
     from ..conftest import kernel, launch, op, write_trace
 
@@ -142,7 +138,7 @@ def test_control_characters_in_a_file_or_thread_name_reach_no_output_raw(tmp_pat
     events = [thread, op("ProfilerStep#1", 0, 50), op("aten::mm", 1, 10), launch(2, 3, 7),
               kernel("gemm", 5, 4, 7)]  # fmt: skip
     path = write_trace(tmp_path / "a\x1b[31mred\x07.json", events)
-    res = _run("plot", path, "-o", tmp_path / "p.png")
+    res = run_cli("plot", str(path), "-o", str(tmp_path / "p.png"))
     assert res.returncode == 0, res.stderr
     for stream in (res.stdout, res.stderr):
         assert "\x1b" not in stream and "\x07" not in stream, stream

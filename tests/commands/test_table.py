@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 import kinetoscope
@@ -12,6 +9,7 @@ from kinetoscope.analysis.table import key_averages, window_key_averages
 from kinetoscope.pipeline.table_data import profiler_table
 from kinetoscope.report.table_text import render_table
 
+from ..capture_helpers import run_cli, run_here
 from ..conftest import corpus, corpus_files, kernel, launch, op, write_trace
 from ..profiler_txt import parse_profiler_table, parse_time
 
@@ -132,12 +130,6 @@ def test_gpu_corpus_table_totals():
     assert table.rows[0].name == "aten::addmm"
 
 
-def _cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "kinetoscope", *args], capture_output=True, text=True, timeout=120
-    )
-
-
 @pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
 def test_summary_and_table_run_on_every_corpus_file(path):
     from kinetoscope.analysis.summary import summarize
@@ -156,26 +148,27 @@ def test_summary_and_table_run_on_every_corpus_file(path):
 
 def test_cli_summary_table_and_errors(tmp_path):
     path = corpus("gpu/resnet50_dataloader_workers4.pt.trace.json.gz")
-    done = _cli("summary", str(path))
+    done = run_here("summary", str(path))
     assert done.returncode == 0, done.stderr
     assert "Tesla V100-DGXS-32GB" in done.stdout and "#5" in done.stdout
-    done = _cli("summary", str(path), "--format", "json")
+    done = run_here("summary", str(path), "--format", "json")
     assert done.returncode == 0
     import json
 
     data = json.loads(done.stdout)
     assert [s["step"] for s in data["steps"]] == [5, 6, 7, 8, 9, 10]
     assert data["metrics"]["kernels_per_step"] > 1000
-    done = _cli("table", str(path), "--row-limit", "5")
+    done = run_here("table", str(path), "--row-limit", "5")
     assert done.returncode == 0 and "Self CUDA time total:" in done.stdout
     bad = tmp_path / "bad.json"
     bad.write_text("[]")
-    for args in (
-        ("summary", str(bad)),
-        ("table", str(bad)),
-        ("table", str(path), "--sort-by", "nope"),
+    for run, args in (
+        (run_here, ("summary", str(bad))),
+        (run_here, ("table", str(bad))),
+        # through `python -m kinetoscope`: the console path of table's one-line errors
+        (run_cli, ("table", str(path), "--sort-by", "nope")),
     ):
-        done = _cli(*args)
+        done = run(*args)
         assert done.returncode == 2
         assert "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1

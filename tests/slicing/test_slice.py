@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -14,6 +12,7 @@ import kinetoscope
 from kinetoscope.slicing import SLICE_KEY, Selection, slice_trace
 from kinetoscope.slicing.scan import EventScanner
 
+from ..capture_helpers import run_cli, run_here
 from ..conftest import corpus
 
 RESNET = "gpu/resnet_train_ns.pt.trace.json.gz"  # steps 101-105, ac2g and fwdbwd flows
@@ -140,10 +139,8 @@ def test_scanner_chunk_boundaries_anywhere():
 
 
 def _cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "kinetoscope", "slice", *map(str, args)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    """`kinetoscope slice ARGS` in this process: what it writes, prints and exits with."""
+    return run_here("slice", *args)
 
 
 def test_cli_refuses_output_that_is_the_input(tmp_path):
@@ -154,8 +151,9 @@ def test_cli_refuses_output_that_is_the_input(tmp_path):
     link = tmp_path / "link.json.gz"
     link.hardlink_to(src) if src.stat().st_dev == tmp_path.stat().st_dev else link.symlink_to(src)
     before = src.read_bytes()
-    for target in (src, link):
-        proc = _cli(src, "--steps", "102", "-o", target, "--force")
+    # the input itself through `python -m kinetoscope`: slice's console path
+    for run, target in ((run_cli, src), (run_here, link)):
+        proc = run("slice", *map(str, (src, "--steps", "102", "-o", target, "--force")))
         assert proc.returncode == 2 and "is the input" in proc.stderr
         assert "Traceback" not in proc.stderr
     assert src.read_bytes() == before
