@@ -25,7 +25,7 @@ def run_cli(*args: str, cwd: Path | None = None, code: str | None = None):
     }
     command = [sys.executable, "-c", code] if code else [sys.executable, "-m", "kinetoscope"]
     return subprocess.run(
-        [*command, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300
+        [*command, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600
     )
 
 
