@@ -1,9 +1,9 @@
-"""`check` and `assert_trace`: pass/fail lines, exit codes, baseline regressions."""
+"""`check` and `assert_trace`: pass/fail lines, exit codes, baseline regressions.
+
+`check` runs in this process (`run_here`): its lines and exit codes are the point. One
+bad-input case runs through `python -m kinetoscope` so the console path stays covered."""
 
 from __future__ import annotations
-
-import subprocess
-import sys
 
 import pytest
 
@@ -12,6 +12,7 @@ from kinetoscope.compare.baseline import load_baseline, parse_percent, regressio
 from kinetoscope.errors import UsageError
 from kinetoscope.testing import assert_trace, keyword_expression
 
+from ..capture_helpers import run_cli, run_here
 from ..conftest import corpus
 
 WORKERS0 = "gpu/resnet50_dataloader_workers0.pt.trace.json.gz"
@@ -20,11 +21,7 @@ SMALL = "gpu/tiny_transformer_block_h100.pt.trace.json.gz"
 
 
 def _check(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "kinetoscope", "check", *map(str, args)],
-        capture_output=True,
-        text=True,
-    )
+    return run_here("check", *args)
 
 
 def test_each_expectation_prints_measured_value_and_verdict():
@@ -76,8 +73,10 @@ def test_bad_expressions_exit_2_with_one_line(expr):
 
 def test_nothing_to_check_and_bad_trace_exit_2(tmp_path):
     assert _check(corpus(SMALL)).returncode == 2
-    res = _check(tmp_path / "none.json", "-e", "kernels_per_step < 1")
+    # through `python -m kinetoscope`: the console path's error mapping, once
+    res = run_cli("check", str(tmp_path / "none.json"), "-e", "kernels_per_step < 1")
     assert res.returncode == 2 and "none.json" in res.stderr
+    assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
 
 
 def test_baseline_regression(tmp_path):

@@ -17,6 +17,7 @@ from kinetoscope.compare.runs import load_run
 from kinetoscope.report.diff_render import RENDERERS
 from kinetoscope.report.diff_sections import sections
 
+from ..capture_helpers import run_here
 from ..conftest import corpus, kernel, launch, op, write_trace
 
 QWEN_H100 = "gpu/tracelens_h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
@@ -153,25 +154,19 @@ def test_html_draws_each_runs_timeline_with_its_own_findings():
     assert " src=" not in page and " href=" not in page and "url(" not in page
 
 
-def _kinetoscope(*args, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "kinetoscope", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-    )
-
-
 def test_cli_diff_formats_and_errors(tmp_path):
+    """In this process (`run_here`): what diff writes and exits with is the point; its
+    console path (`python -m kinetoscope diff` on bad input) is a child in
+    tests/commands/test_hard_input.py."""
     a, b = corpus("gpu/compare_base.json.gz"), corpus("gpu/compare_test.json.gz")
     out = tmp_path / "d.html"
-    res = _kinetoscope("diff", a, b, "--format", "html", "-o", out)
+    res = run_here("diff", a, b, "--format", "html", "-o", out)
     assert res.returncode == 0, res.stderr
     assert "All2All_Pooled_Req" in out.read_text()
-    res = _kinetoscope("diff", a, tmp_path / "missing.json")
+    res = run_here("diff", a, tmp_path / "missing.json")
     assert res.returncode == 2 and "missing.json" in res.stderr
     assert "Traceback" not in res.stderr
-    res = _kinetoscope("diff", a, b, "--format", "xml")
+    res = run_here("diff", a, b, "--format", "xml")
     assert res.returncode == 2 and "unknown format 'xml'" in res.stderr
 
 

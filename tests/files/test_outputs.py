@@ -1,8 +1,10 @@
 """Inputs are sacred: outputs never land on an input, never half-written, never over a file.
 
 Through the real CLI (`diff`, `memory`, `explain` with `-o`) on corpus traces
-copied to a temporary folder, and the naming/claiming rules of
-`kinetoscope.files.outputs` directly.
+copied to a temporary folder, run in this process (`run_here`: what a command writes and
+says is the point, not the process), and the naming/claiming rules of
+`kinetoscope.files.outputs` directly. The FIFO output runs in a child: opening a FIFO
+blocks until its other end opens, and the child's timeout ends a hang there.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from kinetoscope.errors import UsageError
 from kinetoscope.files.outputs import numbered, publish, split_name, staged, write_file, write_text
 from kinetoscope.files.own_files import is_kinetoscope_report
 
-from ..capture_helpers import error_lines, run_cli
+from ..capture_helpers import error_lines, run_cli, run_here
 from ..conftest import corpus
 
 BASE = "gpu/compare_base.json.gz"
@@ -59,7 +61,7 @@ def test_output_onto_an_input_is_refused_before_writing(tmp_path, verb, kind):
     before = {a: a.read_bytes(), b: b.read_bytes()}
     out = _alias(kind, a)
     args = {"diff": ["diff", a, b], "memory": ["memory", a], "explain": ["explain", a]}[verb]
-    done = run_cli(*map(str, args), "-o", str(out), cwd=tmp_path)
+    done = run_here(*map(str, args), "-o", str(out), cwd=tmp_path)
     _refused(done, tmp_path, before)
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == sorted(["a.json.gz", "b.json.gz", *([out.name] if kind != "same" else [])])
@@ -67,7 +69,7 @@ def test_output_onto_an_input_is_refused_before_writing(tmp_path, verb, kind):
 
 def test_diff_second_output_of_b_is_refused_too(tmp_path):
     a, b = _copy(tmp_path, BASE, "a.json.gz"), _copy(tmp_path, TEST, "b.json.gz")
-    done = run_cli("diff", str(a), str(b), "-o", str(b), cwd=tmp_path)
+    done = run_here("diff", str(a), str(b), "-o", str(b), cwd=tmp_path)
     _refused(done, tmp_path, {b: b.read_bytes()})
 
 
@@ -75,15 +77,15 @@ def test_existing_output_is_kept_and_the_new_one_is_numbered_unless_force(tmp_pa
     trace = _copy(tmp_path, BASE, "t.json.gz")
     report = tmp_path / "report.md"
     report.write_text("my notes\n")
-    done = run_cli("explain", str(trace), "-f", "md", "-o", str(report), cwd=tmp_path)
+    done = run_here("explain", str(trace), "-f", "md", "-o", str(report), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert report.read_text() == "my notes\n"
     second = tmp_path / "report_2.md"
     assert second.read_text().startswith("# kinetoscope: ")
     assert f"{report} exists (use --force to replace it); wrote {second}" in done.stderr
-    done = run_cli("explain", str(trace), "-f", "md", "-o", str(report), cwd=tmp_path)
+    done = run_here("explain", str(trace), "-f", "md", "-o", str(report), cwd=tmp_path)
     assert (tmp_path / "report_3.md").is_file()
-    done = run_cli("explain", str(trace), "-f", "md", "-o", str(report), "--force", cwd=tmp_path)
+    done = run_here("explain", str(trace), "-f", "md", "-o", str(report), "--force", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert report.read_text() == second.read_text()
     assert not (tmp_path / "report_4.md").exists()
@@ -93,7 +95,7 @@ def test_memory_plot_is_numbered_not_overwritten(tmp_path):
     trace = _copy(tmp_path, WITH_MEMORY, "t.json.gz")
     plot = tmp_path / "m.png"
     plot.write_bytes(b"mine")
-    done = run_cli("memory", str(trace), "-o", str(plot), cwd=tmp_path)
+    done = run_here("memory", str(trace), "-o", str(plot), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert plot.read_bytes() == b"mine"
     assert (tmp_path / "m_2.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -104,10 +106,10 @@ def test_explain_dir_skips_the_report_it_wrote_there(tmp_path, fmt):
     folder = tmp_path / "run"
     folder.mkdir()
     _copy(folder, BASE, "trace.json.gz")
-    first = run_cli("explain", str(folder), "-f", fmt, "-o", str(folder / "report.json"))
+    first = run_here("explain", str(folder), "-f", fmt, "-o", str(folder / "report.json"))
     assert first.returncode == 0, first.stderr
     assert (folder / "report.json").is_file()
-    again = run_cli("explain", str(folder), "-f", "json")
+    again = run_here("explain", str(folder), "-f", "json")
     assert again.returncode == 0, again.stderr
     assert '"schema_version"' in again.stdout  # one trace: the single-trace report
 
@@ -193,7 +195,7 @@ def test_dev_null_is_written_into_not_numbered(tmp_path):
     be "an existing file", so the report went to a new `/dev/null_2` nobody asked for."""
     trace = _copy(tmp_path, BASE, "t.json.gz")
     before = set(Path("/dev").glob("null_*"))
-    done = run_cli("explain", str(trace), "-o", "/dev/null", cwd=tmp_path)
+    done = run_here("explain", str(trace), "-o", "/dev/null", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     made = set(Path("/dev").glob("null_*")) - before
     for path in made:  # the old behaviour: clean up what it made, then fail
@@ -219,6 +221,8 @@ def test_a_fifo_output_is_streamed_into_never_renamed_over(tmp_path, force):
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     flags = ["--force"] if force else []
+    # a child (`python -m kinetoscope`): an open that never meets its reader hangs it, not
+    # this process, until the child's timeout
     done = run_cli("explain", str(trace), "-f", "json", "-o", str(fifo), *flags, cwd=tmp_path)
     if reader.is_alive():  # nothing opened the FIFO (the old code renamed over it): unblock
         with open(fifo, "wb"):

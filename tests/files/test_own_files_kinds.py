@@ -1,6 +1,9 @@
 """`explain DIR` skips every JSON/Markdown/HTML file kinetoscope wrote, not only single-trace
 reports: a diff, a sweep's data and a multi-rank report, recognised by content (the
-`{"kinetoscope": "<version>", "kind": ...}` signature, or the heading), whatever their name."""
+`{"kinetoscope": "<version>", "kind": ...}` signature, or the heading), whatever their name.
+
+`diff` and `explain` run in this process (`run_here`); the sweep runs in a child, as
+every command that imports torch must."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import pytest
 
 from kinetoscope.files.own_files import is_kinetoscope_report
 
-from ..capture_helpers import run_cli
+from ..capture_helpers import run_here
 from ..compare.test_sweep_files import _sweep
 from ..conftest import corpus
 
@@ -27,7 +30,7 @@ def _folder_with_one_trace(tmp_path):
 
 
 def _explain_reads_only_the_trace(folder):
-    done = run_cli("explain", str(folder), "-f", "json")
+    done = run_here("explain", str(folder), "-f", "json")
     assert done.returncode == 0, done.stderr
     assert '"schema_version"' in done.stdout  # one trace: the single-trace report
 
@@ -36,7 +39,7 @@ def _explain_reads_only_the_trace(folder):
 def test_a_diff_written_into_the_folder_is_skipped(tmp_path, fmt):
     folder = _folder_with_one_trace(tmp_path)
     out = folder / "diff.json"  # the name proves nothing: the content decides
-    done = run_cli("diff", str(corpus(BASE)), str(corpus(TEST)), "-f", fmt, "-o", str(out))
+    done = run_here("diff", str(corpus(BASE)), str(corpus(TEST)), "-f", fmt, "-o", str(out))
     assert done.returncode == 0, done.stderr
     assert is_kinetoscope_report(out)
     _explain_reads_only_the_trace(folder)
@@ -46,7 +49,7 @@ def test_a_diff_written_into_the_folder_is_skipped(tmp_path, fmt):
 def test_a_multi_rank_report_written_into_the_folder_is_skipped(tmp_path, fmt):
     folder = _folder_with_one_trace(tmp_path)
     out = folder / "ranks.json"
-    done = run_cli("explain", str(corpus(RANKS)), "-f", fmt, "-o", str(out), "--jobs", "1")
+    done = run_here("explain", str(corpus(RANKS)), "-f", fmt, "-o", str(out), "--jobs", "1")
     assert done.returncode == 0, done.stderr
     assert is_kinetoscope_report(out)
     _explain_reads_only_the_trace(folder)
