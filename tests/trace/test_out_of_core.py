@@ -119,10 +119,6 @@ def _signalled_mid_load(signal_name: str, then: str, *args: str) -> subprocess.C
     sends this process `signal_name`: the signal arrives once the spill directory exists."""
     script = (
         "import os, signal, sys\n"
-        # Python's own Ctrl-C action, whatever this run inherited: a suite started from a
-        # script's background job (`pytest ... &`) runs with SIGINT ignored, and a child
-        # keeps that, so the signal would be dropped and the load would finish
-        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from kinetoscope.trace import spill\n"
         "original = spill.SpillParts.append\n"
         "def append(self, key, array):\n"
