@@ -8,6 +8,7 @@ import gzip
 import json
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -27,6 +28,14 @@ if not (os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("KINETOSCOPE_CA
     os.environ["KINETOSCOPE_CACHE"] = tempfile.mkdtemp(prefix="kinetoscope-test-cache-")
     atexit.register(shutil.rmtree, os.environ["KINETOSCOPE_CACHE"], True)
 os.environ.pop("KINETOSCOPE_NO_CACHE", None)
+
+# Ctrl-C as a terminal gives it, whatever started this run: a shell script's background
+# job (`pytest ... &`, nohup) starts with SIGINT ignored, which every child would keep
+# (an ignored signal stays ignored across exec) and Python would then never install its
+# KeyboardInterrupt handler there: the tests that Ctrl-C a `profile`, a `tune` or a load
+# saw their child run on to exit 0. A test of an ignored SIGINT sets it in its child.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parents[1]
 
