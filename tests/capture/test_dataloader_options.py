@@ -6,11 +6,6 @@ network read); with `--num-workers 0` the main process sleeps inside
 DataLoader.__next__, so each step's data wait grows by batch x read-ms.
 `--prefetch-factor` is handed to the DataLoader (batches each worker keeps
 ready); torch refuses it without workers, and so does the command, in one line.
-
-The runs are in this process (`profile_here`): what is checked is what the recording
-holds, not the process. The children these tests started had OMP_NUM_THREADS=1; no
-assertion reads the thread count (the data wait is the items' sleep), and in process
-the variable would change nothing (torch reads it when it is imported).
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ import pytest
 import kinetoscope
 from kinetoscope.analysis.dataloader import data_waits
 
-from ..capture_helpers import error_lines, profile_here
+from ..capture_helpers import error_lines, run_cli
 
 pytest.importorskip("torch")  # the capture runs the workload under torch.profiler
 
@@ -29,13 +24,14 @@ SMALL = ["--device", "cpu", "--batch", "4", "--image", "16", "--blur", "1", "--h
 
 
 def _profile(out, *extra):
-    result = profile_here("dataloader", *SMALL, *extra, "--out", str(out))
+    result = run_cli("profile", "dataloader", *SMALL, *extra, "--out", str(out))
     assert result.returncode == 0, result.stderr[-2000:]
     (path,) = (out / "06_dataloader").glob("*.json")
     return path, kinetoscope.load(path)
 
 
-def test_read_ms_reaches_the_dataset_and_lengthens_the_data_wait(tmp_path):
+def test_read_ms_reaches_the_dataset_and_lengthens_the_data_wait(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     plain_path, plain = _profile(tmp_path / "plain")
     read_path, read = _profile(tmp_path / "read", "--read-ms", "10")
     params = read.meta.kinetoscope["params"]
@@ -50,7 +46,8 @@ def test_read_ms_reaches_the_dataset_and_lengthens_the_data_wait(tmp_path):
     assert min(read_waits) - max(plain_waits) >= 30_000, (read_waits, plain_waits)
 
 
-def test_prefetch_factor_reaches_the_loader(tmp_path):
+def test_prefetch_factor_reaches_the_loader(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     path, trace = _profile(tmp_path, "--num-workers", "1", "--prefetch-factor", "3")
     assert trace.meta.kinetoscope["params"]["prefetch_factor"] == 3
     assert trace.meta.kinetoscope["params"]["num_workers"] == 1
@@ -58,7 +55,8 @@ def test_prefetch_factor_reaches_the_loader(tmp_path):
 
 
 def test_prefetch_factor_without_workers_is_one_line(tmp_path):
-    result = profile_here("dataloader", *SMALL, "--prefetch-factor", "4", "--out", str(tmp_path))
+    result = run_cli("profile", "dataloader", *SMALL, "--prefetch-factor", "4",
+                     "--out", str(tmp_path))  # fmt: skip
     assert result.returncode == 2
     (line,) = error_lines(result.stderr)
     assert "--prefetch-factor 4 needs --num-workers >= 1" in line
