@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import kinetoscope
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -57,9 +55,10 @@ def run_here(*args, cwd: Path | None = None, stdin: bytes | None = None):
             os.chdir(cwd)
         main()
     except SystemExit as done:
-        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
-        if not isinstance(done.code, int | None):  # as the interpreter ends: the text, exit 1
-            print(done.code, file=sys.stderr)
+        code = 0 if done.code is None else done.code
+        if not isinstance(code, int):  # as the interpreter ends: the text, exit 1
+            print(code, file=sys.stderr)
+            code = 1
     finally:
         for stream in streams:
             stream.flush()
@@ -89,15 +88,7 @@ def step_numbers(trace: kinetoscope.Trace) -> list[int]:
 
 
 def cli(*args, capsys) -> tuple[int, str, str]:
-    """Run the CLI in-process: (exit code, stdout, stderr)."""
-    from kinetoscope.cli import main
-
-    argv = sys.argv
-    sys.argv = ["kinetoscope", *map(str, args)]
-    try:
-        with pytest.raises(SystemExit) as done:
-            main()
-    finally:
-        sys.argv = argv
-    captured = capsys.readouterr()
-    return done.value.code, captured.out, captured.err
+    """Run the CLI in-process: (exit code, stdout, stderr), by `run_here`; what the test
+    printed before stays in `capsys`."""
+    done = run_here(*args)
+    return done.returncode, done.stdout, done.stderr

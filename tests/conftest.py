@@ -167,8 +167,11 @@ def pytest_xdist_auto_num_workers(config):
     waiting on a child (`profile`, `tune` trials, Chromium, a server, a hang bound), and
     a worker per core left a core idle through each wait: on 2 cores, 4 workers ran the
     suite in 13 min 48 s where 2 took 15 min 33 s (docs/benchmarks.md)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return min(2 * (cores or 1), (cores or 1) + 4)
+    if hasattr(os, "sched_getaffinity"):
+        cores = len(os.sched_getaffinity(0))
+    else:
+        cores = os.cpu_count() or 1
+    return min(2 * cores, cores + 4)
 
 
 def pytest_configure(config):
