@@ -3,6 +3,7 @@ process, read what it wrote."""
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import os
 import signal
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import kinetoscope
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
 
 
 def run_cli(*args: str, cwd: Path | None = None, code: str | None = None):
@@ -72,6 +74,45 @@ def run_here(*args, cwd: Path | None = None, stdin: bytes | None = None):
     return subprocess.CompletedProcess(
         ["kinetoscope", *argv], code, out.getvalue().decode(), err.getvalue().decode()
     )
+
+
+def profile_here(*args, cwd: Path | None = None):
+    """`kinetoscope profile ARGS` in this process, answered as `run_here` answers.
+
+    A `profile` child costs about 7 s of CPU before it records anything (the CLI,
+    `import torch`, and torch.profiler's first trace importing torch._inductor and
+    torch._dynamo); in a worker that has them already, only the profiling is left.
+    torch is imported first where it is installed: `main` ends a process at once
+    (`cli._leave`) when the command imported torch there. What a run leaves in the
+    process a child would have taken with it is put back: torch's global RNG (the
+    transformer workload seeds it), torch.profiler's warnings shown once per process
+    (a later test's own profiler would not see "Profiler clears events", which a
+    script's run raises under kinetoscope's filter) and the modules a script imported
+    from its own folder or the working folder (`helpers.py`). A test of the process itself (a cold
+    start, what reaches file descriptor 2, signals, environment read at torch's import
+    such as OMP_NUM_THREADS) keeps a child (`run_cli`)."""
+    if importlib.util.find_spec("torch") is None:  # the command says torch is missing
+        return run_here("profile", *args, cwd=cwd)
+    import torch
+    import torch.profiler.profiler as torch_profiler
+
+    scripts = [Path(cwd or ".", a).resolve().parent for a in map(str, args) if a.endswith(".py")]
+    folders = [  # a test's own folder, never one holding the sources or the environment
+        f
+        for f in [*scripts, *([Path(cwd).resolve()] if cwd else [])]
+        if not any(Path(p).resolve().is_relative_to(f) for p in (SRC, sys.prefix))
+    ]
+    modules, rng = set(sys.modules), torch.random.get_rng_state()
+    shown = set(torch_profiler._WARNINGS_SHOWN)  # torch warns once per process
+    try:
+        return run_here("profile", *args, cwd=cwd)
+    finally:
+        torch.random.set_rng_state(rng)
+        torch_profiler._WARNINGS_SHOWN.intersection_update(shown)
+        for name in set(sys.modules) - modules:  # a script's own, never torch's or ours
+            where = getattr(sys.modules[name], "__file__", None)
+            if where and any(Path(where).resolve().is_relative_to(f) for f in folders):
+                del sys.modules[name]
 
 
 def error_lines(stderr: str) -> list[str]:

@@ -220,10 +220,10 @@ def test_generate_mode_with_shapes_gives_prefill_and_decode_numbers(tmp_path):
 @needs_transformers
 def test_profile_cli_generate_mode_reports_llm_phases(tmp_path):
     """Without record_shapes the first forward of each step is the prefill."""
-    from ..capture_helpers import run_cli
+    from ..capture_helpers import profile_here
 
-    done = run_cli(
-        "profile", "transformer", "--mode", "generate", "--device", "cpu", "--layers", "1",
+    done = profile_here(
+        "transformer", "--mode", "generate", "--device", "cpu", "--layers", "1",
         "--hidden", "64", "--seq", "8", "--new-tokens", "3", "--out", str(tmp_path),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -14,7 +14,7 @@ from kinetoscope.analysis.roofline import NO_CPU_PEAK, rated_ops, roofline
 from kinetoscope.rules.engine import run_rules
 from kinetoscope.trace import load
 
-from ..capture_helpers import run_cli
+from ..capture_helpers import profile_here
 from ..conftest import corpus
 
 #: a CPU run gets a verdict like a GPU run (compute- or overhead-bound; host-only without
@@ -93,8 +93,8 @@ def math_traces(tmp_path_factory):
     for shapes in (True, False):
         folder = tmp_path_factory.mktemp("shapes" if shapes else "noshapes")
         extra = ["--record-shapes"] if shapes else []
-        result = run_cli("profile", "attention", "--backend", "math", "--device", "cpu",
-                         "--warmup", "1", *extra, "--out", str(folder))  # fmt: skip
+        result = profile_here("attention", "--backend", "math", "--device", "cpu",
+                              "--warmup", "1", *extra, "--out", str(folder))  # fmt: skip
         assert result.returncode == 0, result.stderr[-2000:]
         (path,) = (folder / "04_attention").glob("*.json")
         out[shapes] = load(path)

@@ -1,4 +1,9 @@
-"""`kinetoscope profile` end to end through the real entry point, and its error paths."""
+"""`kinetoscope profile` end to end through the CLI's own `main`, and its error paths.
+
+In this process (`profile_here`): what the command prints, writes and exits with is the
+point. The missing-torch test keeps a child (a process that cannot import torch); the
+console entry's own runs of `profile` are in tests/test_progress.py and
+tests/capture/test_profile_safety.py."""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import importlib.util
 
 import pytest
 
-from ..capture_helpers import error_lines, run_cli
+from ..capture_helpers import error_lines, profile_here, run_cli
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch not installed")
@@ -14,7 +19,7 @@ needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch not installed")
 
 @needs_torch
 def test_main_job_profiles_matmul_add_on_this_machine(tmp_path):
-    done = run_cli("profile", "matmul_add", "--size", "16", "--out", "traces", cwd=tmp_path)
+    done = profile_here("matmul_add", "--size", "16", "--out", "traces", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     folder = tmp_path / "traces" / "01_matmul_add"
     [trace] = folder.glob("16_*_cold_eager.json")  # fp32 on CPU, bf16 on a GPU
@@ -44,7 +49,7 @@ def test_cuda_requested_but_absent_is_one_line_exit_2(tmp_path):
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    done = run_cli("profile", "matmul_add", "--device", "cuda", cwd=tmp_path)
+    done = profile_here("matmul_add", "--device", "cuda", cwd=tmp_path)
     assert done.returncode == 2
     [line] = error_lines(done.stderr)
     assert "--device cuda was requested" in line and "sees no GPU" in line
@@ -61,7 +66,7 @@ def test_cuda_requested_but_absent_is_one_line_exit_2(tmp_path):
     ],
 )
 def test_bad_parameter_values_are_typer_errors_exit_2(tmp_path, args, expected):
-    done = run_cli("profile", "matmul_add", *args, cwd=tmp_path)
+    done = profile_here("matmul_add", *args, cwd=tmp_path)
     assert done.returncode == 2
     assert expected in done.stderr
     assert "Traceback" not in done.stderr
@@ -79,7 +84,7 @@ def test_bad_parameter_values_are_typer_errors_exit_2(tmp_path, args, expected):
     ],
 )
 def test_unusable_requests_are_one_line_exit_2(tmp_path, args, expected):
-    done = run_cli("profile", *args, cwd=tmp_path)
+    done = profile_here(*args, cwd=tmp_path)
     assert done.returncode == 2
     [line] = error_lines(done.stderr)
     assert expected in line
@@ -95,7 +100,7 @@ def test_an_option_of_another_workload_is_rejected():
 
 
 def test_profile_help_works(tmp_path):
-    done = run_cli("profile", "--help", cwd=tmp_path)
+    done = profile_here("--help", cwd=tmp_path)
     assert done.returncode == 0
     assert "--num-workers" in done.stdout and "--step-on" in done.stdout
 

@@ -12,7 +12,7 @@ import kinetoscope  # noqa: E402
 from kinetoscope.capture.script import run_script  # noqa: E402
 from kinetoscope.errors import UsageError  # noqa: E402
 
-from ..capture_helpers import error_lines, run_cli, step_numbers  # noqa: E402
+from ..capture_helpers import error_lines, profile_here, step_numbers  # noqa: E402
 
 TRAIN = textwrap.dedent(
     """
@@ -55,7 +55,7 @@ def project(tmp_path):
 
 
 def test_optimizer_steps_drive_the_schedule(project):
-    done = run_cli("profile", "train.py", "--out", "traces", "--", "--steps", "7", cwd=project)
+    done = profile_here("train.py", "--out", "traces", "--", "--steps", "7", cwd=project)
     assert done.returncode == 0, done.stderr
     assert "7 steps (optimizer.step() calls)" in done.stdout
     [trace_path] = (project / "traces" / "train").glob("*.pt.trace.json")
@@ -99,7 +99,7 @@ def test_a_script_that_never_steps_is_profiled_whole(project):
 
 
 def test_too_few_steps_for_the_schedule_is_one_line_exit_2(project):
-    done = run_cli("profile", "train.py", "--wait", "3", "--", "--steps", "2", cwd=project)
+    done = profile_here("train.py", "--wait", "3", "--", "--steps", "2", cwd=project)
     assert done.returncode == 2
     [line] = error_lines(done.stderr)
     assert "stepped 2 time(s), too few to reach the schedule's first recorded step (#4)" in line
@@ -107,7 +107,7 @@ def test_too_few_steps_for_the_schedule_is_one_line_exit_2(project):
 
 def test_a_failing_script_keeps_its_status_and_its_trace(project):
     (project / "fails.py").write_text("import torch\ntorch.randn(2).sum()\nraise SystemExit(3)\n")
-    done = run_cli("profile", "fails.py", "--out", "traces", cwd=project)
+    done = profile_here("fails.py", "--out", "traces", cwd=project)
     assert done.returncode == 3
     assert "the script exited with status 3" in error_lines(done.stderr)
     assert list((project / "traces" / "fails").glob("*.pt.trace.json"))
@@ -183,7 +183,7 @@ def test_step_on_a_method_of_a_class_the_script_defines(project):
 
 def test_step_on_a_name_the_script_does_not_define_is_one_line_exit_2(project):
     (project / "own.py").write_text(OWN_STEP)
-    done = run_cli("profile", "own.py", "--step-on", "missing", "--out", "t", cwd=project)
+    done = profile_here("own.py", "--step-on", "missing", "--out", "t", cwd=project)
     assert done.returncode == 2
     [line] = error_lines(done.stderr)
     assert "own.py defines no missing at module level" in line

@@ -6,6 +6,11 @@ network read); with `--num-workers 0` the main process sleeps inside
 DataLoader.__next__, so each step's data wait grows by batch x read-ms.
 `--prefetch-factor` is handed to the DataLoader (batches each worker keeps
 ready); torch refuses it without workers, and so does the command, in one line.
+
+The runs are in this process (`profile_here`): what is checked is what the recording
+holds, not the process. The children these tests started had OMP_NUM_THREADS=1; no
+assertion reads the thread count (the data wait is the items' sleep), and in process
+the variable would change nothing (torch reads it when it is imported).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import pytest
 import kinetoscope
 from kinetoscope.analysis.dataloader import data_waits
 
-from ..capture_helpers import error_lines, run_cli
+from ..capture_helpers import error_lines, profile_here
 
 pytest.importorskip("torch")  # the capture runs the workload under torch.profiler
 
@@ -24,14 +29,13 @@ SMALL = ["--device", "cpu", "--batch", "4", "--image", "16", "--blur", "1", "--h
 
 
 def _profile(out, *extra):
-    result = run_cli("profile", "dataloader", *SMALL, *extra, "--out", str(out))
+    result = profile_here("dataloader", *SMALL, *extra, "--out", str(out))
     assert result.returncode == 0, result.stderr[-2000:]
     (path,) = (out / "06_dataloader").glob("*.json")
     return path, kinetoscope.load(path)
 
 
-def test_read_ms_reaches_the_dataset_and_lengthens_the_data_wait(tmp_path, monkeypatch):
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+def test_read_ms_reaches_the_dataset_and_lengthens_the_data_wait(tmp_path):
     plain_path, plain = _profile(tmp_path / "plain")
     read_path, read = _profile(tmp_path / "read", "--read-ms", "10")
     params = read.meta.kinetoscope["params"]
@@ -46,8 +50,7 @@ def test_read_ms_reaches_the_dataset_and_lengthens_the_data_wait(tmp_path, monke
     assert min(read_waits) - max(plain_waits) >= 30_000, (read_waits, plain_waits)
 
 
-def test_prefetch_factor_reaches_the_loader(tmp_path, monkeypatch):
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+def test_prefetch_factor_reaches_the_loader(tmp_path):
     path, trace = _profile(tmp_path, "--num-workers", "1", "--prefetch-factor", "3")
     assert trace.meta.kinetoscope["params"]["prefetch_factor"] == 3
     assert trace.meta.kinetoscope["params"]["num_workers"] == 1
@@ -55,8 +58,7 @@ def test_prefetch_factor_reaches_the_loader(tmp_path, monkeypatch):
 
 
 def test_prefetch_factor_without_workers_is_one_line(tmp_path):
-    result = run_cli("profile", "dataloader", *SMALL, "--prefetch-factor", "4",
-                     "--out", str(tmp_path))  # fmt: skip
+    result = profile_here("dataloader", *SMALL, "--prefetch-factor", "4", "--out", str(tmp_path))
     assert result.returncode == 2
     (line,) = error_lines(result.stderr)
     assert "--prefetch-factor 4 needs --num-workers >= 1" in line

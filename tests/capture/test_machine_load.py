@@ -14,13 +14,13 @@ import pytest
 import kinetoscope
 from kinetoscope.analysis.account.capture import CONTENDED_NOTE, CONTENDED_SHARE
 
-from ..capture_helpers import run_cli
+from ..capture_helpers import profile_here
 
 
 def test_a_recorded_loop_carries_its_machine_load_and_the_grade_reads_it(tmp_path):
     pytest.importorskip("torch")
-    done = run_cli("profile", "matmul_add", "--device", "cpu", "--size", "64",
-                   "--dtype", "fp32", "--warmup", "1", "--out", str(tmp_path))  # fmt: skip
+    done = profile_here("matmul_add", "--device", "cpu", "--size", "64",
+                        "--dtype", "fp32", "--warmup", "1", "--out", str(tmp_path))  # fmt: skip
     assert done.returncode == 0, done.stderr
     (path,) = tmp_path.rglob("*.json")
     data = json.loads(path.read_text())

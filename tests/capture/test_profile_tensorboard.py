@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from ..capture_helpers import run_cli  # noqa: E402
+from ..capture_helpers import profile_here  # noqa: E402
 
 # tensorboard_trace_handler: f"{worker_name}.{time.time_ns()}.pt.trace.json", worker
 # "{socket.gethostname()}_{os.getpid()}"; the plugin lists files ending in .pt.trace.json
@@ -18,8 +18,8 @@ TB_NAME = re.compile(re.escape(socket.gethostname()) + r"_(\d+)\.(\d{19})\.pt\.t
 
 
 def test_a_workload_with_tensorboard_gets_tensorboard_trace_handler_names(tmp_path):
-    done = run_cli(
-        "profile", "matmul_add", "--size", "16", "--device", "cpu", "--tensorboard",
+    done = profile_here(
+        "matmul_add", "--size", "16", "--device", "cpu", "--tensorboard",
         "--out", "traces", cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -33,9 +33,7 @@ def test_a_workload_with_tensorboard_gets_tensorboard_trace_handler_names(tmp_pa
 
 
 def test_without_tensorboard_a_workload_keeps_the_series_names(tmp_path):
-    done = run_cli(
-        "profile", "matmul_add", "--size", "16", "--device", "cpu", "--out", "t", cwd=tmp_path
-    )
+    done = profile_here("matmul_add", "--size", "16", "--device", "cpu", "--out", "t", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     names = sorted(p.name for p in (tmp_path / "t" / "01_matmul_add").iterdir())
     assert names == ["16_fp32_cold_eager.json", "16_fp32_cold_eager.txt"]
@@ -50,7 +48,7 @@ def test_a_script_with_tensorboard_gets_tensorboard_trace_handler_names(tmp_path
         "    model(torch.randn(8, 4)).sum().backward()\n"
         "    opt.step()\n"
     )
-    done = run_cli("profile", "loop.py", "--tensorboard", "--out", "tb", cwd=tmp_path)
+    done = profile_here("loop.py", "--tensorboard", "--out", "tb", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     [trace] = (tmp_path / "tb" / "loop").glob("*.json")
     assert TB_NAME.fullmatch(trace.name), trace.name

@@ -23,7 +23,7 @@ from kinetoscope.cli import app
 from kinetoscope.compare.check import run_check
 from kinetoscope.formatting.units import fmt_pct, fmt_us
 
-from ..capture_helpers import run_cli
+from ..capture_helpers import profile_here
 from ..conftest import CORPUS, corpus, corpus_files
 from ..precision_traces import precision_traces  # noqa: F401 - fixture
 
@@ -189,8 +189,8 @@ def cpu_matmul(tmp_path_factory):
     trace carries kinetoscope's versions and run settings."""
     pytest.importorskip("torch")
     out = tmp_path_factory.mktemp("cpu_matmul")
-    done = run_cli(
-        "profile", "matmul_add", "--device", "cpu", "--size", "512", "--dtype", "fp32",
+    done = profile_here(
+        "matmul_add", "--device", "cpu", "--size", "512", "--dtype", "fp32",
         "--warmup", "2", "--out", str(out),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

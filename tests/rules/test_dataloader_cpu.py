@@ -23,7 +23,7 @@ import kinetoscope
 from kinetoscope.analysis.dataloader import data_waits, next_events
 from kinetoscope.rules.engine import run_rules
 
-from ..capture_helpers import run_cli
+from ..capture_helpers import profile_here
 from ..conftest import op, write_trace
 
 pytest.importorskip("torch")  # the capture runs the workload under torch.profiler
@@ -49,8 +49,8 @@ def test_profile_dataloader_workload_builds_batches_where_the_workers_say(tmp_pa
     """0 workers: every batch's blur passes run inside __next__; 2 workers: none do."""
     for workers in (0, 2):
         out = tmp_path / f"w{workers}"
-        result = run_cli("profile", "dataloader", *WORKLOAD, "--num-workers", str(workers),
-                         "--out", str(out))  # fmt: skip
+        result = profile_here("dataloader", *WORKLOAD, "--num-workers", str(workers),
+                              "--out", str(out))  # fmt: skip
         assert result.returncode == 0, result.stderr[-2000:]
         (path,) = (out / "06_dataloader").glob("*.json")
         trace = kinetoscope.load(path)
