@@ -42,12 +42,13 @@ def test_read_ms_reaches_the_dataset_and_lengthens_the_data_wait(tmp_path):
     assert params["read_ms"] == 10.0 and plain.meta.kinetoscope["params"]["read_ms"] == 0.0
     assert "read10ms" in read_path.name and "read" not in plain_path.name
     # 4 items x 10 ms of sleep inside __next__ per step: at least 40 ms of data wait
-    # (sleep never returns early); without it, the 4 tiny images take well under that
+    # (sleep never returns early). Only the floor is asserted: how long the plain run's
+    # 4 tiny images take depends on the machine's load (a loaded machine took over 10 ms
+    # for them, and in process torch uses every core), so a difference between the two
+    # runs would be a timing assertion.
     read_waits = [w.wait_us for w in data_waits(read)]
-    plain_waits = [w.wait_us for w in data_waits(plain)]
-    assert len(read_waits) == len(plain_waits) == 3
+    assert len(read_waits) == len(data_waits(plain)) == 3
     assert min(read_waits) >= 40_000, read_waits
-    assert min(read_waits) - max(plain_waits) >= 30_000, (read_waits, plain_waits)
 
 
 def test_prefetch_factor_reaches_the_loader(tmp_path):
