@@ -178,6 +178,24 @@ def pytest_configure(config):
     # the order below, not xdist's "most tests first" (a no-op without xdist)
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        _compile_the_package_once()
+
+
+def _compile_the_package_once():
+    """Byte-compile kinetoscope's sources once, in the controlling process, before any
+    worker or child starts. With PYTHONDONTWRITEBYTECODE=1 (set on this project's
+    machines) nothing writes a .pyc, so every `python -m kinetoscope` a test starts
+    compiled the modules it imports from source: about a third of a bare CLI start (0.99
+    s of CPU, 0.65 s with the .pyc files), in several hundred children per run. Reading a
+    .pyc needs no permission to write one; a source newer than its .pyc is recompiled."""
+    import compileall
+    import importlib.util
+
+    spec = importlib.util.find_spec("kinetoscope")
+    if spec is not None and spec.submodule_search_locations:
+        for folder in spec.submodule_search_locations:
+            compileall.compile_dir(folder, quiet=1)
 
 
 def pytest_collection_modifyitems(config, items):

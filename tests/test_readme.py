@@ -7,7 +7,6 @@ come from an earlier one, and no command's file takes another's name (no `_2`).
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import shutil
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .capture_helpers import SRC
+from .capture_helpers import SRC, profile_here, run_here
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -45,32 +44,44 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert ci.strip() == readme.strip() and readme.startswith("python -m pytest")
 
 
-def test_readme_loop_runs_in_order_on_cpu(tmp_path):
-    pytest.importorskip("torch")
+def test_readme_loop_runs_in_order_on_cpu(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
     if not any(shutil.which(c) for c in ("g++", "c++", "clang++")):
         pytest.skip("the loop's --compile run needs a C++ compiler on CPU")
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(SRC),
-        "CUDA_VISIBLE_DEVICES": "",
-        "OMP_NUM_THREADS": "1",
-    }
+    # children (the --compile run, the sweep's points) on CPU with one thread each
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("PYTHONPATH", str(SRC))
     # the set-up's main job first (after its install), then the loop, as a reader runs them
     setup = _bash_block_after("## Set-up")[0].rsplit("&& ", 1)[1]
     for line in [setup, *_bash_block_after("## The loop")]:
         argv = shlex.split(line, comments=True)
         assert argv[0] == "kinetoscope", line
-        done = subprocess.run(
-            [sys.executable, "-m", "kinetoscope", *argv[1:]],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        done = _run_line(argv[1:], tmp_path, in_process=not torch.cuda.is_available())
         assert done.returncode == 0, f"{line}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         assert "Traceback" not in done.stderr, line
     assert (tmp_path / "report.html").is_file()
     # one story: no command wrote over another's name, so nothing got a `_2`
     renamed = [p for p in tmp_path.rglob("*") if re.search(r"_\d+\.\w+$", p.name)]
     assert renamed == [], renamed
+
+
+def _run_line(args: list[str], folder: Path, in_process: bool):
+    """One README line, in this process where that shows what the line does (each
+    child cost 1-7 s of CPU before its command started: the CLI, then torch for
+    `profile`). The `--compile` run keeps a child: it compiles with inductor, whose
+    caches and threads a process keeps, and with one thread as a reader's laptop run
+    would not be. On a machine with a device, every line is a child: the loop is the
+    CPU story, and a process's CUDA is set up once, before CUDA_VISIBLE_DEVICES could
+    hide it."""
+    if in_process and "--compile" not in args:
+        if args[0] == "profile":
+            return profile_here(*args[1:], cwd=folder)
+        return run_here(*args, cwd=folder)
+    return subprocess.run(
+        [sys.executable, "-m", "kinetoscope", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
