@@ -1,6 +1,6 @@
 """CPU recordings for the "advice fits the run" tests, recorded once per test run.
 
-Each is a few steps of a tiny model in a fresh interpreter (one thread):
+Each is a few steps of a tiny model in the test process (`record_here`), one thread:
 
 - "infer": an MLP's forward under torch.inference_mode(), with profile_memory: no
   backward, so no saved activations;
@@ -17,12 +17,11 @@ Each is a few steps of a tiny model in a fresh interpreter (one thread):
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from .capture_helpers import record_here
 from .conftest import recorded_once
 
 NAMES = ("infer", "train", "sdpa", "sdpa_dropout", "cat_cache", "gpt2_stack")
@@ -148,9 +147,7 @@ def advice_traces(tmp_path_factory) -> dict[str, Path]:
     pytest.importorskip("torch")
 
     def record(out: Path) -> None:
-        subprocess.run(
-            [sys.executable, "-c", SCRIPT, str(out)], check=True, capture_output=True, timeout=300
-        )
+        record_here(SCRIPT, out)
 
     out = recorded_once(tmp_path_factory, "advice_traces", record)
     return {name: out / f"{name}.json" for name in NAMES}

@@ -115,6 +115,40 @@ def profile_here(*args, cwd: Path | None = None):
                 del sys.modules[name]
 
 
+def record_here(script: str, *argv) -> None:
+    """Run a recording script, the text a test would hand to `python -c SCRIPT ARGV`, in
+    this process.
+
+    A child costs 5-7 s of CPU before it records (`import torch`, then torch.profiler's
+    first trace importing torch._inductor and torch._dynamo); a worker that has them
+    already pays only for the recording. For a recording of the steady state only: a
+    cold start (the first call of an op, the profiler's own first start) keeps a child
+    (tests/torch_traces.py). What a script sets for itself is put back as its process
+    would have taken it away: `sys.argv`, torch's global RNG (scripts seed it), its
+    intra-op thread count (scripts pin one thread) and torch.profiler's warnings shown
+    once per process; the script's own warnings are not the test's."""
+    import warnings
+
+    import torch
+    import torch.profiler.profiler as torch_profiler
+
+    saved = sys.argv, torch.random.get_rng_state(), torch.get_num_threads()
+    shown = set(torch_profiler._WARNINGS_SHOWN)
+    sys.argv = ["-c", *map(str, argv)]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(compile(script, "<recording script>", "exec"), {"__name__": "__main__"})
+    except SystemExit as done:  # a script that ends early on purpose (an optional library)
+        if done.code not in (None, 0):
+            raise
+    finally:
+        sys.argv = saved[0]
+        torch.random.set_rng_state(saved[1])
+        torch.set_num_threads(saved[2])
+        torch_profiler._WARNINGS_SHOWN.intersection_update(shown)
+
+
 def error_lines(stderr: str) -> list[str]:
     """stderr without the progress lines (`[kinetoscope] importing torch`, ...)."""
     return [

@@ -1,6 +1,6 @@
 """Real CPU recordings of tiny models, for the LLM view's must-fire and must-not-fire cases.
 
-`llm_traces` records, once per run in a fresh interpreter, with record_shapes:
+`llm_traces` records, once per run in the test process (`record_here`), with record_shapes:
 
 - `prefill`: a hand-written decoder (embedding of vocab 97, 2 layers, causal attention
   with a `torch.triu` mask and a `torch.cat` KV cache, lm head, argmax) on one prompt
@@ -22,12 +22,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from .capture_helpers import record_here
 from .conftest import recorded_once
 
 SCRIPT = r"""
@@ -144,9 +143,7 @@ def llm_traces(tmp_path_factory) -> dict[str, Path]:
     pytest.importorskip("torch")
 
     def record(out: Path) -> None:
-        subprocess.run(
-            [sys.executable, "-c", SCRIPT, str(out)], check=True, capture_output=True, timeout=300
-        )
+        record_here(SCRIPT, out)
 
     out = recorded_once(tmp_path_factory, "llm_traces", record)
     return {name: out / f"{name}.json" for name in NAMES}

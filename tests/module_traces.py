@@ -10,12 +10,11 @@ one thread for torch (two cores shared by the suite: more threads only contend).
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from .capture_helpers import record_here
 from .conftest import recorded_once
 
 #: steps the profiler keeps (schedule active=)
@@ -61,8 +60,6 @@ def module_trace(tmp_path_factory) -> Path:
     pytest.importorskip("torch")
 
     def record(out: Path) -> None:
-        subprocess.run(
-            [sys.executable, "-c", SCRIPT, str(out)], check=True, capture_output=True, timeout=300
-        )
+        record_here(SCRIPT, out)
 
     return recorded_once(tmp_path_factory, "module_traces", record) / "modules.json"

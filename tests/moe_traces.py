@@ -1,6 +1,6 @@
 """Tiny mixture-of-experts layers recorded on the CPU once per session (record_shapes).
 
-Recorded in a fresh interpreter (as tests/torch_traces.py does), 3 profiled steps each,
+Recorded in the test process (`record_here`: no cold start is read), 3 profiled steps each,
 64 tokens of width 32, 4 experts of 32 -> 64 -> 32:
 
 - "moe_dense": a Switch-Transformer-style layer: gate linear -> softmax -> topk(1),
@@ -19,12 +19,11 @@ Recorded in a fresh interpreter (as tests/torch_traces.py does), 3 profiled step
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from .capture_helpers import record_here
 from .conftest import recorded_once
 
 NAMES = ("moe_dense", "moe_topk", "mlp_topk_head")
@@ -121,9 +120,7 @@ def moe_traces(tmp_path_factory) -> dict[str, Path]:
     pytest.importorskip("torch")
 
     def record(out: Path) -> None:
-        subprocess.run(
-            [sys.executable, "-c", SCRIPT, str(out)], check=True, capture_output=True, timeout=300
-        )
+        record_here(SCRIPT, out)
 
     out = recorded_once(tmp_path_factory, "moe_traces", record)
     paths = {name: out / f"{name}.json" for name in NAMES}

@@ -7,9 +7,6 @@ Backward: one forward's FLOPs per gradient computed (output_mask).
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from kinetoscope.analysis.conv_flops import BACKWARD, FORWARD
@@ -17,6 +14,7 @@ from kinetoscope.analysis.roofline import NO_CPU_PEAK, rated_ops, roofline
 from kinetoscope.rules.engine import run_rules
 from kinetoscope.trace import load
 
+from ..capture_helpers import record_here
 from ..conftest import corpus
 
 MI300_RESNET = "gpu/tracelens_mi300__resnet_act_checkpoint.json.gz"
@@ -143,8 +141,7 @@ def conv_traces(tmp_path_factory):
     out = {}
     for shapes in (True, False):
         path = tmp_path_factory.mktemp("conv") / f"conv_{int(shapes)}.json"
-        subprocess.run([sys.executable, "-c", CONV_SCRIPT, str(path), str(int(shapes))],
-                       check=True, capture_output=True, timeout=300)  # fmt: skip
+        record_here(CONV_SCRIPT, path, int(shapes))
         out[shapes] = load(path)
     return out
 

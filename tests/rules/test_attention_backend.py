@@ -12,6 +12,7 @@ from kinetoscope.analysis.attention import attention_use, kernel_family
 from kinetoscope.rules.engine import run_rules
 from kinetoscope.trace import load
 
+from ..capture_helpers import record_here
 from ..conftest import corpus, gpu_kit_recording
 
 
@@ -137,13 +138,10 @@ for name, module in modules:
 def cpu_modules(tmp_path_factory):
     """hand / head traces, recorded with and without shapes."""
     pytest.importorskip("torch")
-    import subprocess
-    import sys
-
     traces = {}
     for shapes in ("1", "0"):
         out = tmp_path_factory.mktemp(f"modules{shapes}")
-        subprocess.run([sys.executable, "-c", _MODULES, str(out), shapes], check=True, timeout=300)
+        record_here(_MODULES, out, shapes)
         for name in ("hand", "head", "einsum"):
             traces[name, shapes == "1"] = load(out / f"{name}.json")
     return traces
