@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ..capture_helpers import SRC, error_lines, run_cli
+from ..capture_helpers import SRC, error_lines, profile_here, run_cli
 
 pytest.importorskip("torch")
 
@@ -21,8 +21,10 @@ STEM = "16_fp32_cold_eager"
 
 
 def _profile(cwd: Path, *extra: str):
-    args = ("profile", "matmul_add", "--size", "16", "--device", "cpu", "--out", "traces")
-    return run_cli(*args, *extra, cwd=cwd)
+    """`profile matmul_add` in this process (`profile_here`): what is on disk, not which
+    process wrote it, decides a run's names (two processes at once: the test below)."""
+    args = ("matmul_add", "--size", "16", "--device", "cpu", "--out", "traces")
+    return profile_here(*args, *extra, cwd=cwd)
 
 
 def _names(folder: Path) -> list[str]:
@@ -72,7 +74,7 @@ def test_two_runs_at_once_into_one_folder_keep_both(tmp_path):
 def test_a_folder_as_target_fails_before_writing(tmp_path, name):
     (tmp_path / name).mkdir()
     (tmp_path / name / "__main__.py").write_text("print('hi')\n")
-    done = run_cli("profile", name, "--out", "traces", cwd=tmp_path)
+    done = profile_here(name, "--out", "traces", cwd=tmp_path)
     assert done.returncode == 2
     [line] = error_lines(done.stderr)
     assert f"{name}: is a folder" in line

@@ -1,9 +1,10 @@
 """Every command shows the same figures for a trace: they all read `analysis.stats`.
 
 `summary --format json`, `explain --format json`, `diff A A --format json`,
-`table --window --format json`, `check` and the HTML report run on every corpus
-trace; the shared figures must be equal, and timestamps relative to the trace
-start with the origin given once. Shares are of one stated base (the window's
+`table --window --format json`, `check` and the HTML report run on a corpus trace of
+each family (tests/corpus_families.py; every corpus trace under `pytest -m corpus`);
+the shared figures must be equal, and timestamps relative to the trace start with the
+origin given once. Shares are of one stated base (the window's
 self CPU / self device totals for op and kernel rows, the window for the
 host-time parts) and print with the same digits in text, Markdown and HTML.
 A CPU run recorded by `kinetoscope profile` checks the printed digits of one
@@ -25,6 +26,7 @@ from kinetoscope.formatting.units import fmt_pct, fmt_us
 
 from ..capture_helpers import profile_here
 from ..conftest import CORPUS, corpus, corpus_files
+from ..corpus_families import by_family
 from ..precision_traces import precision_traces  # noqa: F401 - fixture
 
 EVERY_TRACE = [str(p.relative_to(CORPUS)) for p in corpus_files()]
@@ -52,7 +54,7 @@ def _json(*args: str) -> dict:
     return json.loads(result.stdout)
 
 
-@pytest.mark.parametrize("relative", EVERY_TRACE)
+@pytest.mark.parametrize("relative", by_family(EVERY_TRACE))
 def test_commands_agree(relative, tmp_path):
     path = str(corpus(relative))
     explain = _json("explain", path, "--format", "json")

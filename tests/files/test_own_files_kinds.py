@@ -2,8 +2,9 @@
 reports: a diff, a sweep's data and a multi-rank report, recognised by content (the
 `{"kinetoscope": "<version>", "kind": ...}` signature, or the heading), whatever their name.
 
-`diff` and `explain` run in this process (`run_here`); the sweep runs in a child, as
-every command that imports torch must."""
+`diff` and `explain` run in this process (`run_here`); the sweep is the session's shared
+one (tests/compare/matmul_sweep.py), run in a child as every command that imports torch
+must."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from kinetoscope.files.own_files import is_kinetoscope_report
 
 from ..capture_helpers import run_here
-from ..compare.test_sweep_files import _sweep
+from ..compare.matmul_sweep import matmul_sweep  # noqa: F401  (the session fixture)
 from ..conftest import corpus
 
 BASE = "gpu/compare_base.json.gz"
@@ -55,11 +56,8 @@ def test_a_multi_rank_report_written_into_the_folder_is_skipped(tmp_path, fmt):
     _explain_reads_only_the_trace(folder)
 
 
-def test_a_sweeps_data_is_recognised_and_its_traces_are_not(tmp_path):
-    pytest.importorskip("torch")
-    done = _sweep(tmp_path)
-    assert done.returncode == 0, done.stdout + done.stderr
-    [data] = (tmp_path / "sweeps").glob("*.json")
+def test_a_sweeps_data_is_recognised_and_its_traces_are_not(matmul_sweep):  # noqa: F811
+    [data] = (matmul_sweep.out / "sweeps").glob("*.json")
     assert is_kinetoscope_report(data)
-    traces = list((tmp_path / "01_matmul_add").glob("*.json"))
+    traces = list((matmul_sweep.out / "01_matmul_add").glob("*.json"))
     assert len(traces) == 2 and not any(is_kinetoscope_report(t) for t in traces)

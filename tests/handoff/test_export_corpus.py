@@ -1,8 +1,9 @@
-"""The Perfetto export by property, on every corpus trace: (a) no two slices on one track
-(pid, tid) overlap partially, so Perfetto's importer drops none (it keeps one stack of open
-slices per thread track: Perfetto FAQ, "overlapping events in JSON traces"); (b) every
-complete event of the input is in the output, counted by name and duration; (c) the
-output is strict JSON. The checks are written here from the rule, not with the export's
+"""The Perfetto export by property, on a corpus trace of each family (tests/corpus_families.py;
+every corpus trace under `pytest -m corpus`): (a) no two slices on one track (pid, tid)
+overlap partially, so Perfetto's importer drops none (it keeps one stack of open slices
+per thread track: Perfetto FAQ, "overlapping events in JSON traces"); (b) every complete
+event of the input is in the output, counted by name and duration; (c) the output is
+strict JSON. The checks are written here from the rule, not with the export's
 own layout code."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 from kinetoscope.handoff.export import export_perfetto
 
 from ..conftest import corpus, corpus_files
+from ..corpus_families import by_family
 
 TRACES = corpus_files()
 
@@ -68,7 +70,7 @@ def _slices(events, skip_pid=None) -> Counter:
     )
 
 
-@pytest.mark.parametrize("path", TRACES, ids=[p.name for p in TRACES])
+@pytest.mark.parametrize("path", by_family(TRACES), ids=[p.name for p in TRACES])
 def test_export_keeps_every_slice_and_nests_every_track(path, tmp_path):
     source = _read(path)
     events = source["traceEvents"] if isinstance(source, dict) else source

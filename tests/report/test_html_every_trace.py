@@ -1,5 +1,6 @@
 """Every HTML report the CLI writes for the corpus loads and draws in Chromium, within
-a bound (issue 36): `explain --format html` of each trace under tests/data/traces,
+a bound (issue 36): `explain --format html` of a trace of each corpus family
+(tests/corpus_families.py; each trace under tests/data/traces with `pytest -m corpus`),
 the diff report of compare_base vs compare_test, and the ranks report of
 multirank/dlrm_8ranks.
 
@@ -19,6 +20,7 @@ import pytest
 from kinetoscope.cli import main
 
 from ..conftest import CORPUS, corpus, corpus_files
+from ..corpus_families import by_family
 from .conftest import BOUND_MS, open_drawn
 
 SINGLE = [p for p in corpus_files() if "multirank" not in p.parts]
@@ -49,7 +51,7 @@ def _loads_and_draws(browser, html: Path) -> None:
     assert timelines >= 1, html.name
 
 
-@pytest.mark.parametrize("trace", SINGLE, ids=lambda p: str(p.relative_to(CORPUS)))
+@pytest.mark.parametrize("trace", by_family(SINGLE), ids=lambda p: str(p.relative_to(CORPUS)))
 def test_explain_html_of_every_corpus_trace_loads_and_draws(browser, tmp_path, trace):
     _loads_and_draws(browser, _write(["explain", str(trace)], tmp_path / "r.html"))
 

@@ -17,6 +17,7 @@ from kinetoscope.rules.engine import load_rules
 from kinetoscope.rules.regime import REGIMES
 
 from ..conftest import corpus, corpus_files
+from ..corpus_families import by_family
 
 BERT = "gpu/tracelens_h100__gaunernst_bert-small-uncased__1016001.json.gz"
 RESNET_NS = "gpu/resnet_train_ns.pt.trace.json.gz"
@@ -212,7 +213,8 @@ def test_timeline_gives_a_threads_python_frames_a_lane_of_their_own():
     assert not any("of" in lane for lane in plain["lanes"])
 
 
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+# one trace per corpus family; every corpus trace under `pytest -m corpus`
+@pytest.mark.parametrize("path", by_family(corpus_files()), ids=lambda p: p.name)
 def test_every_corpus_trace_explains_without_a_failing_rule(path):
     report = kinetoscope.explain(path)
     failed = [s for s in report.not_checked if s.reason.startswith("rule failed")]

@@ -26,6 +26,7 @@ from kinetoscope.rules.engine import load_rules, run_rules
 from kinetoscope.rules.merge import fit_savings, merge_causes
 
 from ..conftest import corpus, corpus_files, kernel, launch, op, write_trace
+from ..corpus_families import by_family
 from ..torch_traces import torch_traces  # noqa: F401 - the fixture
 
 SIDE_STREAMS = [
@@ -73,7 +74,8 @@ def test_idle_share_is_the_share_of_the_window_with_no_stream_busy():
     assert f.impact_us == 0  # a breakdown: the causes of the host wait carry the saving
 
 
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name[:40])
+# one trace per corpus family; every corpus trace under `pytest -m corpus`
+@pytest.mark.parametrize("path", by_family(corpus_files()), ids=lambda p: p.name[:40])
 def test_savings_fit_in_the_step(path):
     trace = kinetoscope.load(path)
     report = kinetoscope.explain(path)

@@ -18,6 +18,7 @@ from kinetoscope.report.markdown import render_markdown
 from kinetoscope.report.text import render_text
 from kinetoscope.trace import cache, cache_store, load
 from tests.conftest import REPO, corpus, corpus_files, kernel, launch, op, write_trace
+from tests.corpus_families import by_family
 
 SMALL = "gpu/cuda_event_sync.json.gz"
 
@@ -48,7 +49,7 @@ def names(root: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.exists() else []
 
 
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("path", by_family(corpus_files()), ids=lambda p: str(p.relative_to(REPO)))
 def test_report_from_the_cache_is_byte_identical(folder, path):
     parsed = load(path)  # the first read parses, and stores
     assert not mapped(parsed)

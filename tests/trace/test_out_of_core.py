@@ -1,9 +1,9 @@
 """The out-of-core load (`--max-memory`): same results, its files never outlive it.
 
-Every corpus trace is loaded both ways in this process (`out_of_core=True` forces
-the out-of-core path) and `explain`
-and `summary` JSON must be byte-identical but for the one field that says
-which path was taken.
+A corpus trace of each family (tests/corpus_families.py; every corpus trace under
+`pytest -m corpus`) is loaded both ways in this process (`out_of_core=True` forces the
+out-of-core path) and `explain` and `summary` JSON must be byte-identical but for the
+one field that says which path was taken.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from kinetoscope.trace.sparse import SparseTexts, SparseValues
 from kinetoscope.trace.spill import SpillParts
 
 from ..conftest import corpus, corpus_files, write_trace
+from ..corpus_families import by_family
 
 
 @pytest.fixture(autouse=True)
@@ -64,7 +65,7 @@ def _outcome(path: Path, **options):
     return _explain_json(trace), _summary_json(trace)
 
 
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", by_family(corpus_files()), ids=lambda p: p.name)
 def test_corpus_same_json_out_of_core(path, tmp_path):
     """Byte-identical `explain` and `summary` JSON (dumped with sorted keys), and the
     spill directory (here under tmp_path) is empty afterwards."""

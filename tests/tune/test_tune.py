@@ -1,6 +1,9 @@
-"""`kinetoscope tune`, end to end on CPU: real subprocess trials, real timings, real traces
-(built-in workloads here; a user's script in `test_tune_scripts.py`, a file of its own so
-that pytest-xdist's `--dist loadfile` runs the two halves on two cores).
+"""`kinetoscope tune`, end to end on CPU: real trials, real timings, real traces (built-in
+workloads here; a user's script in `test_tune_scripts.py`, a file of its own so that
+pytest-xdist's `--dist loadfile` runs the two halves on two cores). The sessions and their
+trials run in this process (`tune_here`: a trial child costs ~5 s of CPU before its first
+step); the trial process itself (its timeout, crash, Ctrl-C) is tested with children in
+`test_tune_scripts.py`.
 
 Expectations come from the mechanism, not from a run: a DataLoader building
 batches in the main process (workers 0) is data-bound, so the tuner must try
@@ -16,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ..capture_helpers import run_cli
+from .tune_here import tune_here
 
 pytest.importorskip("torch")  # every trial runs under torch
 
@@ -24,8 +27,9 @@ pytest.importorskip("torch")  # every trial runs under torch
 QUICK = ["--warmup", "3", "--blocks", "6", "--block-steps", "2"]
 
 
-def _tune(*args: str) -> tuple[subprocess.CompletedProcess, dict | None]:
-    result = run_cli("tune", *args, "--format", "json")
+def _tune(*args: str, children: bool = False) -> tuple[subprocess.CompletedProcess, dict | None]:
+    """A session in this process (`tune_here`), its trials too unless `children`."""
+    result = tune_here(*args, "--format", "json", children=children)
     doc = json.loads(result.stdout) if result.returncode == 0 else None
     return result, doc
 

@@ -1,7 +1,12 @@
 """`kinetoscope tune` on a user's script, end to end on CPU: `kinetoscope.knob()` and
 `--pass-as-arg`, failed trials, Ctrl-C, outputs never overwritten, bad input. The script
 sleeps a knob-set number of milliseconds per step, so which trial is faster is known in
-advance (a 10x shorter sleep must win, a 2x longer one must lose), whatever the load."""
+advance (a 10x shorter sleep must win, a 2x longer one must lose), whatever the load.
+
+Sessions run in this process, their trials too (`tune_here`: a trial child costs ~5 s of
+CPU before its first step); the tests of the processes themselves keep children: failed
+trials (a crash, an out-of-memory and a hang, under the trial timeout) in children of an
+in-process session, Ctrl-C on a `kinetoscope tune` child and its trials."""
 
 from __future__ import annotations
 
@@ -16,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from ..capture_helpers import SRC, error_lines, run_cli
+from ..capture_helpers import SRC, error_lines
 from .test_tune import QUICK, _trial, _tune
+from .tune_here import tune_here
 
 pytest.importorskip("torch")  # every trial runs under torch
 
@@ -56,7 +62,7 @@ WITH_OPTIMIZER = {
 }
 #: the same update by hand, stepped with `--step-on train_step`: torch.optim's first
 #: optimizer imports torch._dynamo (about 2 s of CPU in every trial), which the tests of
-#: failures, folders, Ctrl-C and --pass-as-arg have no use for
+#: failures, folders, Ctrl-C and --pass-as-arg have no use for (in a child)
 BY_HAND = {
     "optimizer": "",
     "update": "with torch.no_grad():\n"
@@ -111,7 +117,7 @@ def test_tune_failed_trials_are_recorded(tmp_path):
     script = _script(tmp_path)
     result, doc = _tune(str(script), "--knob", "mode=crash,oom,hang", *STEP_ON, *QUICK,
                         "--trials", "3", "--timeout", "60",
-                        "--out", str(tmp_path / "out"))  # fmt: skip
+                        "--out", str(tmp_path / "out"), children=True)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     crash, oom, hang = (_trial(doc, f"mode={m}") for m in ("crash", "oom", "hang"))
     assert "the step broke" in crash["error"] and not crash["oom"]
@@ -192,7 +198,7 @@ def test_tune_outputs_never_overwrite(tmp_path):
 )
 def test_tune_bad_input_is_one_line(tmp_path, args, message):
     script = _script(tmp_path)
-    result = run_cli("tune", *(a.format(script=script) for a in args), "--out", str(tmp_path))
+    result = tune_here(*(a.format(script=script) for a in args), "--out", str(tmp_path))
     assert result.returncode == 2
     lines = error_lines(result.stderr)
     assert len(lines) == 1 and message in lines[0], result.stderr
@@ -202,7 +208,7 @@ def test_tune_bad_input_is_one_line(tmp_path, args, message):
 def test_tune_failed_baseline_is_one_line_and_leaves_no_folder(tmp_path):
     script = tmp_path / "broken.py"
     script.write_text("raise SystemExit('no data here')\n")
-    result = run_cli("tune", str(script), "--knob", "a=1", *QUICK, "--out", str(tmp_path))
+    result = tune_here(str(script), "--knob", "a=1", *QUICK, "--out", str(tmp_path))
     assert result.returncode == 2, result.stderr
     lines = error_lines(result.stderr)
     assert len(lines) == 1 and "the baseline run failed" in lines[0], lines
