@@ -153,11 +153,8 @@ def launch(ts, dur, correlation, tid=1, pid=100, name="cudaLaunchKernel", extern
 LONG_FILES = (
     "tests/tune/test_tune_scripts.py",
     "tests/test_readme.py",
-    "tests/tune/test_tune.py",
     "tests/capture/test_profile_safety.py",
-    "tests/files/test_own_files_kinds.py",
     "tests/compare/test_sweep_files.py",
-    "tests/compare/test_sweep.py",
     "tests/capture/test_capture_cli.py",
 )
 
