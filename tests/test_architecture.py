@@ -244,6 +244,7 @@ def test_the_version_is_read_in_one_place():
 #: Tests of the whole product rather than of one package: they stay at tests/.
 WHOLE_PRODUCT_TESTS = {
     "test_architecture",
+    "test_corpus_families",  # every corpus trace in one family, one representative each
     "test_fuzz",
     "test_fuzz_resources",  # bombs and floods through the console entry in a child
     "test_fuzz_signals",  # SIGINT/SIGTERM at random moments of profile and explain

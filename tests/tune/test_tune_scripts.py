@@ -90,9 +90,16 @@ def test_tune_script_knob_env(tmp_path):
     fast, slow = _trial(doc, "sleep_ms=2"), _trial(doc, "sleep_ms=40")
     assert fast["knobs_read"]["sleep_ms"] == 2 and slow["knobs_read"]["sleep_ms"] == 40
     assert _trial(doc, "baseline")["knobs_read"]["sleep_ms"] == 20.0
-    assert fast["accepted"] is True and fast["speed"]["low"] > 1.0
     assert slow["accepted"] is False and slow["result"] == "slower"
-    assert doc["best"] == "sleep_ms=2"
+    assert fast["speed"]["ratio"] > 1.0, fast
+    if fast["accepted"] is not True:
+        # the one refusal allowed: the load check (`decide.load_fault`), when the suite's
+        # other workers kept the reference runs waiting for a CPU as long as the 18 ms a
+        # step the shorter sleep saves (seen with 4 workers on 2 cores)
+        assert (fast["judgement"]["fault"] or "").startswith("measurement fault"), fast
+        assert doc["best"] is None, doc["best"]
+    else:
+        assert fast["speed"]["low"] > 1.0 and doc["best"] == "sleep_ms=2"
     assert doc["throughput_unit"] == "steps/s"  # the script has no batch knob
     assert hashlib.sha256(script.read_bytes()).hexdigest() == before  # never edited
 
