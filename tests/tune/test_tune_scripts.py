@@ -90,16 +90,18 @@ def test_tune_script_knob_env(tmp_path):
     fast, slow = _trial(doc, "sleep_ms=2"), _trial(doc, "sleep_ms=40")
     assert fast["knobs_read"]["sleep_ms"] == 2 and slow["knobs_read"]["sleep_ms"] == 40
     assert _trial(doc, "baseline")["knobs_read"]["sleep_ms"] == 20.0
-    assert slow["accepted"] is False and slow["result"] == "slower"
-    assert fast["speed"]["ratio"] > 1.0, fast
-    if fast["accepted"] is not True:
-        # the one refusal allowed: the load check (`decide.load_fault`), when the suite's
-        # other workers kept the reference runs waiting for a CPU as long as the 18 ms a
-        # step the shorter sleep saves (seen with 4 workers on 2 cores)
-        assert (fast["judgement"]["fault"] or "").startswith("measurement fault"), fast
-        assert doc["best"] is None, doc["best"]
-    else:
+    # the medians always order them: 2 ms against 20 ms of sleep a step, and 40 ms
+    assert fast["speed"]["ratio"] > 1.0 > slow["speed"]["ratio"], (fast, slow)
+    assert slow["accepted"] is False and slow["result"] in ("slower", "measurement fault")
+    if fast["accepted"] is True:
         assert fast["speed"]["low"] > 1.0 and doc["best"] == "sleep_ms=2"
+    else:
+        # the one refusal allowed, for either trial: tune's own load checks (`decide`), when
+        # the suite's other workers kept a reference run waiting for a CPU as long as the
+        # step time the trial changes, or the reference drifted between its two runs (both
+        # seen with 4 workers on 2 cores)
+        assert fast["result"] == "measurement fault", fast
+        assert doc["best"] is None, doc["best"]
     assert doc["throughput_unit"] == "steps/s"  # the script has no batch knob
     assert hashlib.sha256(script.read_bytes()).hexdigest() == before  # never edited
 
