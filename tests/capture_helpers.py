@@ -3,6 +3,7 @@ process, read what it wrote."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import io
 import os
@@ -17,12 +18,15 @@ REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
 
 
+def sources_first() -> str:
+    """PYTHONPATH for a child that must import this worktree's kinetoscope, whatever the
+    environment's editable install points at."""
+    return os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])
+
+
 def run_cli(*args: str, cwd: Path | None = None, code: str | None = None):
     """`python -m kinetoscope ARGS` (or `python -c code`) with this worktree's sources first."""
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
-    }
+    env = {**os.environ, "PYTHONPATH": sources_first()}
     command = [sys.executable, "-c", code] if code else [sys.executable, "-m", "kinetoscope"]
     return subprocess.run(
         [*command, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600
@@ -93,35 +97,56 @@ def profile_here(*args, cwd: Path | None = None):
     such as OMP_NUM_THREADS) keeps a child (`run_cli`)."""
     if importlib.util.find_spec("torch") is None:  # the command says torch is missing
         return run_here("profile", *args, cwd=cwd)
-    import torch
-    import torch.profiler.profiler as torch_profiler
-
     scripts = [Path(cwd or ".", a).resolve().parent for a in map(str, args) if a.endswith(".py")]
     folders = [  # a test's own folder, never one holding the sources or the environment
         f
         for f in [*scripts, *([Path(cwd).resolve()] if cwd else [])]
         if not any(Path(p).resolve().is_relative_to(f) for p in (SRC, sys.prefix))
     ]
-    modules, rng = set(sys.modules), torch.random.get_rng_state()
-    shown = set(torch_profiler._WARNINGS_SHOWN)  # torch warns once per process
+    modules = set(sys.modules)
     try:
-        return run_here("profile", *args, cwd=cwd)
+        with torch_state_kept():
+            return run_here("profile", *args, cwd=cwd)
+    finally:
+        forget_modules(modules, folders)
+
+
+@contextlib.contextmanager
+def torch_state_kept():
+    """Put back what a recording run changes in torch for the rest of its process, as a
+    child would have taken it away: the global RNG (workloads and scripts seed it), the
+    intra-op thread count (scripts pin one thread) and torch.profiler's warnings shown
+    once per process (a later test's own profiler would not see "Profiler clears
+    events")."""
+    import torch
+    import torch.profiler.profiler as torch_profiler
+
+    rng, threads = torch.random.get_rng_state(), torch.get_num_threads()
+    shown = set(torch_profiler._WARNINGS_SHOWN)
+    try:
+        yield
     finally:
         torch.random.set_rng_state(rng)
+        torch.set_num_threads(threads)
         torch_profiler._WARNINGS_SHOWN.intersection_update(shown)
-        for name in set(sys.modules) - modules:  # a script's own, never torch's or ours
-            where = getattr(sys.modules[name], "__file__", None)
-            if where and any(Path(where).resolve().is_relative_to(f) for f in folders):
-                del sys.modules[name]
+
+
+def forget_modules(before: set[str], folders: list[Path]) -> None:
+    """Drop the modules imported since `before` from `folders` (a script's own, never
+    torch's or ours): a later run of another script of the same name imports its own."""
+    for name in set(sys.modules) - before:
+        where = getattr(sys.modules[name], "__file__", None)
+        if where and any(Path(where).resolve().is_relative_to(f) for f in folders):
+            del sys.modules[name]
 
 
 def record_here(script: str, *argv) -> None:
     """Run a recording script, the text a test would hand to `python -c SCRIPT ARGV`, in
     this process.
 
-    A child costs 5-7 s of CPU before it records (`import torch`, then torch.profiler's
-    first trace importing torch._inductor and torch._dynamo); a worker that has them
-    already pays only for the recording. For a recording of the steady state only: a
+    A child cost 4.3 s of CPU for the MoE and the LLM recordings here, 3.1 s of it
+    `import torch` before the script's first line; a worker that has torch already
+    pays only for the recording. For a recording of the steady state only: a
     cold start (the first call of an op, the profiler's own first start) keeps a child
     (tests/torch_traces.py). What a script sets for itself is put back as its process
     would have taken it away: `sys.argv`, torch's global RNG (scripts seed it), its
@@ -129,24 +154,16 @@ def record_here(script: str, *argv) -> None:
     once per process; the script's own warnings are not the test's."""
     import warnings
 
-    import torch
-    import torch.profiler.profiler as torch_profiler
-
-    saved = sys.argv, torch.random.get_rng_state(), torch.get_num_threads()
-    shown = set(torch_profiler._WARNINGS_SHOWN)
-    sys.argv = ["-c", *map(str, argv)]
+    saved_argv, sys.argv = sys.argv, ["-c", *map(str, argv)]
     try:
-        with warnings.catch_warnings():
+        with torch_state_kept(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             exec(compile(script, "<recording script>", "exec"), {"__name__": "__main__"})
     except SystemExit as done:  # a script that ends early on purpose (an optional library)
         if done.code not in (None, 0):
             raise
     finally:
-        sys.argv = saved[0]
-        torch.random.set_rng_state(saved[1])
-        torch.set_num_threads(saved[2])
-        torch_profiler._WARNINGS_SHOWN.intersection_update(shown)
+        sys.argv = saved_argv
 
 
 def error_lines(stderr: str) -> list[str]:

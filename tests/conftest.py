@@ -211,15 +211,20 @@ def _rewrite_the_tests_once(config):
         from _pytest.assertion import rewrite
 
         state = config.stash[rewrite.assertstate_key]
-        write, tail, _ = rewrite._write_pyc, rewrite.PYC_TAIL, rewrite._read_pyc
+        cache_dir, read, rewritten, write = (
+            rewrite.get_cache_dir,
+            rewrite._read_pyc,
+            rewrite._rewrite_test,
+            rewrite._write_pyc,
+        )
+        tail = rewrite.PYC_TAIL
     except (ImportError, AttributeError, KeyError):
         return
     for source in [*REPO.glob("tests/**/test_*.py"), *REPO.glob("tests/**/conftest.py")]:
-        folder = rewrite.get_cache_dir(source)
-        pyc = folder / (source.name[:-3] + tail)
-        if rewrite._read_pyc(source, pyc) is None:  # none yet, or older than its source
-            folder.mkdir(exist_ok=True)
-            source_hash, code = rewrite._rewrite_test(source, config)
+        pyc = cache_dir(source) / (source.name[:-3] + tail)
+        if read(source, pyc) is None:  # none yet, or older than its source
+            pyc.parent.mkdir(exist_ok=True)
+            source_hash, code = rewritten(source, config)
             write(state, code, source_hash, pyc)
 
 

@@ -10,13 +10,11 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from .capture_helpers import SRC, profile_here, run_here
+from .capture_helpers import SRC, profile_here, run_cli, run_here
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -78,10 +76,4 @@ def _run_line(args: list[str], folder: Path, in_process: bool):
         if args[0] == "profile":
             return profile_here(*args[1:], cwd=folder)
         return run_here(*args, cwd=folder)
-    return subprocess.run(
-        [sys.executable, "-m", "kinetoscope", *args],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return run_cli(*args, cwd=folder)

@@ -19,7 +19,6 @@ tiny GEMMs erratic), holds the cases the tests need:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from ..capture_helpers import SRC, run_here
+from ..capture_helpers import run_here, sources_first
 from ..conftest import recorded_once
 
 SIZES = (16, 512)  # the values that profile, after a size 0 that `profile` refuses
@@ -58,10 +57,9 @@ def run_sweep(out: Path, *args: str) -> subprocess.CompletedProcess:
     (`run_here`: the sweep itself imports no torch, its `profile` runs are children),
     answered as a child's run; its children get this worktree's sources first and one
     BLAS thread."""
-    path = os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])
     with pytest.MonkeyPatch.context() as env:
         env.setenv("OMP_NUM_THREADS", "1")
-        env.setenv("PYTHONPATH", path)
+        env.setenv("PYTHONPATH", sources_first())
         return run_here("sweep", "matmul_add", *args, "--device", "cpu", "--out", out)
 
 

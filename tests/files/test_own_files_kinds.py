@@ -3,8 +3,7 @@ reports: a diff, a sweep's data and a multi-rank report, recognised by content (
 `{"kinetoscope": "<version>", "kind": ...}` signature, or the heading), whatever their name.
 
 `diff` and `explain` run in this process (`run_here`); the sweep is the session's shared
-one (tests/compare/matmul_sweep.py), run in a child as every command that imports torch
-must."""
+one (tests/compare/matmul_sweep.py), whose `profile` runs are children."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ import types
 import warnings
 from pathlib import Path
 
-from ..capture_helpers import SRC, run_here
+from ..capture_helpers import forget_modules, run_here, sources_first, torch_state_kept
 
 TRIAL_MODULE = "kinetoscope.tune.trial_run"
 
@@ -48,8 +48,7 @@ def tune_here(*args, children: bool = False) -> subprocess.CompletedProcess:
     import kinetoscope.tune.trials as trials
 
     if children:
-        path = os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])
-        with _environ({**os.environ, "PYTHONPATH": path}):
+        with _environ({**os.environ, "PYTHONPATH": sources_first()}):
             return run_here("tune", *args)
     saved = trials.subprocess
     trials.subprocess = types.SimpleNamespace(
@@ -98,16 +97,13 @@ def _put_back(env: dict):
     """The process as a child would have left it: see the module's docstring."""
     import torch
     import torch._dynamo
-    import torch.profiler.profiler as torch_profiler
 
     from kinetoscope.tune import knob
 
     saved = (sys.argv, list(sys.path), set(sys.modules), dict(knob._READ))
-    rng, threads = torch.random.get_rng_state(), torch.get_num_threads()
-    shown = set(torch_profiler._WARNINGS_SHOWN)
     knob._READ.clear()  # a child starts with no knob read
     try:
-        with _environ(env), warnings.catch_warnings():
+        with torch_state_kept(), _environ(env), warnings.catch_warnings():
             warnings.resetwarnings()  # a fresh interpreter's filters (python -W unset)
             for category in (ResourceWarning, ImportWarning, PendingDeprecationWarning):
                 warnings.simplefilter("ignore", category)
@@ -122,11 +118,5 @@ def _put_back(env: dict):
         sys.argv, sys.path[:] = argv, path
         knob._READ.clear()
         knob._READ.update(read)
-        torch.random.set_rng_state(rng)
-        torch.set_num_threads(threads)
-        torch_profiler._WARNINGS_SHOWN.intersection_update(shown)
         torch._dynamo.reset()
-        for name in set(sys.modules) - modules:  # a script's own, never torch's or ours
-            where = getattr(sys.modules[name], "__file__", None)
-            if where and any(Path(where).resolve().is_relative_to(f) for f in folders):
-                del sys.modules[name]
+        forget_modules(modules, folders)
