@@ -38,6 +38,15 @@ def browser():
         b.close()
 
 
+def shot(target, path: Path, **options) -> None:
+    """A screenshot of what a browser test saw (a page or a locator), for a person to look
+    at: taken only with KINETOSCOPE_TEST_SCREENSHOTS=1, into the test's tmp dir. Each one
+    is encoded by Chromium; they were 10 s of test_html_browser.py's 37 s of CPU, in every
+    run, for pictures nobody opened. No assertion reads them."""
+    if os.environ.get("KINETOSCOPE_TEST_SCREENSHOTS"):
+        target.screenshot(path=str(path), **options)
+
+
 #: how long a report page may take to load and draw every timeline (a draw takes
 #: milliseconds; a page that never draws hangs)
 BOUND_MS = 20_000

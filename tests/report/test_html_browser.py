@@ -2,11 +2,12 @@
 
 Skips with the reason where Playwright or /usr/bin/chromium is missing, and fails
 there under `CI` (tests/requires.py); `.ci/run` installs both.
-Screenshots go to the test's tmp dir (look at them).
+Screenshots go to the test's tmp dir with KINETOSCOPE_TEST_SCREENSHOTS=1 (look at them).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import kinetoscope
 from kinetoscope.report.html import render_html
 
 from ..conftest import corpus
+from .conftest import shot
 
 SMALL = "gpu/tracelens_h100__gaunernst_bert-small-uncased__1016001.json.gz"
 RESNET = "gpu/resnet50_dataloader_workers0.pt.trace.json.gz"
@@ -48,10 +50,18 @@ def _painted_pixels(page) -> int:
     )
 
 
-def _report(tmp_path: Path, relative: str) -> tuple[Path, kinetoscope.Report]:
+@functools.cache
+def _explained(relative: str) -> tuple[str, kinetoscope.Report]:
+    """One explain and one page per corpus trace for the module: its tests only read the
+    report, and explaining a trace cost more CPU than showing its page in Chromium."""
     report = kinetoscope.explain(corpus(relative))
+    return render_html(report), report
+
+
+def _report(tmp_path: Path, relative: str) -> tuple[Path, kinetoscope.Report]:
+    html, report = _explained(relative)
     out = tmp_path / (Path(relative).name.split(".json")[0] + ".html")
-    out.write_text(render_html(report), encoding="utf-8")
+    out.write_text(html, encoding="utf-8")
     return out, report
 
 
@@ -62,7 +72,7 @@ def test_report_draws_zooms_and_highlights(browser, tmp_path, relative):
         trace_size = corpus(relative).stat().st_size  # these corpus files are gzipped
         assert html_path.stat().st_size < 1.5 * trace_size
     page, errors = _open(browser, html_path)
-    page.screenshot(path=str(tmp_path / "light.png"))
+    shot(page, tmp_path / "light.png")
     assert errors == []
     assert _painted_pixels(page) > 10_000
     v0, v1 = _view(page)
@@ -92,7 +102,7 @@ def test_report_draws_zooms_and_highlights(browser, tmp_path, relative):
         .get_attribute("class")
         .endswith("selected")
     )
-    page.locator(".tl").screenshot(path=str(tmp_path / "finding.png"))
+    shot(page.locator(".tl"), tmp_path / "finding.png")
     assert errors == []
     page.close()
 
@@ -123,7 +133,7 @@ def _assert_readable(colours, label: str) -> None:
 def test_text_contrast_in_both_themes(browser, tmp_path, scheme):
     html_path, _ = _report(tmp_path, SMALL)
     page, errors = _open(browser, html_path, scheme)
-    page.screenshot(path=str(tmp_path / f"{scheme}.png"), full_page=True)
+    shot(page, tmp_path / f"{scheme}.png", full_page=True)
     pairs = page.evaluate(
         "() => [...document.querySelectorAll('.ks p, .ks td, .ks h2, .ks code, .ks li')]"
         ".slice(0, 200).map(" + _TEXT_COLOURS + ")"
@@ -147,7 +157,7 @@ def test_verdict_quality_kernel_types_and_streams_are_shown_and_readable(browser
         block = page.locator(f'[data-section="{name}"]')
         assert block.count() == 1 and block.is_visible(), name
         block.scroll_into_view_if_needed()
-        block.screenshot(path=str(tmp_path / f"{name}-{scheme}.png"))
+        shot(block, tmp_path / f"{name}-{scheme}.png")
     # the window account's bar: one coloured part per class holding time, widths in
     # proportion, adding up to the whole bar (the shares add up to 1)
     parts = page.evaluate(
@@ -260,7 +270,7 @@ def test_diff_page_draws_both_runs_at_one_scale(browser, diff_page, tmp_path):
     page, errors = _open(browser, html_path)
     page.wait_for_function("() => document.querySelectorAll('.tl[data-v1]').length === 2")
     page.locator('.tl[data-timeline="a"]').scroll_into_view_if_needed()
-    page.screenshot(path=str(tmp_path / "diff-light.png"))
+    shot(page, tmp_path / "diff-light.png")
     assert errors == []
     views = _diff_views(page)
     assert list(views) == ["a", "b"]
@@ -354,7 +364,7 @@ def test_diff_scale_switch(browser, diff_page, tmp_path):
     for key in "ab":
         assert views[key]["v1"] - views[key]["v0"] == pytest.approx(views[key]["own"], rel=1e-9)
         assert _painted_pixels_of(page, key) > 2_000, key
-    page.locator(".side").last.screenshot(path=str(tmp_path / "apart-b.png"))
+    shot(page.locator(".side").last, tmp_path / "apart-b.png")
     assert errors == [] and more_errors == []
     page.close()
 
@@ -381,7 +391,7 @@ def test_diff_page_marker_opens_its_own_runs_finding(browser, diff_page, tmp_pat
     assert page.locator('.finding[data-for="a"].selected').count() == 0
     views = _diff_views(page)
     assert views["b"]["highlighted"] >= 1 and views["a"]["highlighted"] == 0
-    tl.screenshot(path=str(tmp_path / "diff-b-finding.png"))
+    shot(tl, tmp_path / "diff-b-finding.png")
     assert errors == []
     page.close()
 
@@ -391,7 +401,7 @@ def test_diff_page_text_contrast(browser, diff_page, tmp_path, scheme):
     html_path, _, _ = diff_page
     page, errors = _open(browser, html_path, scheme)
     page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
-    page.screenshot(path=str(tmp_path / f"diff-{scheme}.png"), full_page=True)
+    shot(page, tmp_path / f"diff-{scheme}.png", full_page=True)
     pairs = page.evaluate(
         """() => [...document.querySelectorAll(
              '.ks :is(p, td, th, h1, h2, code, li, summary, strong, .tl-bar span)')]
@@ -421,7 +431,7 @@ def ranks_page(tmp_path_factory):
 def test_ranks_page_draws_and_reads(browser, ranks_page, tmp_path, scheme):
     page, errors = _open(browser, ranks_page, scheme)
     page.wait_for_function("() => document.querySelectorAll('.tl[data-v1]').length === 2")
-    page.screenshot(path=str(tmp_path / f"ranks-{scheme}.png"), full_page=True)
+    shot(page, tmp_path / f"ranks-{scheme}.png", full_page=True)
     views = _diff_views(page)
     assert list(views) == ["r7", "r1"] and errors == []
     for key in views:
@@ -485,11 +495,11 @@ def test_hover_shows_args_and_the_launch_kernel_link_and_keys_zoom(browser, tmp_
     for field in ("grid", "block", "registers per thread", "launched by\tcudaLaunchKernel"):
         assert field in tip, (field, tip)
     assert page.evaluate("() => +document.querySelector('.tl').dataset.highlighted") == 2
-    page.locator(".tl").screenshot(path=str(tmp_path / "hover-kernel.png"))
+    shot(page.locator(".tl"), tmp_path / "hover-kernel.png")
     tip = hover("shapes")
     shapes = tip.split("input shapes\t")[1].splitlines()[0]
     assert shapes.startswith("[") and " " not in shapes, tip
-    page.locator(".tl").screenshot(path=str(tmp_path / "hover-op.png"))
+    shot(page.locator(".tl"), tmp_path / "hover-op.png")
     v0, v1 = _view(page)
     page.keyboard.press("w")
     page.wait_for_timeout(100)
@@ -519,7 +529,7 @@ def test_notebook_fragment_follows_jupyters_theme(
     which says its theme on body[data-jp-theme-light]; the notebook's theme wins over the
     system's, so the report never shows dark text on Jupyter's dark background or the
     reverse."""
-    report = kinetoscope.explain(corpus(SMALL))
+    _, report = _explained(SMALL)
     host_bg = "#111111" if dark else "#ffffff"
     host = tmp_path / "notebook.html"
     host.write_text(
@@ -529,7 +539,7 @@ def test_notebook_fragment_follows_jupyters_theme(
         encoding="utf-8",
     )
     page, errors = _open(browser, host, os_scheme)
-    page.screenshot(path=str(tmp_path / "notebook.png"))
+    shot(page, tmp_path / "notebook.png")
     background = page.evaluate(
         "() => getComputedStyle(document.querySelector('.ks')).backgroundColor"
     )
@@ -580,6 +590,6 @@ def test_finding_markers_never_hide_each_other(browser, tmp_path):
     chosen = page.evaluate(check, info)
     assert chosen["sel"] >= 1 and chosen["selPlaced"] == chosen["sel"]
     assert chosen["overlaps"] == [] and chosen["counted"] == chosen["total"]
-    page.locator(".tl").screenshot(path=str(tmp_path / "markers.png"))
+    shot(page.locator(".tl"), tmp_path / "markers.png")
     assert errors == []
     page.close()
