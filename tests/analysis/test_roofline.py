@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from kinetoscope.analysis.peaks import PEAKS, device_peaks
@@ -104,20 +105,27 @@ CORPUS_DEVICES = {
 }
 
 
+class _DeviceProperties(msgspec.Struct):
+    """A trace's top level as far as this test reads it: msgspec skips every other key
+    (the events) without building them, where json.load built each one (10.6 s of CPU for the
+    corpus here; 1.2 s this way)."""
+
+    deviceProperties: list[dict] = []
+
+
 def _recorded_device_names() -> set[str]:
     """The non-empty device names in the corpus traces' deviceProperties."""
     import gzip
-    import json
 
     from ..conftest import corpus_files
 
     names = set()
     for path in corpus_files():
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt") as f:
-            data = json.load(f)
-        if isinstance(data, dict):
-            names |= {p.get("name") for p in data.get("deviceProperties", []) if p.get("name")}
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        if raw.lstrip()[:1] == b"[":  # a bare list of events: no properties
+            continue
+        top = msgspec.json.decode(raw, type=_DeviceProperties)
+        names |= {p.get("name") for p in top.deviceProperties if p.get("name")}
     return names
 
 
