@@ -17,6 +17,9 @@ pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
+from kinetoscope.agent.server import build_server  # noqa: E402
+
+from ..capture_helpers import run_here  # noqa: E402
 from ..conftest import corpus  # noqa: E402
 
 BERT = "gpu/tracelens_h100__gaunernst_bert-small-uncased__1016001.json.gz"
@@ -32,21 +35,26 @@ def _server(root: Path) -> StdioServerParameters:
     )
 
 
-def _session(root: Path, calls):
-    """Run `calls(client)` against a fresh server on `root`; return what it returns."""
+def _session(root: Path, calls, stdio: bool = False):
+    """Run `calls(client)` against a fresh server on `root`; return what it returns.
+
+    The server is `kinetoscope mcp` in a child over stdio where the transport is what a
+    test checks; otherwise the same server built in this process (each call still runs
+    in a process of its own, forked from this worker's forkserver). A stdio server cost
+    a child of about 2 s of CPU before its first answer: the CLI, the SDK and the
+    server's own forkserver."""
 
     async def main():
-        async with Client(_server(root)) as client:
+        async with Client(_server(root) if stdio else build_server(root)) as client:
             return await asyncio.wait_for(calls(client), timeout=240)
 
     return asyncio.run(main())
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": SRC}
-    return subprocess.run(
-        [sys.executable, "-m", "kinetoscope", *args], capture_output=True, text=True, env=env
-    )
+    """`kinetoscope ARGS` by the CLI's own `main` in this process, as a reader's shell
+    would answer it: the exit code, stdout and stderr the agent's answer is held to."""
+    return run_here(*args)
 
 
 def _text(result) -> str:
@@ -63,7 +71,7 @@ def test_tools_are_listed_with_output_schemas(root):
     async def calls(client):
         return (await client.list_tools()).tools
 
-    tools = {t.name: t for t in _session(root, calls)}
+    tools = {t.name: t for t in _session(root, calls, stdio=True)}
     assert set(tools) == {"explain", "summary", "diff", "chain", "table", "slice", "check",
                           "memory"}  # fmt: skip
     assert "verdict" in tools["explain"].output_schema["properties"]
@@ -74,7 +82,7 @@ def test_explain_gives_the_verdict_the_cli_gives(root):
     async def calls(client):
         return await client.call_tool("explain", {"path": "bert.json.gz", "top": 3})
 
-    result = _session(root, calls)
+    result = _session(root, calls, stdio=True)
     assert not result.is_error, _text(result)
     data = result.structured_content
     cli = _cli("explain", str(root / "bert.json.gz"), "--format", "json")
@@ -252,8 +260,6 @@ def test_arguments_the_schema_refuses_and_unknown_tools_are_one_line(root):
     # the SDK answered pydantic's report (several lines and a link) for a wrong type or a
     # missing argument, and "Unknown tool: x"; a negative count cut lists from the end
     # (found by tests/agent/test_fuzz_mcp.py)
-    from kinetoscope.agent.server import build_server
-
     async def main():
         async with Client(build_server(root)) as client:
             return [
@@ -286,8 +292,6 @@ def test_an_answer_holds_no_raw_control_or_bidi_character(root):
     # ASCII raw: a C1 control (0x89) or U+202E in a kernel name reached the agent's text
     # as it was (found by tests/agent/test_fuzz_mcp.py); the CLI's JSON escapes them
     import gzip
-
-    from kinetoscope.agent.server import build_server
 
     doc = json.loads(gzip.decompress(corpus("gpu/compare_base.json.gz").read_bytes()))
     for event in doc["traceEvents"]:
