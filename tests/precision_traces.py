@@ -178,10 +178,13 @@ def matmul_add(n):
 
 
 record("matmul_1024", matmul_add(1024), warmup=3)
-# 10 warm-up and 50 recorded steps: a few us per step, so one step in which the OS
-# preempts aten::mm (tens of us added to "compute") would tip a 10-step window over 25%;
-# over 50 steps it moves the share by a few points
-record("matmul_16", matmul_add(16), steps=50, warmup=10)
+# 10 warm-up and 1,000 recorded steps: a few us per step, so one step in which the OS
+# preempts aten::mm (tens of us added to "compute") would tip a 10-step window over 25%.
+# 50 steps made a 10 ms window, and one preemption between two ops in a full test run
+# on 2 cores left 8.14 ms of it with no op (a dead window: not judged, rightly); a
+# time slice is milliseconds, so the window is ~40 ms here (21 ms at 500 steps), where
+# one such hole is a fifth of it, under the dead-window line of half
+record("matmul_16", matmul_add(16), steps=1000, warmup=10)
 qkv = torch.nn.Linear(32, 96)
 h = torch.randn(2, 16, 32)
 
