@@ -8,7 +8,9 @@ for them here, at the moment it needs them, never at import time.
 from __future__ import annotations
 
 import importlib
+import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,6 +43,36 @@ def _interrupts_deferred() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
     if held:
         signal.raise_signal(signal.SIGINT)
+
+
+@contextmanager
+def inductor_left_unimported() -> Iterator[None]:
+    """Around torch.profiler's start of a cycle (`prepare_trace`): no import of
+    torch._inductor for a program that has not imported it.
+
+    `prepare_trace` asks `hasattr(torch, "_inductor")` to read Inductor's CUDA-graph
+    setting, and torch answers by importing its lazy module: torch._inductor and
+    torch._dynamo, about 2 s of CPU before the first profiled step, 40% of a CPU
+    `profile` run or of a tune trial, for a program that never compiles. Until the
+    program imports it the answer here is no, which leaves the setting at False, what
+    Inductor's config would have read (TORCHINDUCTOR_CUDAGRAPHS=1 keeps torch's own
+    question). A thread asking `torch._inductor` for the first time during these calls
+    would be told it is missing."""
+    torch = sys.modules.get("torch")
+    lazy = getattr(torch, "_lazy_modules", None)
+    if (
+        "torch._inductor" in sys.modules
+        or not isinstance(lazy, set)
+        or "_inductor" not in lazy
+        or os.environ.get("TORCHINDUCTOR_CUDAGRAPHS") == "1"
+    ):
+        yield
+        return
+    lazy.discard("_inductor")
+    try:
+        yield
+    finally:
+        lazy.add("_inductor")
 
 
 def _require(module: str, extra: str, purpose: str) -> ModuleType:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .. import progress
 from ..errors import Terminated, UsageError, raised_by_interrupt, raised_by_termination
-from .deps import require_torch
+from .deps import inductor_left_unimported, require_torch
 from .device import DeviceChoice, activities, resolve_device
 from .main_hook import hooked_code, run_as_main
 from .optimizer_steps import OptimizerSteps
@@ -152,7 +152,7 @@ def run_script(
     def step() -> None:
         steps[0] += 1
         if switches_at(when, steps[0]):  # Kineto's start/stop lines out of stderr
-            with quiet.around():
+            with quiet.around(), inductor_left_unimported():
                 prof.step()
         else:
             prof.step()
@@ -167,7 +167,7 @@ def run_script(
         # our opening recording ends a cycle, which makes torch warn about clearing events
         with noise_filtered() as quiet:
             progress.stage(f"running {script.name} under the profiler")
-            with quiet.around():
+            with quiet.around(), inductor_left_unimported():
                 prof.__enter__()
             try:
                 exit_code = _run(script, code and (code, _stepping_wrapper(step), main_attr))

@@ -22,7 +22,7 @@ from .. import progress
 from .._version import __version__
 from ..files.outputs import make_folder, publish, remove_empty_folders, staged
 from .artifacts import write_table, write_trace
-from .deps import require_torch
+from .deps import inductor_left_unimported, require_torch
 from .device import DeviceChoice, activities, resolve_device
 from .machine import LoadMeter
 from .quiet import NoiseFilter
@@ -204,7 +204,7 @@ class Profile:
             total = self.schedule.total_steps
             progress.count(f"profiling: step {self.steps} of {total}", self.steps, total)
         if self.steps in self._switches:
-            with self.quiet.around():
+            with self.quiet.around(), inductor_left_unimported():
                 self.profiler.step()
         else:
             self.profiler.step()
@@ -213,7 +213,7 @@ class Profile:
         progress.stage(f"profiling: {self.schedule.total_steps} steps")
         if self._own_quiet:
             self.quiet.open()
-        with self.quiet.around():
+        with self.quiet.around(), inductor_left_unimported():
             self.profiler.__enter__()
         return self
 
