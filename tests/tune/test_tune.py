@@ -1,7 +1,7 @@
 """`kinetoscope tune`, end to end on CPU: real trials, real timings, real traces (built-in
 workloads here; a user's script in `test_tune_scripts.py`, a file of its own so that
 pytest-xdist's `--dist loadfile` runs the two halves on two cores). The sessions and their
-trials run in this process (`tune_here`: a trial child costs ~5 s of CPU before its first
+trials run in this process (`tune_here`: a trial child costs ~3 s of CPU before its first
 step); the trial process itself (its timeout, crash, Ctrl-C) is tested with children in
 `test_tune_scripts.py`.
 
@@ -98,13 +98,20 @@ def test_tune_dataloader_finds_workers(tmp_path, monkeypatch):
     assert doc["not_run"]  # --trials 2 stopped the session before the drift check
 
 
-def test_tune_compile_on_a_tiny_matmul_is_never_kept(tmp_path):
+def test_tune_compile_on_a_tiny_matmul_is_never_kept(tmp_path, monkeypatch):
     """torch.compile on a 64x64 CPU matmul + add: eager runs one MKL GEMM and one small add;
     the compiled call adds Dynamo's guard checks and Inductor's wrapper around an extern
     addmm, so there is no dispatch to save worth its cost (0.41x measured on a quiet moment
     of this machine). A "150x" here can only be a measurement fault: the baseline stays
     best, and the compile trial ran between two baseline runs (its first call, the
-    compilation, in the untimed warm-up)."""
+    compilation, in the untimed warm-up).
+
+    One BLAS thread, as in a sweep: with two, on this 2-core machine under 6 runnable
+    processes, an eager step waited for the descheduled second thread (16 ms a step,
+    compiled 8 ms: "2x", refused only as a measurement fault, and a second thread
+    spinning through every timed block); with one, eager is 36 us and compiled 114 us,
+    the mechanism's 0.3x."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     result, doc = _tune("matmul_add", "--device", "cpu", "--knob", "compile=default",
                         *QUICK, "--out", str(tmp_path))  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]

@@ -3,7 +3,7 @@
 sleeps a knob-set number of milliseconds per step, so which trial is faster is known in
 advance (a 10x shorter sleep must win, a 2x longer one must lose), whatever the load.
 
-Sessions run in this process, their trials too (`tune_here`: a trial child costs ~5 s of
+Sessions run in this process, their trials too (`tune_here`: a trial child costs ~3 s of
 CPU before its first step); the tests of the processes themselves keep children: failed
 trials (a crash, an out-of-memory and a hang, under the trial timeout) in children of an
 in-process session, Ctrl-C on a `kinetoscope tune` child and its trials."""
