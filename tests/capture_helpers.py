@@ -83,9 +83,8 @@ def run_here(*args, cwd: Path | None = None, stdin: bytes | None = None):
 def profile_here(*args, cwd: Path | None = None):
     """`kinetoscope profile ARGS` in this process, answered as `run_here` answers.
 
-    A `profile` child costs about 7 s of CPU before it records anything (the CLI,
-    `import torch`, and torch.profiler's first trace importing torch._inductor and
-    torch._dynamo); in a worker that has them already, only the profiling is left.
+    A `profile` child costs about 3 s of CPU before it records anything (the CLI and
+    `import torch`); in a worker that has them already, only the profiling is left.
     torch is imported first where it is installed: `main` ends a process at once
     (`cli._leave`) when the command imported torch there. What a run leaves in the
     process a child would have taken with it is put back: torch's global RNG (the

@@ -2,9 +2,9 @@
 decides and writes.
 
 A trial is `python -m kinetoscope.tune.trial_run SPEC` (`tune.trials.run_trial`): a child
-costs about 5 s of CPU before its first step (the interpreter, `import torch`, and
-torch.profiler's first trace importing torch._inductor and torch._dynamo), 25 such
-children made these two files cost 220 s of CPU. Here the parent runs by `run_here`, and
+costs about 3 s of CPU before its first step (the interpreter and `import torch`; 5 s
+before capture kept torch.profiler from importing torch._inductor), and 25 such children
+made these two files cost 220 s of CPU. Here the parent runs by `run_here`, and
 the one call that starts a child (`subprocess.run` in `tune.trials`) runs the same module
 as `__main__` in this process instead: the spec file, the result file, the trace and its
 reading stay the real ones; the child's environment is `os.environ` for the call.
