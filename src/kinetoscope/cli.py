@@ -16,7 +16,14 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from ._version import __version__
-from .errors import KinetoscopeError, Terminated, raised_by_interrupt, raised_by_termination
+from .errors import (
+    KinetoscopeError,
+    Terminated,
+    interrupt_seen,
+    raised_by_interrupt,
+    raised_by_termination,
+    remember_interrupts,
+)
 from .formatting.escaping import inert
 from .trace.budget import arm_backstop, backstop_line
 
@@ -118,19 +125,6 @@ for _info in app.registered_commands:
         _info.cls = _Command
 
 
-#: whether a Ctrl-C reached this command (`_on_interrupt`)
-_SEEN = {"interrupt": False}
-
-
-def _on_interrupt(signum, frame) -> None:
-    """Python's own SIGINT action (raise KeyboardInterrupt), remembered: a library that
-    catches the interrupt and goes on (torch's profiler turned one into `AssertionError:
-    Profiler must be initialized before starting trace`; a run then ended 0) cannot
-    turn it into success."""
-    _SEEN["interrupt"] = True
-    signal.default_int_handler(signum, frame)
-
-
 def main(own_process: bool = False) -> None:
     """Console entry point: run the app, turning library errors into one line.
 
@@ -139,9 +133,7 @@ def main(own_process: bool = False) -> None:
     if own_process:
         arm_backstop()
     torch_before = "torch" in sys.modules  # a caller's own torch is its to tear down
-    _SEEN["interrupt"] = False
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not a caller's own
-        signal.signal(signal.SIGINT, _on_interrupt)
+    remember_interrupts(fresh=not own_process)  # the entry remembers since its first line
     try:
         _main()
     except SystemExit as done:
@@ -219,8 +211,8 @@ def _main() -> None:
         )
         sys.exit(1)
     # typer turns a Ctrl-C inside a command into exit code 130; a library may have
-    # swallowed one (entry.interrupted remembers it)
-    if code == 130 or _SEEN["interrupt"]:
+    # swallowed or lost one (errors.remember_interrupts)
+    if code == 130 or interrupt_seen():
         _interrupted()
     sys.exit(code if isinstance(code, int) else 0)
 

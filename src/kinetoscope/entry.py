@@ -3,7 +3,10 @@
 `kinetoscope` and `python -m kinetoscope` start here, in a module that imports
 nothing heavy (the package's `__init__` loads its reader lazily), so a Ctrl-C that
 arrives while typer, numpy or rich load exits 130 with the CLI's one line; it was
-a Python traceback. From then on `cli.main` handles interrupts.
+a Python traceback. One raised where the import cannot unwind (importlib's
+module-lock callback) is dropped by Python, with an "Exception ignored" traceback;
+remembered from the first line (`errors.remember_interrupts`), it ends the run the
+same way. From then on `cli.main` handles interrupts.
 
 Only here is the process known to be kinetoscope's own: `own_process=True` lets an
 explicit `--max-memory` become a hard limit on it (`trace.budget.hold`), which a
@@ -17,7 +20,14 @@ import sys
 
 def main() -> None:
     try:
+        from .errors import interrupt_seen, quiet_lost_interrupts, remember_interrupts
+
+        remember_interrupts()
+        quiet_lost_interrupts()
         from .cli import main as run
+
+        if interrupt_seen():  # raised where the import could not unwind, and dropped
+            raise KeyboardInterrupt
     except KeyboardInterrupt:
         print("kinetoscope: interrupted; nothing written", file=sys.stderr, flush=True)
         sys.exit(130)

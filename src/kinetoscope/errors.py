@@ -8,6 +8,9 @@ line.
 
 from __future__ import annotations
 
+import signal
+import sys
+
 from .formatting.escaping import inert
 
 #: how standard input (`-` on the command line) is named in messages and reports
@@ -79,3 +82,51 @@ def raised_by_interrupt(exc: BaseException | None) -> bool:
 def raised_by_termination(exc: BaseException | None) -> Terminated | None:
     """The SIGTERM exit that `exc` is, or was raised while handling (as for a Ctrl-C)."""
     return _in_chain(exc, Terminated)
+
+
+#: whether a Ctrl-C reached this command (`_on_interrupt`)
+_SEEN = {"interrupt": False}
+
+
+def _on_interrupt(signum, frame) -> None:
+    """Python's own SIGINT action (raise KeyboardInterrupt), remembered."""
+    _SEEN["interrupt"] = True
+    signal.default_int_handler(signum, frame)
+
+
+def remember_interrupts(fresh: bool = True) -> None:
+    """From now on a Ctrl-C is remembered as well as raised, unless a caller set its
+    own SIGINT handler (`fresh`: forget an earlier command's, in a process that runs
+    several).
+
+    A raised KeyboardInterrupt can be lost: a library may catch it and go on (torch's
+    profiler turned one into `AssertionError: Profiler must be initialized before
+    starting trace`; a run then ended 0), and one raised where Python cannot unwind
+    (a weakref callback or `__del__`: importlib's module-lock callback while a module
+    imports) is printed as "Exception ignored" and dropped: a Ctrl-C 1.5 s into
+    `explain -o` on a loaded machine left a traceback and a whole report, exit 0.
+    Remembered, the CLI ends the run as interrupted anyway (`interrupt_seen`)."""
+    if fresh:
+        _SEEN["interrupt"] = False
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_interrupt)
+
+
+def interrupt_seen() -> bool:
+    """Whether a Ctrl-C reached this command, raised or lost (`remember_interrupts`)."""
+    return _SEEN["interrupt"]
+
+
+def quiet_lost_interrupts() -> None:
+    """A KeyboardInterrupt dropped where Python cannot raise it prints no "Exception
+    ignored" traceback: it is remembered, and the CLI's one line says it. Every other
+    unraisable exception goes to the hook that was set. For the console entry only:
+    a process that calls the CLI (a test runner) keeps its own hook."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and _SEEN["interrupt"]:
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook

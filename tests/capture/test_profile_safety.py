@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ..capture_helpers import SRC, error_lines, profile_here, run_cli
+from ..conftest import corpus
 
 pytest.importorskip("torch")
 
@@ -137,6 +138,39 @@ def test_a_ctrl_c_inside_exec_code_while_importing_is_exit_130_not_sigint(tmp_pa
     run = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 130, (run.returncode, run.stderr)
     assert error_lines(run.stderr) == ["kinetoscope: interrupted; nothing written"]
+
+
+#: a Ctrl-C raised where Python cannot unwind it while the CLI imports: in `__del__`,
+#: as in importlib's module-lock callback (a run interrupted 1.5 s in, on a loaded
+#: machine), Python prints "Exception ignored" and drops it
+_LOST_INTERRUPT = """
+import signal, sys
+
+class Dropped:
+    def __del__(self):
+        signal.raise_signal(signal.SIGINT)
+
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == "kinetoscope.cli":
+            Dropped()
+        return None
+
+sys.meta_path.insert(0, Interrupt())
+"""
+
+
+def test_a_ctrl_c_python_drops_while_importing_still_ends_the_run(tmp_path):
+    """The interrupt never propagates, yet the run ends 130 with the one line, no
+    traceback, and nothing written (it went on to write the whole report, exit 0)."""
+    (tmp_path / "sitecustomize.py").write_text(_LOST_INTERRUPT)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{SRC}"}
+    trace = corpus("gpu/cuda_event_sync.json.gz")
+    argv = [sys.executable, "-m", "kinetoscope", "explain", str(trace), "-o", "out.md"]
+    run = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 130, (run.returncode, run.stderr)
+    assert run.stderr.splitlines() == ["kinetoscope: interrupted; nothing written"]
+    assert not (tmp_path / "out.md").exists()
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.05, 0.2, 0.6])
