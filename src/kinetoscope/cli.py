@@ -171,6 +171,7 @@ def hoisted(args: list[str]) -> list[str]:
 def _main() -> None:
     args = hoisted(sys.argv[1:])
     _DEBUG["on"] = args[:1] == ["--debug"]  # before the callback runs: a usage error too
+    _SAID["terminated"] = False
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # never replace a caller's handler
         signal.signal(signal.SIGTERM, _terminated)
     try:
@@ -249,7 +250,13 @@ def _terminated(signum: int, _frame) -> None:
     and leaves them behind. Exit 143 (128 + SIGTERM), as shells expect."""
     from .files.outputs import published
 
-    kept = published()
-    what = "kept " + ", ".join(map(str, kept)) if kept else "nothing written"
-    print(inert(f"kinetoscope: terminated; {what}"), file=sys.stderr)
+    if not _SAID["terminated"]:  # said once: a dropped SIGTERM comes again
+        _SAID["terminated"] = True
+        kept = published()
+        what = "kept " + ", ".join(map(str, kept)) if kept else "nothing written"
+        print(inert(f"kinetoscope: terminated; {what}"), file=sys.stderr)
     raise Terminated(128 + signum)
+
+
+#: whether `_terminated` has printed its line in this process
+_SAID = {"terminated": False}

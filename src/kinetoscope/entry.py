@@ -5,8 +5,9 @@ nothing heavy (the package's `__init__` loads its reader lazily), so a Ctrl-C th
 arrives while typer, numpy or rich load exits 130 with the CLI's one line; it was
 a Python traceback. One raised where the import cannot unwind (importlib's
 module-lock callback) is dropped by Python, with an "Exception ignored" traceback;
-remembered from the first line (`errors.remember_interrupts`), it ends the run the
-same way. From then on `cli.main` handles interrupts.
+remembered from the first line (`errors.remember_interrupts`) and delivered again
+(`errors.redeliver_dropped_signals`), it ends the run the same way. From then on
+`cli.main` handles interrupts.
 
 Only here is the process known to be kinetoscope's own: `own_process=True` lets an
 explicit `--max-memory` become a hard limit on it (`trace.budget.hold`), which a
@@ -20,10 +21,10 @@ import sys
 
 def main() -> None:
     try:
-        from .errors import interrupt_seen, quiet_lost_interrupts, remember_interrupts
+        from .errors import interrupt_seen, redeliver_dropped_signals, remember_interrupts
 
         remember_interrupts()
-        quiet_lost_interrupts()
+        redeliver_dropped_signals()
         from .cli import main as run
 
         if interrupt_seen():  # raised where the import could not unwind, and dropped
