@@ -85,6 +85,9 @@ COMMANDS: list[str] = [
 
 _DEBUG = {"on": False}
 
+#: whether `_terminated` has printed its line in this command
+_SAID = {"terminated": False}
+
 #: Options of `kinetoscope` itself, accepted after the subcommand too: `kinetoscope explain
 #: t.json --debug` is what a user retyping a failed command writes.
 GLOBAL_OPTIONS = ("--debug", "--no-cache")
@@ -256,7 +259,3 @@ def _terminated(signum: int, _frame) -> None:
         what = "kept " + ", ".join(map(str, kept)) if kept else "nothing written"
         print(inert(f"kinetoscope: terminated; {what}"), file=sys.stderr)
     raise Terminated(128 + signum)
-
-
-#: whether `_terminated` has printed its line in this process
-_SAID = {"terminated": False}

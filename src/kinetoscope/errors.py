@@ -149,7 +149,9 @@ def redeliver_dropped_signals() -> None:
 
 
 def _send_again(signum: int) -> None:
-    """Send `signum` to this process a millisecond from now, from its own thread: by then
-    the main thread has left the hook and the callback it was called from."""
+    """Send `signum` to this process from its own thread, after the main thread has left
+    the hook: this thread starts only once the main thread hands over the GIL (at its
+    switch interval, 5 ms, the hook's few lines long done), then sleeps 1 ms more. Were
+    it to land in another callback, it would be dropped and sent again the same way."""
     time.sleep(0.001)
     os.kill(os.getpid(), signum)

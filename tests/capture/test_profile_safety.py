@@ -140,44 +140,35 @@ def test_a_ctrl_c_inside_exec_code_while_importing_is_exit_130_not_sigint(tmp_pa
     assert error_lines(run.stderr) == ["kinetoscope: interrupted; nothing written"]
 
 
-#: a Ctrl-C raised where Python cannot unwind it while the CLI imports: in `__del__`,
-#: as in importlib's module-lock callback (a run interrupted 1.5 s in, on a loaded
-#: machine), Python prints "Exception ignored" and drops it
-_LOST_INTERRUPT = """
+def _dropping(signum: str, when: str) -> str:
+    """A sitecustomize that raises `signum` in a `__del__`, where Python cannot unwind it
+    (prints "Exception ignored" and drops it, as in importlib's module-lock callback),
+    at the first import for which `when` holds."""
+    return f"""
 import signal, sys
 
 class Dropped:
     def __del__(self):
-        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.{signum})
 
-class Interrupt:
+class Drop:
     def find_spec(self, name, path=None, target=None):
-        if name == "kinetoscope.cli":
-            Dropped()
-        return None
-
-sys.meta_path.insert(0, Interrupt())
-"""
-
-
-#: a SIGTERM raised where Python cannot unwind it, in the first import the command makes
-#: once its handler is in (a fuzz run: 0.4 s into `profile`, in importlib's callback)
-_LOST_TERMINATION = """
-import signal, sys
-
-class Dropped:
-    def __del__(self):
-        signal.raise_signal(signal.SIGTERM)
-
-class Terminate:
-    def find_spec(self, name, path=None, target=None):
-        if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
+        if {when}:
             sys.meta_path.remove(self)
             Dropped()
         return None
 
-sys.meta_path.insert(0, Terminate())
+sys.meta_path.insert(0, Drop())
 """
+
+
+#: a Ctrl-C while the CLI imports (a run interrupted 1.5 s in, on a loaded machine)
+_LOST_INTERRUPT = _dropping("SIGINT", 'name == "kinetoscope.cli"')
+#: a SIGTERM in the first import the command makes once its handler is in (a fuzz run:
+#: 0.4 s into `profile`)
+_LOST_TERMINATION = _dropping(
+    "SIGTERM", "signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None)"
+)
 
 
 @pytest.mark.parametrize(
