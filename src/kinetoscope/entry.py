@@ -6,8 +6,9 @@ arrives while typer, numpy or rich load exits 130 with the CLI's one line; it wa
 a Python traceback. One raised where the import cannot unwind (importlib's
 module-lock callback) is dropped by Python, with an "Exception ignored" traceback;
 remembered from the first line (`errors.remember_interrupts`) and delivered again
-(`errors.redeliver_dropped_signals`), it ends the run the same way. From then on
-`cli.main` handles interrupts.
+(`errors.redeliver_dropped_signals`), it ends the run the same way. One that lands
+after this module's import and before `main`'s guard is held (`errors.hold_interrupts`)
+and honoured inside it. From then on `cli.main` handles interrupts.
 
 Only here is the process known to be kinetoscope's own: `own_process=True` lets an
 explicit `--max-memory` become a hard limit on it (`trace.budget.hold`), which a
@@ -18,16 +19,20 @@ from __future__ import annotations
 
 import sys
 
+from .errors import hold_interrupts, interrupt_seen
+
+hold_interrupts()
+
 
 def main() -> None:
     try:
-        from .errors import interrupt_seen, redeliver_dropped_signals, remember_interrupts
+        from .errors import redeliver_dropped_signals, remember_interrupts
 
-        remember_interrupts()
+        remember_interrupts(fresh=False)  # keep one held since the import
         redeliver_dropped_signals()
         from .cli import main as run
 
-        if interrupt_seen():  # raised where the import could not unwind, and dropped
+        if interrupt_seen():  # held before the guard, or dropped where it could not unwind
             raise KeyboardInterrupt
     except KeyboardInterrupt:
         print("kinetoscope: interrupted; nothing written", file=sys.stderr, flush=True)

@@ -97,6 +97,20 @@ def _on_interrupt(signum, frame) -> None:
     signal.default_int_handler(signum, frame)
 
 
+def _on_held(signum, frame) -> None:
+    """A Ctrl-C before the console entry's guard: remembered, not raised."""
+    _SEEN["interrupt"] = True
+
+
+def hold_interrupts() -> None:
+    """Until `remember_interrupts`, a Ctrl-C is remembered and not raised. For the console
+    entry's import only: between that import and the `try` of its `main` (the call's
+    first instruction checks for signals) a raised KeyboardInterrupt has no handler, and
+    CI saw the interpreter's traceback, death by SIGINT, for a Ctrl-C sent right then."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_held)
+
+
 def remember_interrupts(fresh: bool = True) -> None:
     """From now on a Ctrl-C is remembered as well as raised, unless a caller set its
     own SIGINT handler (`fresh`: forget an earlier command's, in a process that runs
@@ -111,7 +125,7 @@ def remember_interrupts(fresh: bool = True) -> None:
     Remembered, the CLI ends the run as interrupted anyway (`interrupt_seen`)."""
     if fresh:
         _SEEN["interrupt"] = False
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    if signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _on_held):
         signal.signal(signal.SIGINT, _on_interrupt)
 
 

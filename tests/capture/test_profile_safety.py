@@ -225,6 +225,28 @@ def test_ctrl_c_while_the_cli_is_starting_is_one_line_exit_130(tmp_path, delay):
     assert not (tmp_path / "traces").exists()
 
 
+BETWEEN_IMPORT_AND_GUARD = """
+import os, signal, sys
+from kinetoscope.entry import main
+sys.argv = ["kinetoscope", "explain", sys.argv[1], "-o", "out.md"]
+os.kill(os.getpid(), signal.SIGINT)  # after the entry's import, before main's guard
+main()
+"""
+
+
+def test_ctrl_c_between_the_entry_import_and_its_guard_is_one_line_exit_130(tmp_path):
+    """The window CI hit at random (`[0.0]` above): the signal landed at `main`'s first
+    instruction, before its `try`, and the interpreter printed a traceback and died by
+    SIGINT. Sent there on purpose, it is held and honoured inside the guard."""
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    argv = [sys.executable, "-c", BETWEEN_IMPORT_AND_GUARD]
+    argv.append(str(corpus("gpu/cuda_event_sync.json.gz")))
+    run = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 130, (run.returncode, run.stderr)
+    assert run.stderr.splitlines() == ["kinetoscope: interrupted; nothing written"]
+    assert not (tmp_path / "out.md").exists()
+
+
 SWALLOWING_SCRIPT = """
 import os, signal, torch
 try:
