@@ -14,7 +14,7 @@ from kinetoscope.analysis.roofline import NO_CPU_PEAK, rated_ops, roofline
 from kinetoscope.rules.engine import run_rules
 from kinetoscope.trace import load
 
-from ..capture_helpers import record_here
+from ..capture_helpers import record_here, record_judged
 from ..conftest import corpus
 
 MI300_RESNET = "gpu/tracelens_mi300__resnet_act_checkpoint.json.gz"
@@ -141,8 +141,11 @@ def conv_traces(tmp_path_factory):
     out = {}
     for shapes in (True, False):
         path = tmp_path_factory.mktemp("conv") / f"conv_{int(shapes)}.json"
-        record_here(CONV_SCRIPT, path, int(shapes))
-        out[shapes] = load(path)
+        if shapes:  # judged: its verdict carries the roofline evidence
+            out[shapes] = record_judged(CONV_SCRIPT, path, 1)
+        else:
+            record_here(CONV_SCRIPT, path, 0)
+            out[shapes] = load(path)
     return out
 
 
