@@ -19,10 +19,11 @@ from ._version import __version__
 from .errors import (
     KinetoscopeError,
     Terminated,
+    hold_interrupts,
     interrupt_seen,
+    raise_interrupts,
     raised_by_interrupt,
     raised_by_termination,
-    remember_interrupts,
 )
 from .formatting.escaping import inert
 from .trace.budget import arm_backstop, backstop_line
@@ -136,7 +137,7 @@ def main(own_process: bool = False) -> None:
     if own_process:
         arm_backstop()
     torch_before = "torch" in sys.modules  # a caller's own torch is its to tear down
-    remember_interrupts(fresh=not own_process)  # the entry remembers since its first line
+    hold_interrupts(fresh=not own_process)  # the entry holds since its import
     try:
         _main()
     except SystemExit as done:
@@ -178,6 +179,7 @@ def _main() -> None:
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # never replace a caller's handler
         signal.signal(signal.SIGTERM, _terminated)
     try:
+        raise_interrupts()  # one held until this guard ends the run here
         code = app(args=args, standalone_mode=False)
     except KinetoscopeError as exc:
         _unwound(exc)
@@ -215,7 +217,7 @@ def _main() -> None:
         )
         sys.exit(1)
     # typer turns a Ctrl-C inside a command into exit code 130; a library may have
-    # swallowed or lost one (errors.remember_interrupts)
+    # swallowed or lost one (errors.raise_interrupts)
     if code == 130 or interrupt_seen():
         _interrupted()
     sys.exit(code if isinstance(code, int) else 0)

@@ -1,14 +1,13 @@
 """The console entry point: a Ctrl-C is honoured from the first instant.
 
 `kinetoscope` and `python -m kinetoscope` start here, in a module that imports
-nothing heavy (the package's `__init__` loads its reader lazily), so a Ctrl-C that
-arrives while typer, numpy or rich load exits 130 with the CLI's one line; it was
-a Python traceback. One raised where the import cannot unwind (importlib's
-module-lock callback) is dropped by Python, with an "Exception ignored" traceback;
-remembered from the first line (`errors.remember_interrupts`) and delivered again
-(`errors.redeliver_dropped_signals`), it ends the run the same way. One that lands
-after this module's import and before `main`'s guard is held (`errors.hold_interrupts`)
-and honoured inside it. From then on `cli.main` handles interrupts.
+nothing heavy (the package's `__init__` loads its reader lazily). From this
+module's import a Ctrl-C is held (`errors.hold_interrupts`) until the CLI's guard
+around the command, which ends the run with exit 130 and its one line: it was a
+Python traceback while typer, numpy or rich loaded, and one sent just after this
+module imported landed on `main`'s first line, before any `try`. Once the command
+runs, one whose exception Python dropped (importlib's module-lock callback, while
+the command imports torch) is delivered again (`errors.redeliver_dropped_signals`).
 
 Only here is the process known to be kinetoscope's own: `own_process=True` lets an
 explicit `--max-memory` become a hard limit on it (`trace.budget.hold`), which a
@@ -19,22 +18,16 @@ from __future__ import annotations
 
 import sys
 
-from .errors import hold_interrupts, interrupt_seen
+from .errors import hold_interrupts, redeliver_dropped_signals
 
 hold_interrupts()
 
 
 def main() -> None:
+    redeliver_dropped_signals()
     try:
-        from .errors import redeliver_dropped_signals, remember_interrupts
-
-        remember_interrupts(fresh=False)  # keep one held since the import
-        redeliver_dropped_signals()
         from .cli import main as run
-
-        if interrupt_seen():  # held before the guard, or dropped where it could not unwind
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # raised by code while the CLI imports (a Ctrl-C is held)
         print("kinetoscope: interrupted; nothing written", file=sys.stderr, flush=True)
         sys.exit(130)
     run(own_process=True)

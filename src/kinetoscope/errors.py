@@ -98,23 +98,31 @@ def _on_interrupt(signum, frame) -> None:
 
 
 def _on_held(signum, frame) -> None:
-    """A Ctrl-C before the console entry's guard: remembered, not raised."""
+    """A Ctrl-C before the CLI's guard: remembered, not raised."""
     _SEEN["interrupt"] = True
 
 
-def hold_interrupts() -> None:
-    """Until `remember_interrupts`, a Ctrl-C is remembered and not raised. For the console
-    entry's import only: between that import and the `try` of its `main` (the call's
-    first instruction checks for signals) a raised KeyboardInterrupt has no handler, and
-    CI saw the interpreter's traceback, death by SIGINT, for a Ctrl-C sent right then."""
+def hold_interrupts(fresh: bool = True) -> None:
+    """Until `raise_interrupts`, a Ctrl-C is remembered and not raised, unless a caller
+    set its own SIGINT handler (`fresh`: forget an earlier command's, in a process that
+    runs several).
+
+    From the console entry's import to the CLI's guard around the command, nothing
+    could catch a raised KeyboardInterrupt: a function's first instruction takes a
+    pending signal, so one sent just after `kinetoscope.entry` imported was raised on
+    `main`'s first line, before its `try` (CI saw the interpreter's traceback and death
+    by SIGINT). One raised while typer, rich and numpy import could land in importlib's
+    module-lock callback, where Python drops it. Held, it waits for the guard: at most
+    the CLI's import (a fraction of a second), and no command has started."""
+    if fresh:
+        _SEEN["interrupt"] = False
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _on_held)
 
 
-def remember_interrupts(fresh: bool = True) -> None:
-    """From now on a Ctrl-C is remembered as well as raised, unless a caller set its
-    own SIGINT handler (`fresh`: forget an earlier command's, in a process that runs
-    several).
+def raise_interrupts() -> None:
+    """Inside the CLI's guard: one held since `hold_interrupts` is raised now, and from
+    now on a Ctrl-C is raised and remembered (`interrupt_seen`).
 
     A raised KeyboardInterrupt can be lost: a library may catch it and go on (torch's
     profiler turned one into `AssertionError: Profiler must be initialized before
@@ -122,15 +130,15 @@ def remember_interrupts(fresh: bool = True) -> None:
     (a weakref callback or `__del__`: importlib's module-lock callback while a module
     imports) is printed as "Exception ignored" and dropped: a Ctrl-C 1.5 s into
     `explain -o` on a loaded machine left a traceback and a whole report, exit 0.
-    Remembered, the CLI ends the run as interrupted anyway (`interrupt_seen`)."""
-    if fresh:
-        _SEEN["interrupt"] = False
-    if signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _on_held):
+    Remembered, the CLI ends the run as interrupted anyway."""
+    if signal.getsignal(signal.SIGINT) is _on_held:
         signal.signal(signal.SIGINT, _on_interrupt)
+    if _SEEN["interrupt"]:
+        raise KeyboardInterrupt
 
 
 def interrupt_seen() -> bool:
-    """Whether a Ctrl-C reached this command, raised or lost (`remember_interrupts`)."""
+    """Whether a Ctrl-C reached this command: held, raised or lost (`raise_interrupts`)."""
     return _SEEN["interrupt"]
 
 

@@ -113,8 +113,9 @@ def test_ctrl_c_during_profile_is_one_line_exit_130_and_leaves_nothing(tmp_path)
     assert not (tmp_path / "traces").exists()
 
 
-#: a Ctrl-C landing inside code run by `exec` while the CLI imports (dataclasses build
-#: their methods so): the import of kinetoscope.cli raises it from an exec'd string
+#: a KeyboardInterrupt raised inside code run by `exec` while the CLI imports (dataclasses
+#: build their methods so; a Ctrl-C itself is now held until the CLI's guard, but code can
+#: raise one): the import of kinetoscope.cli raises it from an exec'd string
 _EXEC_INTERRUPT = """
 import sys
 
