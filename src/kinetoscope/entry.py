@@ -2,7 +2,7 @@
 
 `kinetoscope` and `python -m kinetoscope` start here, in a module that imports
 nothing heavy (the package's `__init__` loads its reader lazily). From this
-module's import a Ctrl-C is held (`errors.hold_interrupts`) until the CLI's guard
+module's first line a Ctrl-C is held (`errors.hold_interrupts`) until the CLI's guard
 around the command, which ends the run with exit 130 and its one line: it was a
 Python traceback while typer, numpy or rich loaded, and one sent just after this
 module imported landed on `main`'s first line, before any `try`. Once the command
@@ -14,13 +14,25 @@ explicit `--max-memory` become a hard limit on it (`trace.budget.hold`), which a
 test runner or a program calling `cli.main` in its own process must not get.
 """
 
-from __future__ import annotations
+import _signal  # built in and loaded: nothing runs before the hold below
 
-import sys
+#: Ctrl-Cs that arrived while this module's own imports ran (`_held_early`)
+_EARLY: list[int] = []
 
-from .errors import hold_interrupts, redeliver_dropped_signals
 
-hold_interrupts()
+def _held_early(signum, frame) -> None:
+    """A Ctrl-C before `errors` is in: held for `errors.hold_interrupts` to take over."""
+    _EARLY.append(signum)
+
+
+if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+    _signal.signal(_signal.SIGINT, _held_early)
+
+import sys  # noqa: E402 - after the hold: a statement before it is a place to be interrupted
+
+from .errors import hold_interrupts, redeliver_dropped_signals  # noqa: E402
+
+hold_interrupts(early=(_held_early, _EARLY))
 
 
 def main() -> None:

@@ -8,13 +8,11 @@ line.
 
 from __future__ import annotations
 
+import _signal
 import _thread
 import os
-import signal
 import sys
 import time
-
-from .formatting.escaping import inert
 
 #: how standard input (`-` on the command line) is named in messages and reports
 STDIN_NAME = "<stdin>"
@@ -26,13 +24,23 @@ def input_name(path: object) -> str:
     return STDIN_NAME if text == "-" else text
 
 
+def _inert(text: str) -> str:
+    """`formatting.escaping.inert`, imported when the first error is made: the console
+    entry imports this module before it holds a Ctrl-C, so this module imports only
+    modules built into the interpreter (`signal` and `re` took 15 of its 18.5 ms by
+    `-X importtime`, and a Ctrl-C then was the interpreter's traceback)."""
+    from .formatting.escaping import inert
+
+    return inert(text)
+
+
 class KinetoscopeError(Exception):
     """Base class for errors that carry a user-facing one-line message."""
 
     exit_code = 1
 
     def __init__(self, *args: object) -> None:
-        super().__init__(*(inert(a) if isinstance(a, str) else a for a in args))
+        super().__init__(*(_inert(a) if isinstance(a, str) else a for a in args))
 
 
 class TraceError(KinetoscopeError):
@@ -42,7 +50,7 @@ class TraceError(KinetoscopeError):
 
     def __init__(self, path: object, problem: str) -> None:
         self.path = input_name(path)
-        self.problem = inert(problem)  # shown on its own too (a rank's row in `explain DIR`)
+        self.problem = _inert(problem)  # shown on its own too (a rank's row in `explain DIR`)
         super().__init__(f"{self.path}: {problem}")
 
 
@@ -94,7 +102,7 @@ _SEEN = {"interrupt": False}
 def _on_interrupt(signum, frame) -> None:
     """Python's own SIGINT action (raise KeyboardInterrupt), remembered."""
     _SEEN["interrupt"] = True
-    signal.default_int_handler(signum, frame)
+    _signal.default_int_handler(signum, frame)
 
 
 def _on_held(signum, frame) -> None:
@@ -102,7 +110,7 @@ def _on_held(signum, frame) -> None:
     _SEEN["interrupt"] = True
 
 
-def hold_interrupts(fresh: bool = True) -> None:
+def hold_interrupts(fresh: bool = True, early: tuple[object, list[int]] | None = None) -> None:
     """Until `raise_interrupts`, a Ctrl-C is remembered and not raised, unless a caller
     set its own SIGINT handler (`fresh`: forget an earlier command's, in a process that
     runs several).
@@ -113,11 +121,16 @@ def hold_interrupts(fresh: bool = True) -> None:
     `main`'s first line, before its `try` (CI saw the interpreter's traceback and death
     by SIGINT). One raised while typer, rich and numpy import could land in importlib's
     module-lock callback, where Python drops it. Held, it waits for the guard: at most
-    the CLI's import (a fraction of a second), and no command has started."""
+    the CLI's import (a fraction of a second), and no command has started. `early`: the
+    console entry's own first holder and what it held, taken over (it holds from the
+    entry's first line, before this module imports)."""
     if fresh:
         _SEEN["interrupt"] = False
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _on_held)
+    current = _signal.getsignal(_signal.SIGINT)
+    if current is _signal.default_int_handler or early is not None and current is early[0]:
+        _signal.signal(_signal.SIGINT, _on_held)
+    if early is not None and early[1]:  # read once this module's handler holds
+        _SEEN["interrupt"] = True
 
 
 def raise_interrupts() -> None:
@@ -131,8 +144,8 @@ def raise_interrupts() -> None:
     imports) is printed as "Exception ignored" and dropped: a Ctrl-C 1.5 s into
     `explain -o` on a loaded machine left a traceback and a whole report, exit 0.
     Remembered, the CLI ends the run as interrupted anyway."""
-    if signal.getsignal(signal.SIGINT) is _on_held:
-        signal.signal(signal.SIGINT, _on_interrupt)
+    if _signal.getsignal(_signal.SIGINT) is _on_held:
+        _signal.signal(_signal.SIGINT, _on_interrupt)
     if _SEEN["interrupt"]:
         raise KeyboardInterrupt
 
@@ -159,9 +172,9 @@ def redeliver_dropped_signals() -> None:
     def hook(unraisable) -> None:
         exc = unraisable.exc_value
         if isinstance(exc, Terminated):
-            signum = signal.SIGTERM
+            signum = _signal.SIGTERM
         elif isinstance(exc, KeyboardInterrupt) and _SEEN["interrupt"]:
-            signum = signal.SIGINT
+            signum = _signal.SIGINT
         else:
             previous(unraisable)
             return
