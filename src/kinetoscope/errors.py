@@ -8,11 +8,13 @@ line.
 
 from __future__ import annotations
 
-import _signal
 import _thread
 import os
+import signal
 import sys
 import time
+
+from .formatting.escaping import inert
 
 #: how standard input (`-` on the command line) is named in messages and reports
 STDIN_NAME = "<stdin>"
@@ -24,23 +26,13 @@ def input_name(path: object) -> str:
     return STDIN_NAME if text == "-" else text
 
 
-def _inert(text: str) -> str:
-    """`formatting.escaping.inert`, imported when the first error is made: the console
-    entry imports this module before it holds a Ctrl-C, so this module imports only
-    modules built into the interpreter (`signal` and `re` took 15 of its 18.5 ms by
-    `-X importtime`, and a Ctrl-C then was the interpreter's traceback)."""
-    from .formatting.escaping import inert
-
-    return inert(text)
-
-
 class KinetoscopeError(Exception):
     """Base class for errors that carry a user-facing one-line message."""
 
     exit_code = 1
 
     def __init__(self, *args: object) -> None:
-        super().__init__(*(_inert(a) if isinstance(a, str) else a for a in args))
+        super().__init__(*(inert(a) if isinstance(a, str) else a for a in args))
 
 
 class TraceError(KinetoscopeError):
@@ -50,7 +42,7 @@ class TraceError(KinetoscopeError):
 
     def __init__(self, path: object, problem: str) -> None:
         self.path = input_name(path)
-        self.problem = _inert(problem)  # shown on its own too (a rank's row in `explain DIR`)
+        self.problem = inert(problem)  # shown on its own too (a rank's row in `explain DIR`)
         super().__init__(f"{self.path}: {problem}")
 
 
@@ -102,7 +94,7 @@ _SEEN = {"interrupt": False}
 def _on_interrupt(signum, frame) -> None:
     """Python's own SIGINT action (raise KeyboardInterrupt), remembered."""
     _SEEN["interrupt"] = True
-    _signal.default_int_handler(signum, frame)
+    signal.default_int_handler(signum, frame)
 
 
 def _on_held(signum, frame) -> None:
@@ -126,9 +118,9 @@ def hold_interrupts(fresh: bool = True, early: tuple[object, list[int]] | None =
     entry's first line, before this module imports)."""
     if fresh:
         _SEEN["interrupt"] = False
-    current = _signal.getsignal(_signal.SIGINT)
-    if current is _signal.default_int_handler or early is not None and current is early[0]:
-        _signal.signal(_signal.SIGINT, _on_held)
+    current = signal.getsignal(signal.SIGINT)
+    if current is signal.default_int_handler or early is not None and current is early[0]:
+        signal.signal(signal.SIGINT, _on_held)
     if early is not None and early[1]:  # read once this module's handler holds
         _SEEN["interrupt"] = True
 
@@ -144,8 +136,8 @@ def raise_interrupts() -> None:
     imports) is printed as "Exception ignored" and dropped: a Ctrl-C 1.5 s into
     `explain -o` on a loaded machine left a traceback and a whole report, exit 0.
     Remembered, the CLI ends the run as interrupted anyway."""
-    if _signal.getsignal(_signal.SIGINT) is _on_held:
-        _signal.signal(_signal.SIGINT, _on_interrupt)
+    if signal.getsignal(signal.SIGINT) is _on_held:
+        signal.signal(signal.SIGINT, _on_interrupt)
     if _SEEN["interrupt"]:
         raise KeyboardInterrupt
 
@@ -172,9 +164,9 @@ def redeliver_dropped_signals() -> None:
     def hook(unraisable) -> None:
         exc = unraisable.exc_value
         if isinstance(exc, Terminated):
-            signum = _signal.SIGTERM
+            signum = signal.SIGTERM
         elif isinstance(exc, KeyboardInterrupt) and _SEEN["interrupt"]:
-            signum = _signal.SIGINT
+            signum = signal.SIGINT
         else:
             previous(unraisable)
             return
