@@ -77,11 +77,14 @@ def test_tune_dataloader_finds_workers(tmp_path, monkeypatch):
     assert all(t["params"]["num_workers"] == t["setting"]["num_workers"] for t in workers)
     _accepted_only_beyond_noise(doc)
     if doc["best"] is None:
-        # a machine loaded past its cores (a full test run beside two fuzz runs) widened
-        # the blocks' spread until two workers' 2.2x read as within the noise (0.57-4.8x):
-        # the tuner then keeps the baseline, and must not have kept a worse setting
-        assert all(t["speed"]["low"] <= 1.0 or t["judgement"]["fault"] for t in workers), [
-            (t["label"], t["speed"]) for t in workers
+        # a machine loaded past its cores (a full test run beside two fuzz runs, or beside
+        # two CPU hogs) widened the blocks' spread until two workers' 2x read as within the
+        # noise against one of the baseline's runs around the trial (0.57-4.8x once; once
+        # 1.07-2.11x over both runs pooled, yet not beyond the noise against each): the
+        # tuner then keeps the baseline. Each worker trial was judged and turned down, by
+        # the rule `_accepted_only_beyond_noise` holds it to above.
+        assert all(t["accepted"] is False for t in workers), [
+            (t["label"], t["accepted"], t["judgement"]) for t in workers
         ]
         return
     assert doc["best_setting"]["num_workers"] == 2
