@@ -74,9 +74,10 @@ def signalled(case: Path, target: str, trace: Path | None, signum: int, moment: 
     cap = TORCH_RSS if torch else 1 << 30
     if ended.code == 0:
         outcome = judge(ended, (0,), cap=cap)
-    elif ended.code == -signum and not error_lines(ended.stderr.decode()):
+    elif ended.code == -signum and not ended.stderr.strip():
         # the default action, silent: before the entry's SIGTERM handler, or a Ctrl-C
-        # before the interpreter's own (a few ms in): nothing can have been written
+        # before the interpreter's own (a few ms in): nothing can have been written (a
+        # progress line would say the command ran: then it is a finding)
         outcome = "ok"
     elif (
         signum == signal.SIGINT
@@ -94,13 +95,17 @@ def signalled(case: Path, target: str, trace: Path | None, signum: int, moment: 
     return outcome, ended.stderr.decode("utf-8", "replace")
 
 
+#: the interpreter's first line when a Ctrl-C lands while it imports `site`
+SITE_FAILED = "Fatal Python error: init_import_site: Failed to import the site module"
+
+
 def before_the_package(stderr: str) -> bool:
     """Whether `stderr` is the interpreter's own report of a KeyboardInterrupt raised
     before any of kinetoscope's code ran: a Ctrl-C in the first few tens of milliseconds
     lands in `python -m`'s start-up (runpy importing importlib.util, contextlib), where no
     program's handler can be yet, and Python prints its traceback and dies by SIGINT
     (seen 36 ms in), or, landed in `site`, says "Fatal Python error: init_import_site"
-    over the traceback and exits 1 (6-27 ms in: 60 Ctrl-Cs sent in the first 36 ms of
+    over the traceback and exits 1 (6-27 ms in: 60 Ctrl-Cs sent 3-36 ms into
     `explain`). A traceback through a file of the package is a finding."""
     lines = stderr.strip().splitlines()
     if lines[:2] and lines[0].startswith(SITE_FAILED) and lines[1].startswith("Python runtime"):
@@ -110,10 +115,6 @@ def before_the_package(stderr: str) -> bool:
         bool(lines) and lines[0].startswith("Traceback") and lines[-1] == "KeyboardInterrupt"
         and not any(f"{os.sep}kinetoscope{os.sep}" in frame for frame in frames)
     )  # fmt: skip
-
-
-#: the interpreter's first line when a Ctrl-C lands while it imports `site`
-SITE_FAILED = "Fatal Python error: init_import_site: Failed to import the site module"
 
 
 def _running(proc) -> bool:
