@@ -20,8 +20,8 @@ _CAPTURE = ("profile",)
 
 #: Reader entry points and the version, imported on first use so that `import kinetoscope`
 #: stays light: the console entry (`kinetoscope.entry`) holds a Ctrl-C from its first line,
-#: and until then one is the interpreter's traceback (one in 80 sent into the first 36 ms
-#: of `explain` landed on the version's import here).
+#: and until then one is the interpreter's traceback (one in 80 sent 3-48 ms into
+#: `explain` landed on the version's import here).
 _LAZY = {
     "__version__": ("_version", "__version__"),
     "KinetoscopeError": ("errors", "KinetoscopeError"),

@@ -267,8 +267,8 @@ sys.meta_path.insert(0, Interrupt())
 
 def test_a_ctrl_c_while_the_entry_imports_is_one_line_exit_130(tmp_path):
     """The entry holds a Ctrl-C from its first line, before it imports anything: the hold
-    waited for `errors` (signal, enum and re: 15 of its 18.5 ms by `-X importtime`), and
-    60 Ctrl-Cs sent into the first 36 ms of `explain` landed there several times, each a
+    waited for `errors` (signal with enum and re: 16 of its 18.5 ms by `-X importtime`), and
+    80 Ctrl-Cs sent 3-48 ms into `explain` landed there several times, each a
     traceback through the package and death by SIGINT."""
     (tmp_path / "sitecustomize.py").write_text(_DURING_ENTRY_IMPORTS)
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{SRC}"}
