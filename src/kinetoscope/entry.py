@@ -32,7 +32,7 @@ import sys  # noqa: E402 - after the hold: a statement before it is a place to b
 
 from .errors import hold_interrupts, redeliver_dropped_signals  # noqa: E402
 
-hold_interrupts(early=(_held_early, _EARLY))
+hold_interrupts(early_holder=_held_early, early_held=_EARLY)
 
 
 def main() -> None:

@@ -102,7 +102,9 @@ def _on_held(signum, frame) -> None:
     _SEEN["interrupt"] = True
 
 
-def hold_interrupts(fresh: bool = True, early: tuple[object, list[int]] | None = None) -> None:
+def hold_interrupts(
+    fresh: bool = True, *, early_holder: object = None, early_held: list[int] | None = None
+) -> None:
     """Until `raise_interrupts`, a Ctrl-C is remembered and not raised, unless a caller
     set its own SIGINT handler (`fresh`: forget an earlier command's, in a process that
     runs several).
@@ -113,15 +115,15 @@ def hold_interrupts(fresh: bool = True, early: tuple[object, list[int]] | None =
     `main`'s first line, before its `try` (CI saw the interpreter's traceback and death
     by SIGINT). One raised while typer, rich and numpy import could land in importlib's
     module-lock callback, where Python drops it. Held, it waits for the guard: at most
-    the CLI's import (a fraction of a second), and no command has started. `early`: the
-    console entry's own first holder and what it held, taken over (it holds from the
-    entry's first line, before this module imports)."""
+    the CLI's import (a fraction of a second), and no command has started.
+    `early_holder`, `early_held`: the console entry's own first holder and the Ctrl-Cs it
+    held, taken over (it holds from the entry's first line, before this module imports)."""
     if fresh:
         _SEEN["interrupt"] = False
-    current = signal.getsignal(signal.SIGINT)
-    if current is signal.default_int_handler or early is not None and current is early[0]:
+    ours = (signal.default_int_handler, early_holder or signal.default_int_handler)
+    if signal.getsignal(signal.SIGINT) in ours:
         signal.signal(signal.SIGINT, _on_held)
-    if early is not None and early[1]:  # read once this module's handler holds
+    if early_held:  # read once this module's handler holds
         _SEEN["interrupt"] = True
 
 
