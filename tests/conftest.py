@@ -81,6 +81,7 @@ def corpus(relative: str) -> Path:
 
 #: Traces the GPU check kit recorded on an H100 (tests/data/gpu_kit_h100/README.md)
 GPU_KIT_H100 = REPO / "tests" / "data" / "gpu_kit_h100"
+CPU_RECORDINGS = REPO / "tests" / "data" / "cpu_recordings"
 
 
 def gpu_kit_recording(name: str) -> Path:

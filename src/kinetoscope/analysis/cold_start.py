@@ -115,11 +115,19 @@ class FirstRun:
         return float(trace.dur[self.index]) - self.later_median_us
 
 
+def first_is_cold(durations: np.ndarray) -> bool:
+    """Whether the first of these runs of the same work (in time order) is a cold first
+    run: `FIRST_RUN_FACTOR` times the median of the later runs and `FIRST_RUN_EXCESS_US`
+    beyond it."""
+    later = float(np.median(durations[1:]))
+    first = float(durations[0])
+    return first >= FIRST_RUN_FACTOR * later and first - later >= FIRST_RUN_EXCESS_US
+
+
 def _cold_first(trace: Trace, seq: np.ndarray) -> FirstRun | None:
     d = trace.dur[seq]
-    later = float(np.median(d[1:]))
-    if d[0] >= FIRST_RUN_FACTOR * later and d[0] - later >= FIRST_RUN_EXCESS_US:
-        return FirstRun(int(seq[0]), later, len(seq))
+    if first_is_cold(d):
+        return FirstRun(int(seq[0]), float(np.median(d[1:])), len(seq))
     return None
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.cold_start import FIRST_RUN_EXCESS_US, FIRST_RUN_FACTOR, first_is_cold
 from ..analysis.compile import (
     compile_events,
     compile_id_of,
@@ -34,11 +35,14 @@ from .compile_regions import compiled_regions
 def compile_cpu_tax(ctx) -> list[Finding]:
     trace = ctx.trace
     compiling = compiling_steps(trace)
-    calls = [
+    ran = [
         c
         for c in compiled_regions(ctx)
         if (c.graph_call >= 0 or c.ops_us > 0) and c.step not in compiling
     ]
+    cold = _cold_first_calls(ran)
+    left_out = {c.index for c, _ in cold}
+    calls = [c for c in ran if c.index not in left_out]
     if not calls:
         return []
     wrapper = sum(c.wrapper_us for c in calls)
@@ -74,6 +78,8 @@ def compile_cpu_tax(ctx) -> list[Finding]:
             unit="us",
         ),
     ]
+    if cold:
+        evidence.append(_cold_evidence(trace, cold))
     if trace.has_device:
         evidence.append(
             Evidence(
@@ -126,6 +132,42 @@ def compile_cpu_tax(ctx) -> list[Finding]:
             },
         )
     ]
+
+
+def _host_us(call) -> float:
+    return call.dur + call.lookup_us
+
+
+def _cold_first_calls(calls) -> list[tuple]:
+    """The first call of each region (by label and graph) that is a cold first run next to
+    its later calls (three calls at least), each with the median host time of the later
+    ones. Its inflated ops (a first call loads and warms what the later ones reuse) would
+    stand in for the steady tax the rule judges."""
+    by_region: dict[tuple, list] = {}
+    for c in calls:
+        by_region.setdefault((c.label, c.graph_hash), []).append(c)
+    cold = []
+    for group in by_region.values():
+        if len(group) >= 3:
+            host = np.array([_host_us(c) for c in group])
+            if first_is_cold(host):
+                cold.append((group[0], float(np.median(host[1:]))))
+    return cold
+
+
+def _cold_evidence(trace, cold: list[tuple]) -> Evidence:
+    first, later = max(cold, key=lambda pair: _host_us(pair[0]))
+    return event_evidence(
+        trace,
+        first.index,
+        f"left out {count(len(cold), 'cold first call')}: the first call of region "
+        f"{first.label or 'unnumbered'} took {fmt_us(_host_us(first), 1)} against a median "
+        f"of {fmt_us(later, 1)} for its later calls (>= {FIRST_RUN_FACTOR:g}x and >= "
+        f"{FIRST_RUN_EXCESS_US:g} us more: one-time work, not the steady tax)",
+        step=first.step,
+        value=_host_us(first),
+        unit="us",
+    )
 
 
 @rule(
