@@ -4,6 +4,7 @@ README for provenance and licenses), and tiny traces built in code."""
 from __future__ import annotations
 
 import atexit
+import gc
 import gzip
 import json
 import os
@@ -37,6 +38,14 @@ os.environ.pop("KINETOSCOPE_NO_CACHE", None)
 # saw their child run on to exit 0. A test of an ignored SIGINT sets it in its child.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# Cyclic garbage collected in larger batches. A worker's heap holds torch, Dynamo, Inductor
+# and transformers (hundreds of thousands of objects) before its tests make anything, and
+# each full collection walks all of it: at the default thresholds (700, 10, 10) ten
+# heavy in-process test files ran 25 full collections of about 0.3 s, 8-10% of their CPU
+# (docs/benchmarks.md, "2026-11-29 (sixth session)"). Collection itself is unchanged: a
+# test that needs an object gone calls gc.collect(), and the product sets nothing here.
+gc.set_threshold(50_000, 20, 20)
 
 REPO = Path(__file__).resolve().parents[1]
 
