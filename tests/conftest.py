@@ -90,6 +90,7 @@ def corpus(relative: str) -> Path:
 
 #: Traces the GPU check kit recorded on an H100 (tests/data/gpu_kit_h100/README.md)
 GPU_KIT_H100 = REPO / "tests" / "data" / "gpu_kit_h100"
+#: CPU traces this project's tests recorded, kept (tests/data/cpu_recordings/README.md)
 CPU_RECORDINGS = REPO / "tests" / "data" / "cpu_recordings"
 
 

@@ -115,20 +115,20 @@ class FirstRun:
         return float(trace.dur[self.index]) - self.later_median_us
 
 
-def first_is_cold(durations: np.ndarray) -> bool:
-    """Whether the first of these runs of the same work (in time order) is a cold first
-    run: `FIRST_RUN_FACTOR` times the median of the later runs and `FIRST_RUN_EXCESS_US`
-    beyond it."""
+def cold_first_later_median(durations: np.ndarray) -> float | None:
+    """The median of the later runs when the first of these runs of the same work (in time
+    order) is a cold first run, `FIRST_RUN_FACTOR` times that median and
+    `FIRST_RUN_EXCESS_US` beyond it; None when it is not."""
     later = float(np.median(durations[1:]))
     first = float(durations[0])
-    return first >= FIRST_RUN_FACTOR * later and first - later >= FIRST_RUN_EXCESS_US
+    if first >= FIRST_RUN_FACTOR * later and first - later >= FIRST_RUN_EXCESS_US:
+        return later
+    return None
 
 
 def _cold_first(trace: Trace, seq: np.ndarray) -> FirstRun | None:
-    d = trace.dur[seq]
-    if first_is_cold(d):
-        return FirstRun(int(seq[0]), float(np.median(d[1:])), len(seq))
-    return None
+    later = cold_first_later_median(trace.dur[seq])
+    return None if later is None else FirstRun(int(seq[0]), later, len(seq))
 
 
 def first_runs(trace: Trace, min_runs: int = 3) -> list[FirstRun]:

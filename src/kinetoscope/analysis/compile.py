@@ -81,6 +81,11 @@ class RegionCall:
         return self.ts + self.dur
 
     @property
+    def host_us(self) -> float:
+        """The call's host time with the guard check that preceded it."""
+        return self.dur + self.lookup_us
+
+    @property
     def wrapper_us(self) -> float:
         """CPU spent in the compiled wrapper stack rather than in the ops it runs."""
         return self.lookup_us + max(self.dur - self.ops_us - self.nested_us, 0.0)

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..analysis.cold_start import FIRST_RUN_EXCESS_US, FIRST_RUN_FACTOR, first_is_cold
+from ..analysis.cold_start import (
+    FIRST_RUN_EXCESS_US,
+    FIRST_RUN_FACTOR,
+    cold_first_later_median,
+)
 from ..analysis.compile import (
     compile_events,
     compile_id_of,
@@ -50,7 +54,7 @@ def compile_cpu_tax(ctx) -> list[Finding]:
     ratio = wrapper / ops if ops > 0 else float("inf")
     if ratio <= ctx.threshold("ratio"):
         return []
-    host = sum(c.dur + c.lookup_us for c in calls)
+    host = sum(c.host_us for c in calls)
     device = 0.0
     if trace.has_device:
         work = op_work(trace, np.array([c.index for c in calls], dtype=np.int64))
@@ -134,10 +138,6 @@ def compile_cpu_tax(ctx) -> list[Finding]:
     ]
 
 
-def _host_us(call) -> float:
-    return call.dur + call.lookup_us
-
-
 def _cold_first_calls(calls) -> list[tuple]:
     """The first call of each region (by label and graph) that is a cold first run next to
     its later calls (three calls at least), each with the median host time of the later
@@ -149,23 +149,23 @@ def _cold_first_calls(calls) -> list[tuple]:
     cold = []
     for group in by_region.values():
         if len(group) >= 3:
-            host = np.array([_host_us(c) for c in group])
-            if first_is_cold(host):
-                cold.append((group[0], float(np.median(host[1:]))))
+            later = cold_first_later_median(np.array([c.host_us for c in group]))
+            if later is not None:
+                cold.append((group[0], later))
     return cold
 
 
 def _cold_evidence(trace, cold: list[tuple]) -> Evidence:
-    first, later = max(cold, key=lambda pair: _host_us(pair[0]))
+    first, later = max(cold, key=lambda pair: pair[0].host_us)
     return event_evidence(
         trace,
         first.index,
         f"left out {count(len(cold), 'cold first call')}: the first call of region "
-        f"{first.label or 'unnumbered'} took {fmt_us(_host_us(first), 1)} against a median "
+        f"{first.label or 'unnumbered'} took {fmt_us(first.host_us, 1)} against a median "
         f"of {fmt_us(later, 1)} for its later calls (>= {FIRST_RUN_FACTOR:g}x and >= "
         f"{FIRST_RUN_EXCESS_US:g} us more: one-time work, not the steady tax)",
         step=first.step,
-        value=_host_us(first),
+        value=first.host_us,
         unit="us",
     )
 
