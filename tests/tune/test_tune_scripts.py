@@ -1,7 +1,9 @@
 """`kinetoscope tune` on a user's script, end to end on CPU: `kinetoscope.knob()` and
 `--pass-as-arg`, failed trials, Ctrl-C, outputs never overwritten, bad input. The script
 sleeps a knob-set number of milliseconds per step, so which trial is faster is known in
-advance (a 10x shorter sleep must win, a 10x longer one must lose), whatever the load.
+advance (a 10x shorter sleep must win, a 10x longer one must lose), whatever the load,
+unless tune's own load checks find the machine changed under the trial (a measurement
+fault: no decision).
 
 Sessions run in this process, their trials too (`tune_here`: a trial child costs ~3 s of
 CPU before its first step); the tests of the processes themselves keep children: failed
@@ -22,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from ..capture_helpers import SRC, error_lines
-from .test_tune import QUICK, _trial, _tune
+from .test_tune import QUICK, _accepted_only_beyond_noise, _trial, _tune
 from .tune_here import tune_here
 
 pytest.importorskip("torch")  # every trial runs under torch
@@ -120,8 +122,18 @@ def test_tune_script_pass_as_arg(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     fast = _trial(doc, "sleep-ms=2")
     assert fast["knobs_read"]["sleep_ms"] == 20.0  # the env knob stayed at its default...
-    assert fast["accepted"] is True  # ...and the argument made the step 10x shorter
-    assert doc["best"] == "sleep-ms=2"
+    # ...and the argument reached the script: a block's mean step shorter than the default's
+    # 20 ms sleep, which no load can shorten (sleep never returns early)
+    assert min(fast["block_seconds"]) < 0.020, fast["block_seconds"]
+    _accepted_only_beyond_noise(doc)
+    if fast["accepted"] is True:
+        assert doc["best"] == "sleep-ms=2"
+    else:
+        # the one refusal allowed, as in test_tune_script_knob_env: tune's own load checks
+        # (the baseline's runs around the trial once differed 2.28x in a full run, the trial
+        # waiting for a CPU 59% of its time), and then no setting is kept
+        assert fast["result"] == "measurement fault", fast
+        assert doc["best"] is None, doc["best"]
     assert not any("never called kinetoscope.knob" in n for n in doc["notes"])
 
 
