@@ -50,6 +50,7 @@ from .schema import (
     normalize_lenient,
 )
 from .top_decode import CONTROL_RE, CONTROL_TABLE, CONTROL_WARNING, decode_top, short_error
+from .utf8 import strict_utf8, utf8_problem
 
 #: decompressed bytes decoded per batch: small enough that the text, its events
 #: and their columns stay in the CPU caches (4 MB pieces load ~30% slower)
@@ -68,11 +69,6 @@ _BLANKS = (b" ", b"\t", b"\r", b"\n")  # JSON's whitespace
 
 #: the decoder's refusal of nesting it cannot recurse into, as the user is told it
 DEEP_PROBLEM = "has values nested too deeply to decode (about 1000 levels)"
-
-
-def utf8_problem(exc: UnicodeDecodeError) -> str:
-    """What is wrong with bytes that are not UTF-8, in the loader's words."""
-    return f"is not valid UTF-8 text ({exc.reason}: byte 0x{exc.object[exc.start]:02x})"
 
 
 class _Malformed(Exception):
@@ -303,7 +299,7 @@ class EventStream:
         """The top-level object: its keys before the events and after them."""
         text = head + b"]" + tail
         try:
-            return TOP_DECODER.decode(text)
+            return strict_utf8(TOP_DECODER.decode, text)
         except msgspec.DecodeError:
             pass
         try:  # control characters in the keys after the events
@@ -381,9 +377,9 @@ class EventStream:
     def _typed_once(self, text: bytes | bytearray) -> list[Any]:
         try:  # the lenient decoder, where the strict one meets an unexpected type
             try:
-                return STRICT_BATCH.decode(text)
+                return strict_utf8(STRICT_BATCH.decode, text)
             except msgspec.ValidationError:
-                return normalize_lenient(LENIENT_BATCH.decode(text))
+                return normalize_lenient(strict_utf8(LENIENT_BATCH.decode, text))
         except UnicodeDecodeError as exc:  # in either (lenient: past the odd type)
             raise TraceError(self.path, utf8_problem(exc)) from None
         except OutOfRange as exc:

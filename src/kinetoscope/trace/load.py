@@ -29,6 +29,7 @@ from .split import SPLIT_MIN_BYTES, build_split, cores
 from .stack import DECODE_STACK, decoder_stack
 from .steps import long_step_warning
 from .top_meta import devices_of, trace_meta
+from .utf8 import utf8_problem
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -150,16 +151,14 @@ def _split_wanted(path: Path, min_bytes: int | None) -> bool:
 
 @contextmanager
 def _decoder_limits(path: Path):
-    """The JSON decoder's own refusals, as the user's input being unusable: msgspec
-    raises `UnicodeDecodeError` for bytes that are not UTF-8 and `RecursionError`
+    """The JSON decoder's own refusals, as the user's input being unusable: bytes
+    that are not UTF-8 (`UnicodeDecodeError`, under any msgspec: `utf8`) and `RecursionError`
     for values nested deeper than the stack `decoder_stack` gives it."""
     try:
         with decoder_stack():
             yield
     except UnicodeDecodeError as exc:
-        raise TraceError(
-            path, f"is not valid UTF-8 text ({exc.reason}: byte 0x{exc.object[exc.start]:02x})"
-        ) from None
+        raise TraceError(path, utf8_problem(exc)) from None
     except RecursionError:
         raise TraceError(
             path, f"has values nested too deeply to decode (about {DECODE_STACK} levels)"

@@ -1,0 +1,42 @@
+"""Bytes that are not UTF-8 are one refusal under every msgspec (trace/utf8.py).
+
+msgspec 0.23 began to raise `DecodeError("Invalid UTF-8 encoded string")` where
+earlier versions raised `UnicodeDecodeError`; the readers took the new error for a
+wrong cut and said "internal error" (CI at c1c3b2c). These tests pin both
+behaviours whichever version is installed."""
+
+import msgspec
+import pytest
+
+from kinetoscope.trace.utf8 import strict_utf8, utf8_problem
+
+TEXT = b'[{"name": "aten::\xff"}]'
+
+
+def _as_msgspec_023(text):
+    raise msgspec.DecodeError("Invalid UTF-8 encoded string")
+
+
+def _as_msgspec_022(text):
+    return bytes(text).decode("utf-8")
+
+
+@pytest.mark.parametrize("decode", [_as_msgspec_023, _as_msgspec_022, msgspec.json.decode])
+def test_a_string_that_is_not_utf8_names_its_byte_under_either_msgspec(decode):
+    with pytest.raises(UnicodeDecodeError) as caught:
+        strict_utf8(decode, memoryview(TEXT))
+    assert caught.value.start == TEXT.index(b"\xff")
+    assert utf8_problem(caught.value) == "is not valid UTF-8 text (invalid start byte: byte 0xff)"
+
+
+def test_other_decode_errors_pass_through_unchanged():
+    with pytest.raises(msgspec.DecodeError, match="truncated"):
+        strict_utf8(msgspec.json.decode, b'[{"name": ')
+    with pytest.raises(msgspec.ValidationError):
+        strict_utf8(msgspec.json.Decoder(list[int]).decode, b'["x"]')
+
+
+def test_text_python_reads_as_utf8_keeps_msgspecs_error():
+    """A refusal the bytes do not bear out is not turned into a UTF-8 error."""
+    with pytest.raises(msgspec.DecodeError, match="Invalid UTF-8"):
+        strict_utf8(_as_msgspec_023, b'["fine"]')
