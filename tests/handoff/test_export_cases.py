@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kinetoscope.api import explain
 from kinetoscope.handoff.export import export_perfetto
 
@@ -78,6 +80,28 @@ def test_text_perfetto_rejects_is_cleaned(tmp_path):
     text.decode("utf-8")  # valid UTF-8
     [event] = json.loads(text)["traceEvents"]
     assert event["dur"] == 2 and "\x01" not in event["name"] and result.repaired >= 2
+
+
+@pytest.mark.parametrize(
+    ("bad", "kept", "repairs"),
+    [(b"\xff\xfe", "\ufffd\ufffd", 2), (b"a\x01b", "a b", 1), (b"\\ud800", "\ufffd", 1)],
+    ids=["not_utf8", "control", "surrogate"],
+)
+def test_text_perfetto_rejects_is_cleaned_in_an_event_the_export_rewrites(
+    tmp_path, bad, kept, repairs
+):
+    """A kernel clamped to its launch is decoded and written back whole; a field the
+    loader skips ("note") held text no decoder takes, and the export met an internal
+    error there (exit 1) in every one of these three cases."""
+    events = [launch(100, 5, correlation=1), kernel("skewed", 97, 10, correlation=1)]
+    events[1]["note"] = "MARK"
+    path = tmp_path / "t.json"
+    path.write_bytes(json.dumps({"traceEvents": events}).encode().replace(b"MARK", bad))
+    result = export_perfetto(path, tmp_path / "out.json")
+    skewed = next(e for e in _events(tmp_path / "out.json") if e["name"] == "skewed")
+    assert skewed["ts"] == 100 and skewed["args"]["kinetoscope_clamped_us"] == 3
+    assert skewed["note"] == kept
+    assert result.clamped == 1 and result.repaired == repairs
 
 
 def test_findings_and_critical_path_become_tracks_of_their_own(tmp_path):

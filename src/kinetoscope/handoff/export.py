@@ -66,7 +66,7 @@ def export_perfetto(path: Path, output: Path, report=None, force: bool = False) 
         with sink if sink is not raw else contextlib.nullcontext():
             sink.write(head)
             separator = b""
-            for text in _texts(events, fixes, added):
+            for text in _texts(events, fixes, added, counts):
                 text, fixed = valid_json_text(text)
                 counts["repaired"] += fixed
                 sink.write(separator + text)
@@ -90,8 +90,9 @@ def export_perfetto(path: Path, output: Path, report=None, force: bool = False) 
     )
 
 
-def _texts(events: Events, fixes: Fixes, added: list[dict]):
-    """The events' text in blocks: metadata first, then by time as Perfetto opens them."""
+def _texts(events: Events, fixes: Fixes, added: list[dict], counts: dict[str, int]):
+    """The events' text in blocks: metadata first, then by time as Perfetto opens them
+    (`counts`: the repairs made in events rewritten whole, `_rewritten`)."""
     encode = msgspec.json.encode
     ts, dur = events.arrays()
     ts_int, dur_int = events.exact()
@@ -113,7 +114,7 @@ def _texts(events: Events, fixes: Fixes, added: list[dict]):
     yield from _blocks([events.raw[k] for k in meta] + extra_meta)
     chosen = [*sorted_rest.tolist(), *untimed.tolist()]
     for lo in range(0, len(chosen), _BLOCK):
-        yield _join(events, fixes, chosen[lo : lo + _BLOCK])
+        yield _join(events, fixes, chosen[lo : lo + _BLOCK], counts)
     yield from _blocks([encode(e) for e in added if e["ph"] != "M"])
 
 
@@ -122,15 +123,22 @@ def _blocks(texts: list[bytes]):
         yield b",\n".join(texts[lo : lo + _BLOCK])
 
 
-def _join(events: Events, fixes: Fixes, chosen: list[int]) -> bytes:
-    parts = [_rewritten(events, fixes, k) if fixes.changed(k) else events.raw[k] for k in chosen]
+def _join(events: Events, fixes: Fixes, chosen: list[int], counts: dict[str, int]) -> bytes:
+    parts = [
+        _rewritten(events, fixes, k, counts) if fixes.changed(k) else events.raw[k] for k in chosen
+    ]
     text = b",\n".join(parts)
     return flatten_deep(text, value_level=3)[0] if events.deep else text
 
 
-def _rewritten(events: Events, fixes: Fixes, k: int) -> bytes:
-    """Event k with its new tid and start, and a note in args saying why."""
-    event = msgspec.json.decode(events.raw[k])
+def _rewritten(events: Events, fixes: Fixes, k: int, counts: dict[str, int]) -> bytes:
+    """Event k with its new tid and start, and a note in args saying why. Its text is made
+    valid first, as every copied event is (a field the loader skips may hold bytes that
+    are not UTF-8, a raw control character or an unpaired surrogate), and the repairs
+    are counted there: the event written back is clean."""
+    text, fixed = valid_json_text(events.raw[k])
+    counts["repaired"] += fixed
+    event = msgspec.json.decode(text)
     args = event.get("args") if isinstance(event.get("args"), dict) else {}
     if k in fixes.ts:
         event["ts"] = int(fixes.ts[k]) if fixes.ts_int[k] else fixes.ts[k]
