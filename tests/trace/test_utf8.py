@@ -8,7 +8,8 @@ behaviours whichever version is installed."""
 import msgspec
 import pytest
 
-from kinetoscope.trace.utf8 import strict_utf8, utf8_problem
+from kinetoscope.trace.schema import STRICT_BATCH, TOP_DECODER, TOP_KEYS
+from kinetoscope.trace.utf8 import JSON_ANY, strict_utf8, utf8_problem
 
 TEXT = b'[{"name": "aten::\xff"}]'
 
@@ -43,3 +44,19 @@ def test_text_python_reads_as_utf8_keeps_msgspecs_error():
     """A refusal the bytes do not bear out is not turned into a UTF-8 error."""
     with pytest.raises(msgspec.DecodeError, match="Invalid UTF-8"):
         strict_utf8(_as_msgspec_023, b'["fine"]')
+
+
+@pytest.mark.parametrize(
+    ("decoder", "text"),
+    [
+        (STRICT_BATCH, TEXT),
+        (JSON_ANY, TEXT),
+        (TOP_DECODER, b'{"traceName": "\xff", "traceEvents": []}'),
+        (TOP_KEYS, b'{"trace\xff": 1}'),  # values are kept as text: a key
+    ],
+    ids=["events", "any", "top", "top_keys"],
+)
+def test_the_readers_decoders_refuse_bytes_not_utf8_as_python_does(decoder, text):
+    """The decoders every reader uses are strict themselves, not each call site."""
+    with pytest.raises(UnicodeDecodeError):
+        decoder.decode(text)

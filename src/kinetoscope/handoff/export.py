@@ -25,6 +25,7 @@ from ..errors import TraceError, input_name
 from ..files.outputs import write_file
 from ..slicing.write import REPAIRS, valid_json_text
 from ..trace.repair import flatten_deep
+from ..trace.schema import TOP_KEYS
 from ..trace.source import is_stdin
 from .fix import Fixes, plan_fixes
 from .layout import order, to_ns
@@ -170,7 +171,7 @@ def _head(path: Path, events: Events, fixes: Fixes, added: int) -> bytes:
     """The input's top-level keys (deviceProperties, baseTimeNanoseconds, ...) and what
     the export changed."""
     try:
-        top = msgspec.json.decode(events.top, type=dict[str, msgspec.Raw])
+        top = TOP_KEYS.decode(events.top)
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise TraceError(path, f"the top-level object is not valid JSON ({exc})") from None
     encode = msgspec.json.encode

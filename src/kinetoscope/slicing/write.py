@@ -23,10 +23,11 @@ from ..files.outputs import is_stdout, write_file
 from ..trace.decode import DEEP_PROBLEM, EventStream
 from ..trace.json_strings import outside_strings, unescaped_quotes
 from ..trace.repair import flatten_deep, replace_lone_surrogates
+from ..trace.schema import TOP_KEYS
 from ..trace.source import is_regular_file, is_stdin, trace_chunks
 from ..trace.stack import decoder_stack
 from ..trace.top_decode import CONTROL_RE
-from ..trace.utf8 import strict_utf8, utf8_problem
+from ..trace.utf8 import utf8_problem
 from .columns import Classifier
 from .plan import Plan, Selection, survey
 from .scan import Batch, EventScanner, ScanError
@@ -34,8 +35,6 @@ from .spool import spooled
 
 #: top-level key saying what the slice was cut from (Perfetto ignores unknown keys)
 SLICE_KEY = "kinetoscopeSlice"
-#: the input's top-level keys, each value kept as its text
-_TOP_KEYS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 REPAIRS = "bytes not UTF-8 as U+FFFD, control characters as spaces, unpaired surrogates as \\ufffd"
 
 
@@ -197,7 +196,7 @@ def _head(path: Path, plan: Plan, selection: Selection) -> bytes:
     (deviceProperties, distributedInfo, baseTimeNanoseconds, traceName, ...) and
     the slice's own description."""
     try:
-        top = strict_utf8(_TOP_KEYS.decode, plan.top)
+        top = TOP_KEYS.decode(plan.top)
     except msgspec.DecodeError as exc:
         raise TraceError(path, f"the top-level object is not valid JSON ({exc})") from None
     except UnicodeDecodeError as exc:

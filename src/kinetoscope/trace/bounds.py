@@ -28,7 +28,7 @@ from __future__ import annotations
 import msgspec
 
 from ..errors import TraceError
-from .utf8 import strict_utf8
+from .utf8 import JSON_ANY
 
 #: text held (head or unfinished event) at which the first validity check runs
 CHECK_FROM = 1 << 20
@@ -69,7 +69,7 @@ class PrefixCheck:
 def prefix_problem(text: bytes | bytearray) -> str | None:
     """Why `text` cannot be the start of a JSON document, or None when it can."""
     try:
-        strict_utf8(msgspec.json.decode, text)
+        JSON_ANY.decode(text)
     except msgspec.DecodeError as exc:
         message = str(exc).splitlines()[0]
         if _TRUNCATED in message or "trailing characters" in message:

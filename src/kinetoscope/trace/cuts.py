@@ -14,7 +14,7 @@ import msgspec
 from .json_strings import EVENT_BOUNDARY
 from .repair import flatten_deep
 from .schema import RAW_LIST, TOP_DECODER
-from .utf8 import strict_utf8
+from .utf8 import JSON_ANY
 
 EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*\[')
 FIRST_BYTE = re.compile(rb"[ \t\r\n]*([^ \t\r\n])")
@@ -24,7 +24,7 @@ TRAILING_AT = re.compile(r"trailing characters \(byte (\d+)\)")
 def head_is_top_level(head: bytes) -> bool:
     """True when `"traceEvents": [` found is a key of the top-level object."""
     try:
-        strict_utf8(TOP_DECODER.decode, head + b"]}")
+        TOP_DECODER.decode(head + b"]}")
     except (msgspec.DecodeError, msgspec.ValidationError):
         return False
     return True
@@ -112,7 +112,7 @@ def _opens_an_event(text: bytes, start: int) -> bool:
     """True when the `{` at `start` opens a non-empty object followed by `,` or `]`."""
     with memoryview(text) as view:
         try:
-            strict_utf8(msgspec.json.decode, view[start:])
+            JSON_ANY.decode(view[start:])
             return False  # the window ended exactly there: cannot tell
         except RecursionError:
             return False
@@ -124,7 +124,7 @@ def _opens_an_event(text: bytes, start: int) -> bool:
             # `}` before it (checked by decoding that much)
             end = text.rfind(b"}", start, start + int(at.group(1)) + 1) + 1
         try:
-            value = strict_utf8(msgspec.json.decode, view[start:end])
+            value = JSON_ANY.decode(view[start:end])
         except (msgspec.DecodeError, RecursionError):
             return False
     after = FIRST_BYTE.match(text, end)

@@ -50,7 +50,7 @@ from .schema import (
     normalize_lenient,
 )
 from .top_decode import CONTROL_RE, CONTROL_TABLE, CONTROL_WARNING, decode_top, short_error
-from .utf8 import strict_utf8, utf8_problem
+from .utf8 import utf8_problem
 
 #: decompressed bytes decoded per batch: small enough that the text, its events
 #: and their columns stay in the CPU caches (4 MB pieces load ~30% slower)
@@ -299,7 +299,7 @@ class EventStream:
         """The top-level object: its keys before the events and after them."""
         text = head + b"]" + tail
         try:
-            return strict_utf8(TOP_DECODER.decode, text)
+            return TOP_DECODER.decode(text)
         except msgspec.DecodeError:
             pass
         try:  # control characters in the keys after the events
@@ -377,9 +377,9 @@ class EventStream:
     def _typed_once(self, text: bytes | bytearray) -> list[Any]:
         try:  # the lenient decoder, where the strict one meets an unexpected type
             try:
-                return strict_utf8(STRICT_BATCH.decode, text)
+                return STRICT_BATCH.decode(text)
             except msgspec.ValidationError:
-                return normalize_lenient(strict_utf8(LENIENT_BATCH.decode, text))
+                return normalize_lenient(LENIENT_BATCH.decode(text))
         except UnicodeDecodeError as exc:  # in either (lenient: past the odd type)
             raise TraceError(self.path, utf8_problem(exc)) from None
         except OutOfRange as exc:

@@ -11,6 +11,8 @@ from typing import Any
 
 import msgspec
 
+from .utf8 import StrictDecoder
+
 # (attribute, JSON key, strict type, default). Ids and counters default to -1
 # (absent) so the loader can read them column-wise without testing for None.
 # The lenient decoder, used only when the strict one meets an unexpected value
@@ -97,8 +99,10 @@ def _make_structs(lenient: bool):
 
 _STRICT_ARGS, _STRICT_EVENT = _make_structs(lenient=False)
 LENIENT_ARGS, _LENIENT_EVENT = _make_structs(lenient=True)
-STRICT_BATCH = msgspec.json.Decoder(list[_STRICT_EVENT])
-LENIENT_BATCH = msgspec.json.Decoder(list[_LENIENT_EVENT])
+# the decoders of a user's text refuse bytes that are not UTF-8 alike under every msgspec
+# (`utf8.py`); `RAW_LIST` decodes no string, so it has nothing to refuse
+STRICT_BATCH = StrictDecoder(list[_STRICT_EVENT])
+LENIENT_BATCH = StrictDecoder(list[_LENIENT_EVENT])
 RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 
 
@@ -134,7 +138,9 @@ class TopLevel(msgspec.Struct):
     ERROR: Any = None
 
 
-TOP_DECODER = msgspec.json.Decoder(TopLevel)
+TOP_DECODER = StrictDecoder(TopLevel)
+#: the top-level keys, each value kept as its text (`slice` and `export` copy them)
+TOP_KEYS = StrictDecoder(dict[str, msgspec.Raw])
 
 
 def normalize_lenient(batch: list[Any]) -> list[Any]:

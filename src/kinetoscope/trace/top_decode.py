@@ -11,7 +11,6 @@ import msgspec
 
 from ..errors import TraceError
 from .schema import TOP_DECODER, TopLevel
-from .utf8 import strict_utf8
 
 CONTROL_TABLE = bytes.maketrans(bytes(range(32)), b" " * 32)
 CONTROL_RE = re.compile(rb"[\x00-\x1f]")
@@ -46,7 +45,7 @@ def decode_top(data: bytes, path: str, warnings: list[str]) -> TopLevel:
 
 def decode_top_checked(data: bytes, path: str) -> TopLevel:
     try:
-        return strict_utf8(TOP_DECODER.decode, data)
+        return TOP_DECODER.decode(data)
     except msgspec.ValidationError as exc:
         raise TraceError(path, f"is not a Kineto trace ({short_error(exc)})") from None
 
@@ -67,7 +66,7 @@ def recover_truncated(data: bytes, path: str) -> tuple[TopLevel, int] | None:
             return None
         candidate = data[: end + 1] + b"]}"
         try:
-            return strict_utf8(TOP_DECODER.decode, candidate), end + 1
+            return TOP_DECODER.decode(candidate), end + 1
         except (msgspec.DecodeError, msgspec.ValidationError):
             continue
     return None
