@@ -54,6 +54,28 @@ def forked(monkeypatch) -> list[int]:
     return pids
 
 
+def _taking_turns(check, marks: Path):
+    """`check` as `run_shared` calls it, with the child marking each rule it takes (a file
+    `<pid>-<rule>` in `marks`) and this process's first call held until the child's first
+    mark (60 s at most). Which process runs first is the scheduler's: on a loaded machine
+    this one ran every group before the child ran at all (CI's run at d9b9b49, the child
+    took nothing), so a test that needs both to take some passed or failed by chance."""
+    parent = os.getpid()
+    held = []
+
+    def turn(rule, *args):
+        if os.getpid() != parent:
+            (marks / f"{os.getpid()}-{rule.id}").touch()
+        elif not held:
+            held.append(True)
+            deadline = time.monotonic() + 60
+            while not any(marks.iterdir()) and time.monotonic() < deadline:
+                time.sleep(0.002)
+        return check(rule, *args)
+
+    return turn
+
+
 def _all_reaped(pids: list[int]) -> bool:
     for pid in pids:
         try:
@@ -86,7 +108,7 @@ def test_shared_rules_give_the_one_process_outcome_on_corpus_traces(
         (tmp_path / f"{os.getpid()}-{rule.id}").touch()
         return real_check(rule, ctx, strict)
 
-    monkeypatch.setattr(engine, "_check", check)
+    monkeypatch.setattr(engine, "_check", _taking_turns(check, tmp_path))
     shared = run_rules(shared_trace)
     assert _outcome_json(shared) == _outcome_json(alone)
     runs = [f.name.split("-", 1) for f in tmp_path.iterdir()]
@@ -97,15 +119,14 @@ def test_shared_rules_give_the_one_process_outcome_on_corpus_traces(
     assert _all_reaped(forked)
 
 
-def test_each_module_goes_to_one_process_and_both_take_some(forked):
+def test_each_module_goes_to_one_process_and_both_take_some(forked, tmp_path):
     parent = os.getpid()
 
     def check(rule, strict):
-        time.sleep(0.02)  # long enough that the child, started in a few ms, takes some
         return os.getpid()
 
     rules = _rules(24, per_module=2)
-    results = two_cores.run_shared(rules, check, strict=True)
+    results = two_cores.run_shared(rules, _taking_turns(check, tmp_path), strict=True)
     assert set(results) == {r.id for r in rules}
     by_module = {}
     for rule in rules:
@@ -116,24 +137,15 @@ def test_each_module_goes_to_one_process_and_both_take_some(forked):
     assert _all_reaped(forked)
 
 
-def _in_child(parent: int, tmp_path: Path, rule: Rule) -> bool:
-    """Whether this is the child; a file per rule it took, so a test can tell it took some."""
-    child = os.getpid() != parent
-    if child:
-        (tmp_path / rule.id).touch()
-    return child
-
-
 def test_a_rule_that_fails_in_the_child_runs_again_here(forked, tmp_path):
     parent = os.getpid()
 
     def check(rule, strict):
-        time.sleep(0.02)
-        if _in_child(parent, tmp_path, rule):
+        if os.getpid() != parent:
             raise RuntimeError("only in the child")
         return "here"
 
-    results = two_cores.run_shared(_rules(12), check, strict=False)
+    results = two_cores.run_shared(_rules(12), _taking_turns(check, tmp_path), strict=False)
     assert set(results.values()) == {"here"}
     assert list(tmp_path.iterdir())  # the child took some, and they were run again
     assert _all_reaped(forked)
@@ -143,12 +155,11 @@ def test_a_child_that_dies_leaves_its_rules_to_the_parent(forked, tmp_path):
     parent = os.getpid()
 
     def check(rule, strict):
-        time.sleep(0.02)
-        if _in_child(parent, tmp_path, rule):
+        if os.getpid() != parent:
             os._exit(3)  # killed mid-way: nothing sent back
         return "here"
 
-    results = two_cores.run_shared(_rules(12), check, strict=False)
+    results = two_cores.run_shared(_rules(12), _taking_turns(check, tmp_path), strict=False)
     assert set(results.values()) == {"here"}
     assert list(tmp_path.iterdir())
     assert _all_reaped(forked)
@@ -158,10 +169,9 @@ def test_findings_that_do_not_pickle_are_run_again_here(forked, tmp_path):
     parent = os.getpid()
 
     def check(rule, strict):
-        time.sleep(0.02)
-        return (lambda: None) if _in_child(parent, tmp_path, rule) else "here"
+        return (lambda: None) if os.getpid() != parent else "here"
 
-    results = two_cores.run_shared(_rules(12), check, strict=False)
+    results = two_cores.run_shared(_rules(12), _taking_turns(check, tmp_path), strict=False)
     assert set(results.values()) == {"here"}
     assert list(tmp_path.iterdir())
     assert _all_reaped(forked)
@@ -172,13 +182,12 @@ def test_a_stuck_child_is_stopped_and_its_rules_run_here(forked, tmp_path, monke
     parent = os.getpid()
 
     def check(rule, strict):
-        time.sleep(0.02)
-        if _in_child(parent, tmp_path, rule):
+        if os.getpid() != parent:
             time.sleep(20)  # stuck (a lock taken before the fork, say)
             return "from the child, had it been waited for"
         return "here"
 
-    results = two_cores.run_shared(_rules(12), check, strict=False)
+    results = two_cores.run_shared(_rules(12), _taking_turns(check, tmp_path), strict=False)
     assert set(results.values()) == {"here"}  # stopped after the grace, its rules run here
     assert list(tmp_path.iterdir())
     assert _all_reaped(forked)
@@ -186,7 +195,6 @@ def test_a_stuck_child_is_stopped_and_its_rules_run_here(forked, tmp_path, monke
 
 def test_a_strict_error_here_raises_and_leaves_no_child(forked):
     def check(rule, strict):
-        time.sleep(0.02)
         raise ValueError("broken rule")
 
     with pytest.raises(ValueError, match="broken rule"):
