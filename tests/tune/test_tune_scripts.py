@@ -73,6 +73,9 @@ BY_HAND = {
     "            p.grad = None",
 }
 STEP_ON = ("--step-on", "train_step")
+#: what tune may rightly conclude of a 10x shorter sleep on a machine loaded past its cores:
+#: no decision (its load checks) or not beyond the noise (waits for a CPU in the blocks)
+REFUSALS_UNDER_LOAD = ("measurement fault", "within noise")
 
 
 def _script(tmp_path: Path, steps: dict = BY_HAND) -> Path:
@@ -104,11 +107,12 @@ def test_tune_script_knob_env(tmp_path):
     if fast["accepted"] is True:
         assert fast["speed"]["low"] > 1.0 and doc["best"] == "sleep_ms=2"
     else:
-        # the one refusal allowed, for either trial: tune's own load checks (`decide`), when
-        # the suite's other workers kept a reference run waiting for a CPU as long as the
-        # step time the trial changes, or the reference drifted between its two runs (both
-        # seen with 4 workers on 2 cores)
-        assert fast["result"] == "measurement fault", fast
+        # the refusals allowed, each by tune's own rule (`_accepted_only_beyond_noise` holds
+        # it to the rule): its load checks (`decide`), when the suite's other workers kept a
+        # reference run waiting for a CPU as long as the step time the trial changes, or the
+        # reference drifted between its two runs; or within noise, when such waits stretched
+        # some of the trial's own blocks (all seen with 4 workers on 2 cores)
+        assert fast["result"] in REFUSALS_UNDER_LOAD, fast
         assert doc["best"] is None, doc["best"]
     assert doc["throughput_unit"] == "steps/s"  # the script has no batch knob
     assert hashlib.sha256(script.read_bytes()).hexdigest() == before  # never edited
@@ -129,10 +133,12 @@ def test_tune_script_pass_as_arg(tmp_path):
     if fast["accepted"] is True:
         assert doc["best"] == "sleep-ms=2"
     else:
-        # the one refusal allowed, as in test_tune_script_knob_env: tune's own load checks
-        # (the baseline's runs around the trial once differed 2.28x in a full run, the trial
-        # waiting for a CPU 59% of its time), and then no setting is kept
-        assert fast["result"] == "measurement fault", fast
+        # the refusals allowed, as in test_tune_script_knob_env: tune's load checks (the
+        # baseline's runs around the trial once differed 2.28x in a full run, the trial
+        # waiting for a CPU 59% of its time), or within noise (CI's path at 05bd104: the
+        # trial's blocks 33.3, 35.1, 5.1, 3.5, 4.8, 4.9 ms, its threads waiting for a CPU
+        # 68% of its time; speed 4.49x, interval 0.66-6.15); then no setting is kept
+        assert fast["result"] in REFUSALS_UNDER_LOAD, fast
         assert doc["best"] is None, doc["best"]
     assert not any("never called kinetoscope.knob" in n for n in doc["notes"])
 
