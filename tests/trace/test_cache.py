@@ -4,6 +4,7 @@ once, a full or read-only folder and the size bound all leave the same report.""
 
 from __future__ import annotations
 
+import gzip
 import os
 import subprocess
 import sys
@@ -187,6 +188,34 @@ def test_small_traces_are_not_cached_by_default(folder, monkeypatch):
     monkeypatch.setattr(cache, "MIN_BYTES", 1 << 20)
     assert cache.key_of(corpus(SMALL)) is None  # 3 KB
     assert cache.key_of(corpus("gpu/resnet_train_ns.pt.trace.json.gz")) is not None  # 1.1 MB
+
+
+QWEN = "gpu/tracelens_h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"  # 0.44 MB, 8.6 MB of JSON
+SGLANG = "gpu/tracelens_sglang_decode__sglang_Qwen3-8B_decode.json.gz"  # 0.04 MB, 0.59 MB
+
+
+def test_a_gzip_is_judged_by_the_text_it_inflates_to(folder, monkeypatch, tmp_path):
+    """The bound is on what the parser reads: a gzip under 1 MB on disk whose JSON is 8.6
+    MB is cached; one whose JSON is 0.59 MB is not, nor is that JSON written plain."""
+    monkeypatch.setattr(cache, "MIN_BYTES", 1 << 20)
+    qwen, sglang = corpus(QWEN), corpus(SGLANG)
+    assert qwen.stat().st_size < cache.MIN_BYTES and cache.key_of(qwen) is not None
+    assert cache.key_of(sglang) is None
+    plain = tmp_path / "sglang.json"
+    plain.write_bytes(gzip.decompress(sglang.read_bytes()))
+    assert cache.key_of(plain) is None
+    load(qwen)
+    assert mapped(load(qwen))  # the second load reads the entry
+
+
+def test_a_gzip_trailer_never_shrinks_a_file_below_its_size(folder, monkeypatch, tmp_path):
+    """A gzip cut off or of several members has a trailer that says less than the file:
+    judged by its size on disk, as a file over the bound it is cached."""
+    monkeypatch.setattr(cache, "MIN_BYTES", 1 << 20)
+    cut = tmp_path / "cut.json.gz"
+    data = corpus("gpu/resnet_train_ns.pt.trace.json.gz").read_bytes()
+    cut.write_bytes(data[:-4] + bytes(4))  # the trailer's length read as 0
+    assert cut.stat().st_size >= cache.MIN_BYTES and cache.key_of(cut) is not None
 
 
 def test_a_trace_that_would_not_read_back_exactly_is_not_stored(folder, tmp_path):

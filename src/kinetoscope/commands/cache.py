@@ -55,7 +55,7 @@ def cache_command(
     total = sum(e.bytes for e in listed)
     typer.echo(
         f"{len(listed)} entries, {_mb(total)} of {_mb(cache.max_bytes(root))} "
-        f"(traces under {_mb(cache.MIN_BYTES)} are not cached)"
+        f"(traces under {_mb(cache.MIN_BYTES)} of text are not cached)"
     )
 
 

@@ -25,8 +25,11 @@ Never wrong, never in the way:
   least recently (each use touches the entry's `used` file);
 - `KINETOSCOPE_NO_CACHE=1` (`--no-cache`) turns it all off.
 
-Traces under `MIN_BYTES` on disk are not cached: they parse in less time than an
-entry's forty files take to write and map.
+Traces whose text is under `MIN_BYTES` are not cached: they parse in less time than an
+entry's forty files take to write and map. The text is what the parser reads: a gzip
+file's inflated size (its trailer says it), not its size on disk. A gzipped trace is
+8-35x smaller on disk than its JSON: one of 0.44 MB inflates to 8.6 MB, which takes
+0.2 s to build each time and about 0.03 s to read back from an entry.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from ..errors import input_name
 from . import cache_store
 from .budget import parse_size
 from .model import Trace
-from .source import is_regular_file
+from .source import GZIP_MAGIC, is_regular_file
 
 NO_CACHE_ENV = "KINETOSCOPE_NO_CACHE"
 FOLDER_ENV = "KINETOSCOPE_CACHE"
@@ -121,15 +124,17 @@ def _hash(text: str) -> str:
 
 
 def key_of(path: Path) -> Key | None:
-    """The key of a regular file of at least `MIN_BYTES`, else None (not cached)."""
+    """The key of a regular file whose text is at least `MIN_BYTES`, else None (not
+    cached)."""
     if not is_regular_file(path):
         return None
     try:
         real = os.path.realpath(path)
         with open(path, "rb") as handle:
             stat = os.fstat(handle.fileno())
-            if stat.st_size < MIN_BYTES:
+            if _text_bytes(handle, stat.st_size) < MIN_BYTES:
                 return None
+            handle.seek(0)
             fingerprint = hashlib.blake2b(str(stat.st_size).encode(), digest_size=16)
             fingerprint.update(handle.read(_FINGERPRINT))
             handle.seek(max(stat.st_size - _FINGERPRINT, 0))
@@ -148,6 +153,17 @@ def key_of(path: Path) -> Key | None:
         ]
     )
     return Key(_hash(source), text)
+
+
+def _text_bytes(handle, size: int) -> int:
+    """The bytes the parser reads from the open file `handle` of `size` bytes: its size,
+    or a gzip file's inflated size from the trailer's last four bytes (ISIZE: the last
+    member's length mod 2**32; never taken as less than the file itself, so a file cut
+    off or of several members is judged at least by its size on disk, as before)."""
+    if size < 18 or handle.read(2) != GZIP_MAGIC:  # 18: a gzip header and trailer
+        return size
+    handle.seek(size - 4)
+    return max(size, int.from_bytes(handle.read(4), "little"))
 
 
 def fetch(path: Path) -> Trace | None:

@@ -23,15 +23,13 @@ from .categories import DEVICE_CATS, HOST_TREE_CATS
 from .decode import EventStream
 from .model import Trace
 from .schema import TopLevel
-from .source import is_regular_file, report_from, trace_chunks
+from .source import GZIP_MAGIC, is_regular_file, report_from, trace_chunks
 from .spill import MemoryParts, SpillParts
 from .split import SPLIT_MIN_BYTES, build_split, cores
 from .stack import DECODE_STACK, decoder_stack
 from .steps import long_step_warning
 from .top_meta import devices_of, trace_meta
 from .utf8 import utf8_problem
-
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def load(
@@ -143,7 +141,7 @@ def _split_wanted(path: Path, min_bytes: int | None) -> bool:
     try:
         with open(path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
-            gzipped = handle.read(2) == _GZIP_MAGIC
+            gzipped = handle.read(2) == GZIP_MAGIC
     except OSError:  # missing, a directory, unreadable: the one-pass load says which
         return False
     return not gzipped and size >= (SPLIT_MIN_BYTES if min_bytes is None else min_bytes)

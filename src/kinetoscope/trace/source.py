@@ -31,7 +31,7 @@ from .bounds import check_ratio
 #: bytes of text per step: as large as the decoder's pieces (decode.py `_PIECE`)
 _READ = 256 << 10
 _GZIP_READ = 256 << 10  # compressed bytes read per step
-_GZIP_MAGIC = b"\x1f\x8b"
+GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_HEADER = 10  # magic, method, flags, mtime (4), extra flags, OS
 _DEFLATE = 8  # the only compression method gzip defines
 #: what `load` and error messages call standard input
@@ -75,7 +75,7 @@ def trace_chunks(path: Path, warnings: list[str]) -> Iterator[bytes | memoryview
     except OSError as exc:
         handle.close()
         raise TraceError(path, f"cannot be read ({exc.strerror or exc})") from None
-    gzipped = first.startswith(_GZIP_MAGIC)
+    gzipped = first.startswith(GZIP_MAGIC)
     if gzipped:
         _check_gzip_header(first, path, handle)
         pieces = _gunzip(first, handle, path, warnings)
@@ -217,7 +217,7 @@ class _Members:
             data = self.inflater.unconsumed_tail
             if self.inflater.eof and self.inflater.unused_data:
                 data = self.inflater.unused_data
-                if not data.startswith(_GZIP_MAGIC[: len(data)]):
+                if not data.startswith(GZIP_MAGIC[: len(data)]):
                     self.after += data  # not another member: trailing bytes
                     data = b""
                 else:  # the next member
