@@ -57,3 +57,29 @@ def test_host_cost_by_step_and_whether_the_device_hides_it(tmp_path):
     assert (step.host_busy_us, step.device_busy_us) == (100.0, 120.0)
     assert host_cost_hidden([step])
     assert not host_cost_hidden([replace(step, host_busy_us=150.0)])
+
+
+def test_kernels_without_durations_have_no_share_and_break_no_rule(tmp_path):
+    """Kernels whose events lost their `dur` (read as 0) sum to no kernel time: the two
+    rules that give each kernel's share of it say none was recorded. A damaged trace made
+    both a ZeroDivisionError (the HTML fuzz run found it, strict rules on)."""
+    events = [
+        op("ProfilerStep#1", 600, 200, cat="user_annotation"),
+        op("aten::mm", 610, 50),
+        launch(620, 10, correlation=2),
+        kernel("ampere_sgemm_128x64_nn", 640, 0, correlation=2),
+        op("aten::mm", 700, 50),
+        launch(710, 10, correlation=3),
+        kernel("ampere_sgemm_128x64_nn", 720, 0, correlation=3),
+    ]
+    trace = kinetoscope.load(write_trace(tmp_path / "t.json", events))
+    out = run_rules(trace, only=["kernel-name", "dispatch-chain"])  # strict: a raise fails
+    found = {f.id: f for f in out.findings}
+    (name_ev,) = found["kernel-name"].evidence
+    assert "in 2 calls (no kernel time recorded)" in name_ev.text
+    assert found["kernel-name"].title.endswith(
+        "by library: none recorded (the kernels' durations are 0 or missing)"
+    )
+    assert found["kernel-name"].measured["library_share"] == {"cuBLAS": None}
+    (chain,) = found["dispatch-chain"].evidence
+    assert "in 2 calls, no kernel time recorded]" in chain.text

@@ -62,6 +62,13 @@ def fmt_share(share: float | None) -> str:
     return "0%" if percent == 0 else f"{_significant(percent, 3)}%"
 
 
+def share_of(part: float, whole: float, of: str) -> str:
+    """`42% of {of}`, or `no {of} recorded` when `whole` is not positive: kernels whose
+    events carry no duration sum to 0 us, and a share of nothing is no number (a damaged
+    trace made it a ZeroDivisionError)."""
+    return f"{part / whole:.0%} of {of}" if whole > 0 else f"no {of} recorded"
+
+
 def fmt_bytes(n: float) -> str:
     """Binary units, as the profiler's memory columns: 33554432 -> `32.0 MB`."""
     for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):

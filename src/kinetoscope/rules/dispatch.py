@@ -24,7 +24,7 @@ from ..analysis.stepmap import (
     step_of,
     step_or_none,
 )
-from ..formatting.units import count, fmt_us
+from ..formatting.units import count, fmt_us, share_of
 from ..trace import Cat
 from .advice import compiled_run, cuda_graphs_fit
 from .base import Evidence, Finding, NotChecked, rule
@@ -56,7 +56,7 @@ def dispatch_chain(ctx) -> list[Finding]:
         evidence.append(
             Evidence(
                 f"{chain_text(trace, pick)}  [{fmt_us(row.device_us, 1)} in "
-                f"{count(row.calls, 'call')}, {row.device_us / total:.0%} of kernel time]",
+                f"{count(row.calls, 'call')}, {share_of(row.device_us, total, 'kernel time')}]",
                 name=trace.name(pick),
                 ts_us=trace.rel(trace.ts[pick]),
                 dur_us=float(trace.dur[pick]),

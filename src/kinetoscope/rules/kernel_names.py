@@ -9,7 +9,7 @@ from ..analysis.gpu_arch import gpu_arch
 from ..analysis.gpu_lane import kernel_totals
 from ..analysis.kernel_names import decoded
 from ..analysis.peaks import device_peaks
-from ..formatting.units import count, fmt_us
+from ..formatting.units import count, fmt_us, share_of
 from ..trace import Trace
 from .base import Evidence, Finding, rule
 from .requires import need_kernels
@@ -33,7 +33,7 @@ def kernel_name(ctx) -> list[Finding]:
         evidence.append(
             Evidence(
                 f"{k.short}: {k.describe()} -- {fmt_us(row.device_us, 1)} in "
-                f"{count(row.calls, 'call')} ({row.device_us / total:.0%} of kernel time)",
+                f"{count(row.calls, 'call')} ({share_of(row.device_us, total, 'kernel time')})",
                 name=trace.names[row.name_id],
                 ts_us=trace.rel(trace.ts[first]),
                 dur_us=float(trace.dur[first]),
@@ -41,9 +41,13 @@ def kernel_name(ctx) -> list[Finding]:
                 unit="us",
             )
         )
-    split = ", ".join(
-        f"{lib} {us / total:.0%}"
-        for lib, us in sorted(libraries.items(), key=lambda kv: -kv[1])[:5]
+    split = (
+        ", ".join(
+            f"{lib} {us / total:.0%}"
+            for lib, us in sorted(libraries.items(), key=lambda kv: -kv[1])[:5]
+        )
+        if total > 0
+        else "none recorded (the kernels' durations are 0 or missing)"
     )
     return [
         Finding(
@@ -67,7 +71,10 @@ def kernel_name(ctx) -> list[Finding]:
             measured={
                 "distinct_kernels": len(rows),
                 "kernel_time_us": round(total, 3),
-                "library_share": {lib: round(us / total, 4) for lib, us in libraries.items()},
+                "library_share": {
+                    lib: round(us / total, 4) if total > 0 else None
+                    for lib, us in libraries.items()
+                },
                 "threshold_top": ctx.threshold("top"),
                 "median_kernel_us": float(
                     np.median([d for r in rows for d in trace.dur[r.instances]])
