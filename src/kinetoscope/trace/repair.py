@@ -126,8 +126,8 @@ _LIST_ARGS = ("grid", "block")
 def drop_big_ints(batch: list) -> int:
     """Replace each `args` integer outside int64 (an id, a byte count of 2**70), or
     outside a float's range where a float is read (flops), by its default (absent);
-    how many were dropped. Only called when the text holds
-    a run of 19 digits (`has_big_int`), so a normal batch costs one scan."""
+    how many were dropped. Only called when the text may hold such an integer
+    (`has_big_int`), so a normal batch costs one scan."""
     dropped = 0
     for ev in batch:
         args = ev.args
