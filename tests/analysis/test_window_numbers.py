@@ -13,7 +13,7 @@ from kinetoscope.rules.engine import run_rules
 from ..conftest import kernel, launch, op, write_trace
 
 
-def _trace(tmp_path):
+def _trace(tmp_path, gemm_us: float = 60):
     events = [
         op("aten::fill_", 0, 30),  # before the step: a warm-up fill the window must not count
         launch(5, 5, correlation=1),
@@ -21,10 +21,10 @@ def _trace(tmp_path):
         op("ProfilerStep#1", 600, 200, cat="user_annotation"),
         op("aten::mm", 610, 50),
         launch(620, 10, correlation=2),
-        kernel("ampere_sgemm_128x64_nn", 640, 60, correlation=2),
+        kernel("ampere_sgemm_128x64_nn", 640, gemm_us, correlation=2),
         op("aten::mm", 700, 50),
         launch(710, 10, correlation=3),
-        kernel("ampere_sgemm_128x64_nn", 720, 60, correlation=3),
+        kernel("ampere_sgemm_128x64_nn", 720, gemm_us, correlation=3),
     ]
     return kinetoscope.load(write_trace(tmp_path / "t.json", events))
 
@@ -63,16 +63,7 @@ def test_kernels_without_durations_have_no_share_and_break_no_rule(tmp_path):
     """Kernels whose events lost their `dur` (read as 0) sum to no kernel time: the two
     rules that give each kernel's share of it say none was recorded. A damaged trace made
     both a ZeroDivisionError (the HTML fuzz run found it, strict rules on)."""
-    events = [
-        op("ProfilerStep#1", 600, 200, cat="user_annotation"),
-        op("aten::mm", 610, 50),
-        launch(620, 10, correlation=2),
-        kernel("ampere_sgemm_128x64_nn", 640, 0, correlation=2),
-        op("aten::mm", 700, 50),
-        launch(710, 10, correlation=3),
-        kernel("ampere_sgemm_128x64_nn", 720, 0, correlation=3),
-    ]
-    trace = kinetoscope.load(write_trace(tmp_path / "t.json", events))
+    trace = _trace(tmp_path, gemm_us=0)  # the fill before the step is outside the window
     out = run_rules(trace, only=["kernel-name", "dispatch-chain"])  # strict: a raise fails
     found = {f.id: f for f in out.findings}
     (name_ev,) = found["kernel-name"].evidence
