@@ -56,21 +56,28 @@ def forked(monkeypatch) -> list[int]:
 
 def _taking_turns(check, marks: Path):
     """`check` as `run_shared` calls it, with the child marking each rule it takes (a file
-    `<pid>-<rule>` in `marks`) and this process's first call held until the child's first
-    mark (60 s at most). Which process runs first is the scheduler's: on a loaded machine
-    this one ran every group before the child ran at all (CI's run at d9b9b49, the child
-    took nothing), so a test that needs both to take some passed or failed by chance."""
+    `<pid>-<rule>` in `marks`) and this process's first call held until the child has taken
+    one. Which process runs first is the scheduler's: on a loaded machine this one ran every
+    group before the child ran at all (CI's run at d9b9b49, the child took nothing), so a
+    test that needs both to take some passed or failed by chance. The hold is a pipe, not a
+    clock: the child writes a byte at its first rule; this process closes its own write end
+    and reads, which returns that byte, or end of file once no child holds the pipe (it
+    exited before taking a rule, or none was forked)."""
     parent = os.getpid()
-    held = []
+    read_end, write_end = os.pipe()
+    done = {"first": False}  # the child's copy after the fork is its own
 
     def turn(rule, *args):
         if os.getpid() != parent:
             (marks / f"{os.getpid()}-{rule.id}").touch()
-        elif not held:
-            held.append(True)
-            deadline = time.monotonic() + 60
-            while not any(marks.iterdir()) and time.monotonic() < deadline:
-                time.sleep(0.002)
+            if not done["first"]:
+                done["first"] = True
+                os.write(write_end, b"x")
+        elif not done["first"]:
+            done["first"] = True
+            os.close(write_end)
+            os.read(read_end, 1)
+            os.close(read_end)
         return check(rule, *args)
 
     return turn
