@@ -41,10 +41,12 @@ def kernel_name(ctx) -> list[Finding]:
                 unit="us",
             )
         )
+    # each library's share of kernel time; none when the kernels sum to no time
+    shares = {lib: us / total if total > 0 else None for lib, us in libraries.items()}
     split = (
         ", ".join(
-            f"{lib} {us / total:.0%}"
-            for lib, us in sorted(libraries.items(), key=lambda kv: -kv[1])[:5]
+            f"{lib} {shares[lib]:.0%}"
+            for lib, _us in sorted(libraries.items(), key=lambda kv: -kv[1])[:5]
         )
         if total > 0
         else "none recorded (the kernels' durations are 0 or missing)"
@@ -72,8 +74,7 @@ def kernel_name(ctx) -> list[Finding]:
                 "distinct_kernels": len(rows),
                 "kernel_time_us": round(total, 3),
                 "library_share": {
-                    lib: round(us / total, 4) if total > 0 else None
-                    for lib, us in libraries.items()
+                    lib: None if share is None else round(share, 4) for lib, share in shares.items()
                 },
                 "threshold_top": ctx.threshold("top"),
                 "median_kernel_us": float(
