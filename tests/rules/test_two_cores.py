@@ -4,6 +4,7 @@ process gives, and every way the child can fail falls back to running its rules 
 from __future__ import annotations
 
 import os
+import select
 import time
 from pathlib import Path
 
@@ -22,6 +23,9 @@ SHARED_TRACES = [
     "cpu/cpu_only_rank34.pt.trace.json.gz",
 ]
 
+#: the longest a test's child waits, at its first rule, for this process to take one
+CHILD_WAIT_S = 60.0
+
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
 
@@ -39,15 +43,20 @@ def _rules(count: int, per_module: int = 1) -> list[Rule]:
 
 
 @pytest.fixture
-def forked(monkeypatch) -> list[int]:
-    """The pids `run_shared` forks, to check each was reaped."""
+def forked(monkeypatch, request) -> list[int]:
+    """The pids `run_shared` forks, to check each was reaped. Parametrized indirectly with
+    "parent late" or "child late", that side sleeps a moment after the fork, as a loaded
+    scheduler can leave it, so that the other reaches the rules first."""
     pids: list[int] = []
     real_fork = os.fork
+    late = getattr(request, "param", None)
 
     def fork() -> int:
         pid = real_fork()
         if pid:
             pids.append(pid)
+        if late == ("parent late" if pid else "child late"):
+            time.sleep(0.2)
         return pid
 
     monkeypatch.setattr(os, "fork", fork)
@@ -56,28 +65,38 @@ def forked(monkeypatch) -> list[int]:
 
 def _taking_turns(check, marks: Path):
     """`check` as `run_shared` calls it, with the child marking each rule it takes (a file
-    `<pid>-<rule>` in `marks`) and this process's first call held until the child has taken
-    one. Which process runs first is the scheduler's: on a loaded machine this one ran every
-    group before the child ran at all (CI's run at d9b9b49, the child took nothing), so a
-    test that needs both to take some passed or failed by chance. The hold is a pipe, not a
-    clock: the child writes a byte at its first rule; this process closes its own write end
-    and reads, which returns that byte, or end of file once no child holds the pipe (it
-    exited before taking a rule, or none was forked)."""
+    `<pid>-<rule>` in `marks`) and each process's first call held until the other has
+    taken one. Which process runs first is the scheduler's: on a loaded machine this one
+    ran every group before the child ran at all (CI's run at d9b9b49), and beside two CPU
+    hogs the child, first on the CPU after the fork, ran all 24 groups before this one
+    took any (run 96, at 56cd6e1); a test that needs both to take some passed or failed
+    by chance. Each side, at its first rule, writes a byte to the other's pipe, closes
+    its copy of the other's write end and reads its own pipe: the other's byte, or end of
+    file once the other side holds no write end (it exited before taking a rule). The
+    child's wait is bounded (`CHILD_WAIT_S`) so that a parent that never takes a rule
+    cannot leave it hanging; `run_shared` then runs the child's rules here."""
     parent = os.getpid()
-    read_end, write_end = os.pipe()
+    to_parent_read, to_parent_write = os.pipe()
+    to_child_read, to_child_write = os.pipe()
     done = {"first": False}  # the child's copy after the fork is its own
 
     def turn(rule, *args):
-        if os.getpid() != parent:
+        in_child = os.getpid() != parent
+        if in_child:
             (marks / f"{os.getpid()}-{rule.id}").touch()
-            if not done["first"]:
-                done["first"] = True
-                os.write(write_end, b"x")
-        elif not done["first"]:
+        if not done["first"]:
             done["first"] = True
-            os.close(write_end)
-            os.read(read_end, 1)
-            os.close(read_end)
+            if in_child:
+                pipes = (to_parent_write, to_parent_read), (to_child_read, to_child_write)
+            else:
+                pipes = (to_child_write, to_child_read), (to_parent_read, to_parent_write)
+            (mine, mine_read), (theirs_read, theirs_write) = pipes
+            os.write(mine, b"x")  # this side still holds a read end: never a broken pipe
+            for fd in (mine, mine_read, theirs_write):
+                os.close(fd)
+            if not in_child or select.select([theirs_read], [], [], CHILD_WAIT_S)[0]:
+                os.read(theirs_read, 1)
+            os.close(theirs_read)
         return check(rule, *args)
 
     return turn
@@ -126,6 +145,7 @@ def test_shared_rules_give_the_one_process_outcome_on_corpus_traces(
     assert _all_reaped(forked)
 
 
+@pytest.mark.parametrize("forked", ["parent late", "child late"], indirect=True)
 def test_each_module_goes_to_one_process_and_both_take_some(forked, tmp_path):
     parent = os.getpid()
 
