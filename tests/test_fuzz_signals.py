@@ -27,6 +27,8 @@ import json
 import os
 import random
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -216,3 +218,30 @@ def test_fuzz_signals_at_random_moments(tmp_path, trace):
         if outcome != "ok":
             findings.append((i, target, signum, round(moment, 3), outcome, stderr[-400:]))
     assert not findings, f"seed {seed}, lengths {length}: " + "\n".join(map(repr, findings))
+
+
+#: `python -m kinetoscope ARGV...` with a Ctrl-C that lands in the exit, after the command
+#: has written its output: an atexit callback (the first registered runs last) sends it
+AT_EXIT_CTRL_C = """
+import atexit, os, runpy, signal, sys, time
+atexit.register(lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(2)))
+sys.argv = ["kinetoscope", *sys.argv[1:]]
+runpy.run_module("kinetoscope", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_sigint_in_the_exit_after_the_report_says_what_was_kept(tmp_path):
+    """A Ctrl-C as `explain -o` exits (its report written) ends it 130 with the one line
+    naming the report, which is whole. It went to the interpreter's teardown: "Exception
+    ignored in atexit callback" and a traceback, or, once Python had put SIGINT back to
+    its default action, death by SIGINT after "wrote out.json" (run 103, at 82947eb)."""
+    trace = Path(__file__).parent / "data" / "traces" / "cpu" / "cpu_only_rank34.pt.trace.json.gz"
+    args = ["explain", str(trace), "--format", "json", "-o", "out.json"]
+    run = subprocess.run(
+        [sys.executable, "-c", AT_EXIT_CTRL_C, *args],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    lines = run.stderr.splitlines()
+    assert run.returncode == 130, run.stderr
+    assert lines == ["wrote out.json", "kinetoscope: interrupted; kept out.json"], lines
+    assert json.loads((tmp_path / "out.json").read_text())["verdict"]

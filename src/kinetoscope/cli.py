@@ -7,6 +7,7 @@ this module only wires them up and maps errors to exit codes (2 for bad input,
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import signal
@@ -133,7 +134,8 @@ def main(own_process: bool = False) -> None:
     """Console entry point: run the app, turning library errors into one line.
 
     `own_process` (the console entry, `entry.main`): an explicit `--max-memory`
-    may limit this process (`trace.budget.arm_backstop`)."""
+    may limit this process (`trace.budget.arm_backstop`), and the process ends here
+    (`_leave`), not in the interpreter's teardown."""
     if own_process:
         arm_backstop()
     torch_before = "torch" in sys.modules  # a caller's own torch is its to tear down
@@ -141,26 +143,40 @@ def main(own_process: bool = False) -> None:
     try:
         _main()
     except SystemExit as done:
-        if torch_before or "torch" not in sys.modules or not isinstance(done.code, int | None):
+        imported_torch = not torch_before and "torch" in sys.modules
+        if not (own_process or imported_torch) or not isinstance(done.code, int | None):
             raise
         _leave(done.code or 0)
 
 
 def _leave(code: int) -> None:
-    """Exit without the interpreter's teardown once this command imported torch
-    (`profile`, `tune`).
+    """Exit without the interpreter's teardown: every run of the console entry, and a
+    command that imported torch (`profile`, `tune`) in a caller's process.
 
-    Tearing torch down (module finalisation, its C++ static destructors) takes
-    about a second after the artifacts are complete, and runs after Python has
-    put SIGINT back to the default action: a Ctrl-C then killed the process with
-    no message. Here the atexit callbacks run with a handler that says what was
-    kept and exits 130, then the process ends at once with its own code."""
+    The teardown runs after Python has put SIGINT back to the default action: a
+    Ctrl-C then killed the process with no message, after the command had printed
+    "wrote out.json" (`explain -o`, exit -2 instead of 130: run 103, at 82947eb).
+    Tearing torch down (module finalisation, its C++ static destructors) takes about
+    a second after the artifacts are complete. Here what the interpreter would do
+    first still runs, with a handler that says what was kept and exits 130: the
+    threads that must end are joined (`threading._shutdown`, as `Py_FinalizeEx` does:
+    an executor's workers, any non-daemon thread), then the atexit callbacks; then
+    the process ends at once with its own code (120 where standard output cannot be
+    flushed, as Python's own exit says)."""
     import atexit
+    import threading
 
     signal.signal(signal.SIGINT, lambda _signum, _frame: _interrupted(now=True))
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()
     atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):  # a reader gone (`| head`), or stdout closed
+        code = code or 120
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
     os._exit(code)
 
 
