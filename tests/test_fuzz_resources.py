@@ -252,10 +252,18 @@ def _files(case: Path, command: str, outcome: str) -> str:
 
 
 #: the default run: two small cases (a child costs 1-2 s: the bounds themselves are tested
-#: in tests/trace/test_read_bounds.py; these keep the harness honest)
+#: in tests/trace/test_read_bounds.py; these keep the harness honest), and what the
+#: extended run of 2026-11-29 found, then the same class tried on `slice`: one string of
+#: 90 MB in an event's args, of `},{` (seeds 92394163 and 17: past the 1 GiB cap, a
+#: MemoryError in `chain`), of `\\` (seed 6) and of `\ud800` (seed 7): MemoryErrors in
+#: `slice`, exit 1 (json_strings.OutsideStrings, repair.replace_lone_surrogates)
 DEFAULT_CASES = [
     ("whitespace_bomb", "file", "summary", dict(size=16 * MB, gz=True, seed=1)),
     ("digit_run", "stdin", "explain-md", dict(size=MB, gz=False, seed=3)),
+    ("long_string", "file", "chain", dict(size=94_095_012, gz=True, seed=92394163)),
+    ("long_string", "file", "slice", dict(size=90 * MB, gz=True, seed=17)),
+    ("long_string", "file", "slice", dict(size=90 * MB, gz=True, seed=6)),
+    ("long_string", "file", "slice", dict(size=90 * MB, gz=True, seed=7)),
 ]
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..trace.bounds import EVENT_LIMIT
-from ..trace.json_strings import outside_strings, unescaped_quotes
+from ..trace.json_strings import OutsideStrings
 from ..trace.stack import DECODE_STACK
 
 _OPEN_OBJ, _CLOSE_OBJ, _OPEN_ARR, _CLOSE_ARR = 123, 125, 91, 93
@@ -132,11 +132,8 @@ class EventScanner:
     def _scan(self, final: bool) -> Batch | None:
         data = bytes(self._pending)
         raw = np.frombuffer(data, np.uint8)
-        quotes = unescaped_quotes(raw)
-        marks = np.flatnonzero(
-            (raw == _OPEN_OBJ) | (raw == _CLOSE_OBJ) | (raw == _OPEN_ARR) | (raw == _CLOSE_ARR)
-        )
-        marks = marks[outside_strings(quotes, marks)]
+        strings = OutsideStrings()  # a block at a time: hostile runs made GB arrays
+        marks = strings.marks(raw, (_OPEN_OBJ, _CLOSE_OBJ, _OPEN_ARR, _CLOSE_ARR))
         chars = raw[marks]
         # int8 steps and int32 depths: a document of brackets has one mark per byte, and
         # four int64 arrays per mark took 1.5 GB on a 73 MB event of `{"a":` (the fuzz)
@@ -146,7 +143,7 @@ class EventScanner:
         before = after - delta
         if final:
             end_depth = int(after[-1]) if len(after) else self._depth
-            if len(quotes) & 1 or end_depth != 0:
+            if strings.in_string or end_depth != 0:
                 raise ScanError("the document ends early (truncated?)")
             cut_index, cut = len(marks) - 1, len(data)
         else:

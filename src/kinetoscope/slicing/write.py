@@ -21,7 +21,7 @@ from isal import igzip
 from ..errors import TraceError, input_name
 from ..files.outputs import is_stdout, write_file
 from ..trace.decode import DEEP_PROBLEM, EventStream
-from ..trace.json_strings import outside_strings, unescaped_quotes
+from ..trace.json_strings import OutsideStrings
 from ..trace.repair import flatten_deep, replace_lone_surrogates
 from ..trace.schema import TOP_KEYS
 from ..trace.source import is_regular_file, is_stdin, trace_chunks
@@ -32,6 +32,9 @@ from .columns import Classifier
 from .plan import Plan, Selection, survey
 from .scan import Batch, EventScanner, ScanError
 from .spool import spooled
+
+#: the control characters JSON allows outside strings: tab, LF, CR
+_JSON_WHITESPACE = np.array([9, 10, 13], np.uint8)
 
 #: top-level key saying what the slice was cut from (Perfetto ignores unknown keys)
 SLICE_KEY = "kinetoscopeSlice"
@@ -158,19 +161,23 @@ def valid_json_text(text: bytes) -> tuple[bytes, int]:
 def _controls_in_strings_as_spaces(text: bytes) -> tuple[bytes, int]:
     """Raw control characters as spaces, where JSON forbids them: all of them inside
     strings, and outside strings all but the whitespace JSON allows (tab, LF, CR),
-    as the loader reads them."""
+    as the loader reads them. A block at a time (`OutsideStrings`): whole-text quote
+    arrays ran out of memory on a 90 MB string of backslashes (the fuzz)."""
     if not CONTROL_RE.search(text):
         return text, 0
     raw = np.frombuffer(text, np.uint8)
-    controls = np.flatnonzero(raw < 32)
-    outside = outside_strings(unescaped_quotes(raw), controls)
-    whitespace = (raw[controls] == 9) | (raw[controls] == 10) | (raw[controls] == 13)
-    bad = controls[~(outside & whitespace)]
-    if not len(bad):
-        return text, 0
-    out = raw.copy()
-    out[bad] = 32
-    return out.tobytes(), len(bad)
+    strings, out, changed = OutsideStrings(), None, 0
+    for start in range(0, len(raw), OutsideStrings.BLOCK):
+        block = raw[start : start + OutsideStrings.BLOCK]
+        controls = np.flatnonzero(block < 32)
+        outside = strings.keep(block, controls)
+        allowed = outside[np.isin(block[outside], _JSON_WHITESPACE)]
+        bad = np.setdiff1d(controls, allowed, assume_unique=True)
+        if len(bad):
+            out = raw.copy() if out is None else out
+            out[bad + start] = 32
+            changed += len(bad)
+    return (text, 0) if out is None else (out.tobytes(), changed)
 
 
 def _check_input(path: Path) -> None:

@@ -33,7 +33,7 @@ from .cuts import (
     head_is_top_level,
     last_boundary,
 )
-from .json_strings import last_boundary_outside_strings
+from .json_strings import BoundaryScan
 from .repair import (
     REPAIR_WARNINGS,
     drop_big_ints,
@@ -174,6 +174,7 @@ class EventStream:
         grows without one is checked as it doubles (`bounds.PrefixCheck`)."""
         check = PrefixCheck(self.path, b"[")
         searched = 0  # rest[:searched] holds no `}` that ends an event
+        scan = BoundaryScan()  # the string-aware search of this piece, where guesses failed
         for chunk in chunks:
             rest += chunk
             if rest[:1] in _BLANKS:
@@ -183,7 +184,7 @@ class EventStream:
             if len(rest) < _PIECE:
                 continue
             cut = last_boundary(rest, len(rest), searched)
-            decoded = self._decode_before(rest, cut) if cut is not None else None
+            decoded = self._decode_before(rest, cut, scan) if cut is not None else None
             if decoded is None:  # one event larger than a piece: keep reading
                 searched = max(0, len(rest) - _BOUNDARY_SPAN)
                 check(rest)
@@ -193,7 +194,7 @@ class EventStream:
             del rest[:cut]
             offset += cut
             searched = 0
-            check = PrefixCheck(self.path, b"[")
+            check, scan = PrefixCheck(self.path, b"["), BoundaryScan()
         return rest, offset
 
     @property
@@ -223,15 +224,20 @@ class EventStream:
         return True
 
     # ---- the event array, piece by piece ---------------------------------
-    def _decode_before(self, rest: bytearray, cut: tuple[int, int]) -> tuple[list[Any], int] | None:
+    def _decode_before(
+        self, rest: bytearray, cut: tuple[int, int], scan: BoundaryScan
+    ) -> tuple[list[Any], int] | None:
         """Decode the events before boundary `cut`; (batch, start of the next event),
         or None when the piece holds no boundary outside a string (one event larger
         than the piece: read on).
 
         `cut` is a guess; when it and the 16 before it fail (strings full of `},{`),
-        the piece is scanned string-aware from its start, which is an event's start."""
+        the piece is scanned string-aware (`scan`, from the piece's start, an event's
+        start, on to where it stopped last time). Once a piece has been scanned, its
+        guesses are not tried again: each decodes the piece up to the guess, and an
+        event of MBs growing a chunk at a time made that quadratic."""
         error = None
-        for _ in range(16):
+        for _ in range(16 if not scan.upto else 0):
             try:
                 return self._decode_array(bracketed(rest, cut[0])), cut[1]
             except _Malformed as exc:
@@ -239,7 +245,7 @@ class EventStream:
             cut = last_boundary(rest, cut[0] - 1)
             if cut is None:
                 break
-        cut = last_boundary_outside_strings(rest)
+        cut = scan.last(rest, len(rest) - _BOUNDARY_SPAN)
         if cut is None:
             return None
         try:

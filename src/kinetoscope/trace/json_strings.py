@@ -19,6 +19,8 @@ import numpy as np
 _QUOTE, _BACKSLASH, _CLOSE_OBJ = 34, 92, 125
 #: the end of one event object and the start of the next: `}` `,` `{` with whitespace
 EVENT_BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
+#: the bytes that can follow a boundary's `}`
+_NEXT = np.frombuffer(b", \t\r\n", np.uint8)
 
 
 def unescaped_quotes(raw: np.ndarray) -> np.ndarray:
@@ -48,15 +50,79 @@ def outside_strings(quotes: np.ndarray, positions: np.ndarray) -> np.ndarray:
     return (np.searchsorted(quotes, positions) & 1) == 0
 
 
-def last_boundary_outside_strings(text: bytes | bytearray) -> tuple[int, int] | None:
-    """(end of an event, start of the next) for the last `},{` of `text` that is not
-    inside a string, `text` starting outside any string; None when there is none.
-    A string left open at the end of `text` hides everything after its quote."""
-    raw = np.frombuffer(text, np.uint8)
-    closes = np.flatnonzero(raw == _CLOSE_OBJ)
-    closes = closes[outside_strings(unescaped_quotes(raw), closes)]
-    for pos in closes[::-1].tolist():
-        match = EVENT_BOUNDARY.match(text, pos)
-        if match:
-            return pos + 1, match.end() - 1
-    return None
+class OutsideStrings:
+    """Which bytes lie outside strings in a text read a block at a time.
+
+    Whole-text arrays (every quote, every backslash, every bracket position as int64)
+    grow to several times the text on hostile input: a 90 MB string of backslashes
+    took `slice` to a MemoryError over a 680 MiB array, one of `},{` past 1.2 GB (the
+    extended fuzz run, 2026-11-29). The state at the end of a block (inside a string
+    or not, and whether an odd run of backslashes ends there) carries over to the next,
+    so a scan's arrays are a block's whatever the text holds."""
+
+    #: bytes per block: the arrays of one block are a few times this
+    BLOCK = 1 << 20
+
+    def __init__(self) -> None:
+        self.in_string = False  # at the end of the blocks seen, the text starting outside
+        self.odd_slashes = False  # an odd run of `\\` ends the blocks seen
+
+    def keep(self, block: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """Those of `positions` (sorted, in `block`: the next bytes of the text, none of
+        them a quote) that lie outside strings; the state then moves past `block`."""
+        lead = int(self.odd_slashes)  # one `\\` standing for the run before the block
+        raw = np.concatenate((np.full(lead, _BACKSLASH, np.uint8), block)) if lead else block
+        quotes = unescaped_quotes(raw) - lead
+        kept = positions[((np.searchsorted(quotes, positions) + self.in_string) & 1) == 0]
+        self.in_string ^= bool(len(quotes) & 1)
+        from_end = raw[::-1] != _BACKSLASH
+        run = int(from_end.argmax()) if from_end.any() else len(raw)  # `\\`s ending it
+        self.odd_slashes = bool(run & 1)
+        return kept
+
+    def marks(self, raw: np.ndarray, wanted: tuple[int, ...]) -> np.ndarray:
+        """Positions in `raw` (the next bytes of the text) of the bytes in `wanted`
+        that lie outside strings, a block at a time."""
+        found = []
+        for start in range(0, len(raw), self.BLOCK):
+            block = raw[start : start + self.BLOCK]
+            hits = block == wanted[0]
+            for byte in wanted[1:]:
+                hits |= block == byte
+            found.append(self.keep(block, np.flatnonzero(hits)) + start)
+        return np.concatenate(found) if found else np.empty(0, np.intp)
+
+
+class BoundaryScan:
+    """The last event boundary (`},{`) outside strings in a text that grows at its end,
+    each byte scanned once (`OutsideStrings`).
+
+    The loader falls back on it when its quick guesses land inside strings. Scanning
+    the whole unfinished event again at every chunk was quadratic in time, and its
+    arrays grew to several times the text: one 93 MB string of `},{` took `chain` past
+    1.2 GB and a MemoryError (the extended fuzz run, 2026-11-29)."""
+
+    def __init__(self) -> None:
+        self.upto = 0  # text[:upto] scanned; the text starts outside any string
+        self.state = OutsideStrings()
+        self.found: tuple[int, int] | None = None  # the last boundary in text[:upto]
+
+    def last(self, text: bytes | bytearray, end: int) -> tuple[int, int] | None:
+        """(end of an event, start of the next) for the last `},{` outside strings whose
+        `}` lies before `end`; text after `end` only completes a boundary's `,{`."""
+        with memoryview(text) as view:
+            while self.upto < end:
+                stop = min(end, self.upto + OutsideStrings.BLOCK)
+                block = np.frombuffer(view[self.upto : stop], np.uint8)
+                closes = self.state.keep(block, np.flatnonzero(block == _CLOSE_OBJ))
+                after = closes + 1  # a `}` that ends the block is tried as it is
+                ends = after >= len(block)
+                closes = closes[ends | np.isin(block[np.where(ends, 0, after)], _NEXT)]
+                for pos in (closes[::-1] + self.upto).tolist():
+                    match = EVENT_BOUNDARY.match(text, pos)
+                    if match:
+                        self.found = pos + 1, match.end() - 1
+                        break
+                del block
+                self.upto = stop
+        return self.found
