@@ -46,7 +46,16 @@ def test_sweep_table_follows_physics(matmul_sweep):  # noqa: F811
     # dispatch) the CPU computes
     compute = [p["compute_us"] for p in points]
     assert compute[0] < compute[1], compute
-    assert points[-1]["regime"] == "compute-bound"
+    # where the capture grade says the CPUs were taken (run 123: the threads waited for a
+    # CPU 70% of the time beside the other workers, Python 20.7% of the window: "mixed"),
+    # op durations measure the load, and the regime is not held; the compute still leads
+    last = kinetoscope.explain(points[-1]["trace"])
+    loaded = {"cpu-busy", "cpu-contended"} & {i["id"] for i in last.quality["issues"]}
+    if loaded:
+        assert points[-1]["regime"] in ("compute-bound", "mixed"), points[-1]
+        assert points[-1]["compute_share"] > 0.5, points[-1]
+    else:
+        assert points[-1]["regime"] == "compute-bound"
     # every figure of a row is explain's own on the same trace
     for p in points:
         report = kinetoscope.explain(p["trace"])
