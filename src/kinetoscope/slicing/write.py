@@ -34,7 +34,7 @@ from .scan import Batch, EventScanner, ScanError
 from .spool import spooled
 
 #: the control characters JSON allows outside strings: tab, LF, CR
-_JSON_WHITESPACE = np.array([9, 10, 13], np.uint8)
+_JSON_WHITESPACE = (9, 10, 13)
 
 #: top-level key saying what the slice was cut from (Perfetto ignores unknown keys)
 SLICE_KEY = "kinetoscopeSlice"
@@ -166,18 +166,14 @@ def _controls_in_strings_as_spaces(text: bytes) -> tuple[bytes, int]:
     if not CONTROL_RE.search(text):
         return text, 0
     raw = np.frombuffer(text, np.uint8)
-    strings, out, changed = OutsideStrings(), None, 0
-    for start in range(0, len(raw), OutsideStrings.BLOCK):
-        block = raw[start : start + OutsideStrings.BLOCK]
-        controls = np.flatnonzero(block < 32)
-        outside = strings.keep(block, controls)
-        allowed = outside[np.isin(block[outside], _JSON_WHITESPACE)]
-        bad = np.setdiff1d(controls, allowed, assume_unique=True)
-        if len(bad):
-            out = raw.copy() if out is None else out
-            out[bad + start] = 32
-            changed += len(bad)
-    return (text, 0) if out is None else (out.tobytes(), changed)
+    bad = raw < 32
+    bad[OutsideStrings().marks(raw, _JSON_WHITESPACE)] = False
+    changed = int(np.count_nonzero(bad))
+    if not changed:
+        return text, 0
+    out = raw.copy()
+    out[bad] = 32
+    return out.tobytes(), changed
 
 
 def _check_input(path: Path) -> None:

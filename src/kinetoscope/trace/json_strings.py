@@ -13,6 +13,7 @@ few passes over the bytes in C.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -80,16 +81,19 @@ class OutsideStrings:
         self.odd_slashes = bool(run & 1)
         return kept
 
-    def marks(self, raw: np.ndarray, wanted: tuple[int, ...]) -> np.ndarray:
-        """Positions in `raw` (the next bytes of the text) of the bytes in `wanted`
-        that lie outside strings, a block at a time."""
-        found = []
+    def blocks(
+        self, raw: np.ndarray, hits: Callable[[np.ndarray], np.ndarray]
+    ) -> Iterator[np.ndarray]:
+        """Block by block of `raw` (the next bytes of the text), the positions in `raw`
+        where `hits(block)` is true that lie outside strings."""
         for start in range(0, len(raw), self.BLOCK):
             block = raw[start : start + self.BLOCK]
-            hits = block == wanted[0]
-            for byte in wanted[1:]:
-                hits |= block == byte
-            found.append(self.keep(block, np.flatnonzero(hits)) + start)
+            yield self.keep(block, np.flatnonzero(hits(block))) + start
+
+    def marks(self, raw: np.ndarray, wanted: tuple[int, ...]) -> np.ndarray:
+        """Positions in `raw` (the next bytes of the text) of the bytes in `wanted`
+        that lie outside strings."""
+        found = list(self.blocks(raw, lambda block: np.isin(block, wanted)))
         return np.concatenate(found) if found else np.empty(0, np.intp)
 
 
@@ -110,19 +114,19 @@ class BoundaryScan:
     def last(self, text: bytes | bytearray, end: int) -> tuple[int, int] | None:
         """(end of an event, start of the next) for the last `},{` outside strings whose
         `}` lies before `end`; text after `end` only completes a boundary's `,{`."""
+        if self.upto >= end:
+            return self.found
         with memoryview(text) as view:
-            while self.upto < end:
-                stop = min(end, self.upto + OutsideStrings.BLOCK)
-                block = np.frombuffer(view[self.upto : stop], np.uint8)
-                closes = self.state.keep(block, np.flatnonzero(block == _CLOSE_OBJ))
-                after = closes + 1  # a `}` that ends the block is tried as it is
-                ends = after >= len(block)
-                closes = closes[ends | np.isin(block[np.where(ends, 0, after)], _NEXT)]
+            raw = np.frombuffer(view[self.upto : end], np.uint8)
+            for closes in self.state.blocks(raw, lambda block: block == _CLOSE_OBJ):
+                after = closes + 1  # a `}` that ends the text scanned is tried as it is
+                ends = after >= len(raw)
+                closes = closes[ends | np.isin(raw[np.where(ends, 0, after)], _NEXT)]
                 for pos in (closes[::-1] + self.upto).tolist():
                     match = EVENT_BOUNDARY.match(text, pos)
                     if match:
                         self.found = pos + 1, match.end() - 1
                         break
-                del block
-                self.upto = stop
+            del raw
+        self.upto = end
         return self.found
